@@ -1,0 +1,1 @@
+"""Every side effect of a scheduled job: Postgres work, outbox writes, execution records."""

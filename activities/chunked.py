@@ -1,0 +1,71 @@
+"""Long work in fenced chunks: each chunk commits alone, progress survives the attempt.
+
+A chunk's domain changes, outbox rows and progress commit in one transaction that first
+checks the fencing token, and the last chunk's transaction also marks the execution
+completed. A retried attempt takes over with a higher token and resumes from the saved
+progress, so nothing is done twice and a stale attempt commits nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.executions import Fence, take_over
+from activities.models import ExecutionRef, WorkResult
+
+Progress = dict[str, Any]
+# plan(conn) -> the first progress; step(conn, progress) -> (next progress, finished?)
+Plan = Callable[[AsyncConnection], Awaitable[Progress]]
+Step = Callable[[AsyncConnection, Progress], Awaitable[tuple[Progress, bool]]]
+
+
+async def run_in_chunks(
+    pool: AsyncConnectionPool,
+    execution: ExecutionRef,
+    plan: Plan,
+    step: Step,
+    pause_seconds: float = 0.0,
+) -> WorkResult:
+    """Run `step` in fenced transactions until it reports the work finished.
+
+    `plan` fixes the work's bounds once, on the first attempt, so retries cover the same
+    rows. Progress must hold a `counts` dict; it becomes the result.
+    """
+    taken = await take_over(pool, execution.execution_id)
+    if not isinstance(taken, Fence):
+        status, result = taken
+        if status == "completed":
+            return WorkResult(counts=(result or {}).get("counts", {}), already_completed=True)
+        raise ApplicationError(
+            f"execution {execution.execution_id} of {execution.job_name} is {status}, "
+            "not running; nothing to do",
+            type="NotRunning",
+            non_retryable=True,
+        )
+    fence = taken
+    progress = fence.progress
+    if not progress:
+        async with pool.connection() as conn, conn.transaction():
+            await fence.check(conn)
+            await fence.save_progress(conn, await plan(conn))
+        progress = fence.progress
+
+    while True:
+        async with pool.connection() as conn, conn.transaction():
+            await fence.check(conn)
+            progress, finished = await step(conn, progress)
+            if finished:
+                await fence.complete(conn, progress, {"counts": progress["counts"]})
+                break
+            await fence.save_progress(conn, progress)
+        activity.heartbeat(progress)
+        if pause_seconds:
+            await asyncio.sleep(pause_seconds)
+    return WorkResult(counts=progress["counts"])

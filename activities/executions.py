@@ -1,0 +1,181 @@
+"""The execution record: claim a (job, scheduled time) slot, fence each unit of work, finish.
+
+Temporal starts one workflow per schedule fire, but backfills, manual triggers and activity
+retries can still run the same slot twice. The `job_executions` row keyed by
+`(job_name, scheduled_at)` keeps the effect single: its `attempt` column is the fencing token
+that every unit of work checks under a row lock before it commits.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.models import ClaimInput, ClaimResult, FailureInput
+from activities.queries import queries
+
+Clock = Callable[[], datetime]
+
+STALE_ATTEMPT = "StaleAttempt"
+
+_Q = queries("executions")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def holder_name() -> str:
+    """Identify this worker process in the execution record (host:pid)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class StaleAttemptError(ApplicationError):
+    """A newer attempt owns the slot; this one must commit nothing."""
+
+    def __init__(self, execution_id: int, token: int, current: int, status: str) -> None:
+        super().__init__(
+            f"execution {execution_id}: attempt {token} is stale "
+            f"(current attempt {current}, status {status}); nothing committed",
+            type=STALE_ATTEMPT,
+            non_retryable=True,
+        )
+
+
+class Fence:
+    """The fencing token of one attempt at one execution."""
+
+    def __init__(self, execution_id: int, token: int, progress: dict[str, Any]) -> None:
+        self.execution_id = execution_id
+        self.token = token
+        self.progress = progress
+
+    async def check(self, conn: AsyncConnection) -> None:
+        """Lock the execution row and raise `StaleAttemptError` unless this attempt owns it.
+
+        Call first inside the transaction that does the work, so a stale attempt's
+        changes roll back with it.
+        """
+        cur = await conn.execute(_Q["fence"], {"id": self.execution_id})
+        attempt, status = await cur.fetchone()
+        if attempt != self.token or status != "running":
+            raise StaleAttemptError(self.execution_id, self.token, attempt, status)
+
+    async def save_progress(self, conn: AsyncConnection, progress: dict[str, Any]) -> None:
+        await conn.execute(
+            _Q["save_progress"], {"id": self.execution_id, "progress": Jsonb(progress)}
+        )
+        self.progress = progress
+
+    async def complete(
+        self, conn: AsyncConnection, progress: dict[str, Any], result: dict[str, Any]
+    ) -> None:
+        await conn.execute(
+            _Q["complete"],
+            {"id": self.execution_id, "progress": Jsonb(progress), "result": Jsonb(result)},
+        )
+        self.progress = progress
+
+
+async def take_over(
+    pool: AsyncConnectionPool, execution_id: int
+) -> Fence | tuple[str, dict[str, Any] | None]:
+    """Start an attempt: raise the fencing token and return it with the saved progress.
+
+    If the execution is no longer running, return its (status, result) instead.
+    """
+    async with pool.connection() as conn, conn.transaction():
+        cur = await conn.execute(_Q["take_over"], {"id": execution_id, "holder": holder_name()})
+        row = await cur.fetchone()
+        if row is not None:
+            return Fence(execution_id, row[0], row[1])
+        cur = await conn.execute(_Q["status"], {"id": execution_id})
+        status, result, _ = await cur.fetchone()
+        return status, result
+
+
+class ExecutionActivities:
+    """Activities that read and write `job_executions`; built by the worker with its pool."""
+
+    def __init__(self, pool: AsyncConnectionPool, clock: Clock = utcnow) -> None:
+        self.pool = pool
+        self.clock = clock
+
+    @activity.defn
+    async def claim_execution(self, claim: ClaimInput) -> ClaimResult:
+        """Record that a run of (job, scheduled_at) begins, or say why it must not.
+
+        A completed or skipped slot is a no-op (counted as a duplicate run); a failed one
+        is retried; a run that starts after its starting deadline is recorded as skipped.
+        """
+        lateness = (self.clock() - claim.scheduled_at).total_seconds()
+        late = (
+            claim.starting_deadline_seconds is not None
+            and lateness > claim.starting_deadline_seconds
+        )
+        reason = (
+            f"missed starting deadline: started {lateness:.0f}s after the scheduled time, "
+            f"deadline {claim.starting_deadline_seconds:.0f}s"
+            if late
+            else None
+        )
+        params = claim.model_dump() | {
+            "status": "skipped" if late else "running",
+            "error": reason,
+        }
+        async with self.pool.connection() as conn, conn.transaction():
+            conn.row_factory = dict_row
+            cur = await conn.execute(_Q["insert_claim"], params)
+            row = await cur.fetchone()
+            if row is not None:
+                outcome = "skipped" if late else "claimed"
+                activity.logger.info("execution %s", outcome, extra=_log_fields(claim, row["id"]))
+                return ClaimResult(execution_id=row["id"], outcome=outcome, reason=reason)
+
+            cur = await conn.execute(_Q["lock_claim"], params)
+            row = await cur.fetchone()
+            if row["status"] in ("completed", "skipped"):
+                await conn.execute(_Q["record_duplicate"], {"id": row["id"]})
+                activity.logger.info(
+                    "execution already %s", row["status"], extra=_log_fields(claim, row["id"])
+                )
+                return ClaimResult(
+                    execution_id=row["id"],
+                    outcome=row["status"],
+                    reason=f"this slot was already {row['status']}",
+                )
+            await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
+            activity.logger.info(
+                "execution reclaimed from status %s",
+                row["status"],
+                extra=_log_fields(claim, row["id"]),
+            )
+            return ClaimResult(execution_id=row["id"], outcome="claimed")
+
+    @activity.defn
+    async def record_failure(self, failure: FailureInput) -> None:
+        """Mark the execution failed, unless another workflow run has taken it over."""
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                _Q["fail"],
+                {"id": failure.execution_id, "run_id": failure.run_id, "error": failure.error},
+            )
+
+
+def _log_fields(claim: ClaimInput, execution_id: int) -> dict[str, Any]:
+    return {
+        "job": claim.job_name,
+        "scheduled_at": claim.scheduled_at.isoformat(),
+        "execution_id": execution_id,
+        "workflow_id": claim.workflow_id,
+    }

@@ -1,0 +1,1 @@
+"""The job catalog, its compilation to Temporal schedules, and the operator CLI."""

@@ -1,0 +1,1 @@
+"""The worker process: settings, Temporal client, migrations and `python -m worker`."""

@@ -1,0 +1,49 @@
+"""`python -m worker` runs a worker replica; `python -m worker migrate` applies migrations."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from worker.errors import SchedulerError
+from worker.migrate import apply_migrations
+from worker.settings import load_settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m worker",
+        description="Run a scheduled-jobs worker replica (default) or apply migrations.",
+        epilog="Exit codes: 0 ok, 1 unexpected failure, 2 bad settings or usage.",
+    )
+    parser.add_argument(
+        "command", nargs="?", default="run", choices=["run", "migrate"], help="default: run"
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    try:
+        settings = load_settings()
+        if args.command == "migrate":
+            applied = apply_migrations(settings.database_url.get_secret_value())
+            names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none"
+            print(f"migrations applied: {names}")
+            return 0
+        from worker.run import run_worker
+
+        asyncio.run(run_worker(settings))
+        return 0
+    except SchedulerError as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

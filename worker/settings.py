@@ -1,0 +1,80 @@
+"""Process configuration, read once from environment variables at start-up."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from worker.errors import SettingsError
+
+LOCAL_DATABASE_URL = "postgresql://postgres@127.0.0.1:55432/scheduled_jobs"
+
+
+class Settings(BaseSettings):
+    """Every knob of the worker and the operator CLI.
+
+    Names follow Temporal's own environment variables, plus ``DATABASE_URL``. Defaults
+    match the embedded local stack that ``make run`` starts.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    temporal_address: str = "localhost:7233"
+    temporal_namespace: str = "default"
+    temporal_task_queue: str = "scheduled-jobs"
+    temporal_api_key: SecretStr | None = None
+    temporal_tls: bool = False
+    temporal_tls_client_cert_path: Path | None = None
+    temporal_tls_client_key_path: Path | None = None
+    temporal_tls_server_ca_cert_path: Path | None = None
+
+    database_url: SecretStr = SecretStr(LOCAL_DATABASE_URL)
+    database_pool_size: int = Field(default=10, ge=1, le=200)
+
+    worker_graceful_shutdown_seconds: float = Field(default=30.0, ge=0)
+    worker_max_concurrent_activities: int = Field(default=20, ge=1)
+    worker_identity: str | None = None
+    migrate_on_start: bool = True
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr) -> SecretStr:
+        url = value.get_secret_value()
+        if not url.startswith(("postgresql://", "postgres://")) and "=" not in url:
+            # No value in the message: the URL may hold a password.
+            raise ValueError("must be a postgresql:// URL or a libpq key=value string")
+        return value
+
+    @field_validator("temporal_address")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"must be host:port, got {value!r}")
+        return value
+
+    @property
+    def graceful_shutdown(self) -> timedelta:
+        return timedelta(seconds=self.worker_graceful_shutdown_seconds)
+
+
+_SECRET_FIELDS = {"database_url", "temporal_api_key"}
+
+
+def load_settings() -> Settings:
+    """Read the settings from the environment, or raise one readable `SettingsError`.
+
+    The error names each bad variable and, except for secrets, its value.
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            shown = "" if field in _SECRET_FIELDS else f" (got {err.get('input')!r})"
+            problems.append(f"{field.upper()}: {err['msg']}{shown}")
+        raise SettingsError("invalid settings: " + "; ".join(problems)) from None

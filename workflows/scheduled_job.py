@@ -1,0 +1,157 @@
+"""One run of a scheduled job: claim the slot, do the work, record the outcome.
+
+A Temporal schedule starts this workflow once per fire time, with workflow id
+`<job>-<scheduled time>Z`. The workflow is deterministic; every side effect happens in
+activities, which make the effect exactly-once per (job, scheduled time).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.executions import STALE_ATTEMPT, ExecutionActivities
+    from activities.models import (
+        ClaimInput,
+        ExecutionRef,
+        FailureInput,
+        WorkInput,
+        WorkResult,
+    )
+
+SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
+SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
+
+# Bookkeeping activities retry until the database is back, for up to an hour.
+_BOOKKEEPING_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
+)
+_BOOKKEEPING_TIMEOUT = timedelta(seconds=30)
+_BOOKKEEPING_DEADLINE = timedelta(hours=1)
+
+
+class RetrySettings(BaseModel):
+    """Retry policy of a job's work activity."""
+
+    initial_interval_seconds: float = Field(default=5.0, gt=0)
+    backoff_coefficient: float = Field(default=2.0, ge=1)
+    maximum_interval_seconds: float = Field(default=300.0, gt=0)
+    maximum_attempts: int = Field(default=10, ge=0)  # 0: unlimited
+
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            initial_interval=timedelta(seconds=self.initial_interval_seconds),
+            backoff_coefficient=self.backoff_coefficient,
+            maximum_interval=timedelta(seconds=self.maximum_interval_seconds),
+            maximum_attempts=self.maximum_attempts,
+        )
+
+
+class JobRun(BaseModel):
+    """The workflow's input, fixed in the schedule's action by `schedules sync`."""
+
+    job_name: str
+    activity: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    start_to_close_seconds: float = Field(default=3600.0, gt=0)
+    heartbeat_seconds: float | None = Field(default=60.0, gt=0)
+    starting_deadline_seconds: float | None = Field(default=None, gt=0)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+
+
+class JobRunResult(BaseModel):
+    """What the run did, as shown in the Temporal UI: ids and counts only."""
+
+    job_name: str
+    scheduled_at: datetime
+    trigger: Literal["schedule", "direct"]
+    execution_id: int
+    outcome: Literal["completed", "already_completed", "skipped", "superseded"]
+    counts: dict[str, int] = Field(default_factory=dict)
+    reason: str | None = None
+
+
+@workflow.defn
+class ScheduledJobWorkflow:
+    @workflow.run
+    async def run(self, job: JobRun) -> JobRunResult:
+        info = workflow.info()
+        scheduled_at = info.typed_search_attributes.get(SCHEDULED_START_TIME)
+        trigger: Literal["schedule", "direct"] = "schedule"
+        if scheduled_at is None:
+            # Started by hand without a schedule: its own start time is its slot.
+            scheduled_at = info.start_time.replace(microsecond=0)
+            trigger = "direct"
+
+        claim = await workflow.execute_activity_method(
+            ExecutionActivities.claim_execution,
+            ClaimInput(
+                job_name=job.job_name,
+                scheduled_at=scheduled_at,
+                trigger=trigger,
+                workflow_id=info.workflow_id,
+                run_id=info.run_id,
+                starting_deadline_seconds=job.starting_deadline_seconds,
+            ),
+            start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
+            schedule_to_close_timeout=_BOOKKEEPING_DEADLINE,
+            retry_policy=_BOOKKEEPING_RETRY,
+        )
+
+        def result(outcome: Any, counts: dict[str, int] | None = None, reason: str | None = None):
+            return JobRunResult(
+                job_name=job.job_name,
+                scheduled_at=scheduled_at,
+                trigger=trigger,
+                execution_id=claim.execution_id,
+                outcome=outcome,
+                counts=counts or {},
+                reason=reason,
+            )
+
+        if claim.outcome == "completed":
+            return result("already_completed", reason=claim.reason)
+        if claim.outcome == "skipped":
+            return result("skipped", reason=claim.reason)
+
+        execution = ExecutionRef(
+            execution_id=claim.execution_id, job_name=job.job_name, scheduled_at=scheduled_at
+        )
+        try:
+            work = await workflow.execute_activity(
+                job.activity,
+                WorkInput(execution=execution, params=job.params),
+                result_type=WorkResult,
+                start_to_close_timeout=timedelta(seconds=job.start_to_close_seconds),
+                heartbeat_timeout=(
+                    timedelta(seconds=job.heartbeat_seconds) if job.heartbeat_seconds else None
+                ),
+                retry_policy=job.retry.policy(),
+            )
+        except ActivityError as err:
+            cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type == STALE_ATTEMPT:
+                # Another workflow run of the same slot took the work over.
+                return result("superseded", reason=str(cause))
+            message = str(cause) if cause is not None else str(err)
+            await workflow.execute_activity_method(
+                ExecutionActivities.record_failure,
+                FailureInput(execution_id=claim.execution_id, run_id=info.run_id, error=message),
+                start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
+                schedule_to_close_timeout=_BOOKKEEPING_DEADLINE,
+                retry_policy=_BOOKKEEPING_RETRY,
+            )
+            raise ApplicationError(
+                f"{job.job_name} at {scheduled_at.isoformat()} failed: {message}",
+                non_retryable=True,
+            ) from err
+
+        if work.already_completed:
+            return result("already_completed", work.counts, "another run completed this slot")
+        return result("completed", work.counts)
