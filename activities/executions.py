@@ -134,15 +134,16 @@ class ExecutionActivities:
             "error": reason,
         }
         async with self.pool.connection() as conn, conn.transaction():
-            conn.row_factory = dict_row
-            cur = await conn.execute(_Q["insert_claim"], params)
+            # Row factory on a cursor, never on the pooled connection.
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(_Q["insert_claim"], params)
             row = await cur.fetchone()
             if row is not None:
                 outcome = "skipped" if late else "claimed"
                 activity.logger.info("execution %s", outcome, extra=_log_fields(claim, row["id"]))
                 return ClaimResult(execution_id=row["id"], outcome=outcome, reason=reason)
 
-            cur = await conn.execute(_Q["lock_claim"], params)
+            await cur.execute(_Q["lock_claim"], params)
             row = await cur.fetchone()
             if row["status"] in ("completed", "skipped"):
                 await conn.execute(_Q["record_duplicate"], {"id": row["id"]})

@@ -50,13 +50,15 @@ class EmbeddedPostgres:
             return {}
         try:
             pwd.getpwnam(SERVICE_USER)
-        except KeyError:
+        except KeyError:  # pragma: no cover - first run on a machine
             subprocess.run(
                 ["useradd", "--system", "--no-create-home", SERVICE_USER],
                 check=True,
                 capture_output=True,
             )
-        return {"user": SERVICE_USER}
+        entry = pwd.getpwnam(SERVICE_USER)
+        # Drop root's group too, or its group bits would apply on root-owned parent dirs.
+        return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
     def _chown(self, path: Path) -> None:
         if os.geteuid() == 0:
@@ -71,7 +73,7 @@ class EmbeddedPostgres:
             if path == Path("/"):
                 continue
             mode = path.stat().st_mode
-            if mode & 0o005 != 0o005:
+            if (mode & 0o005) != 0o005:
                 path.chmod(mode | 0o005)
 
     def initialised(self) -> bool:
@@ -86,7 +88,7 @@ class EmbeddedPostgres:
         if not self.initialised():
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._chown(self.data_dir)
-            subprocess.run(
+            _run(
                 [
                     str(POSTGRES_BIN_PATH / "initdb"),
                     "-D",
@@ -97,9 +99,7 @@ class EmbeddedPostgres:
                     "--encoding=UTF8",
                     "--no-instructions",
                 ],
-                check=True,
-                capture_output=True,
-                **run_as,
+                run_as,
             )
         # A stale pid file from a killed server would stop pg_ctl from starting.
         pid_file = self.data_dir / "postmaster.pid"
@@ -108,7 +108,7 @@ class EmbeddedPostgres:
         self.log_file.touch()
         self._chown(self.log_file)
         options = f"-h {self.host} -p {self.port} -k {self.data_dir} -c fsync=off"
-        subprocess.run(
+        _run(
             [
                 str(POSTGRES_BIN_PATH / "pg_ctl"),
                 "-D",
@@ -122,9 +122,7 @@ class EmbeddedPostgres:
                 str(int(timeout)),
                 "start",
             ],
-            check=True,
-            capture_output=True,
-            **run_as,
+            run_as,
         )
         self.wait_ready(timeout)
 
@@ -173,3 +171,13 @@ def _pid_alive(pid_file: Path) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _run(args: list[str], run_as: dict) -> None:
+    """Run a PostgreSQL program; on failure raise with its own words."""
+    done = subprocess.run(args, capture_output=True, text=True, check=False, **run_as)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{Path(args[0]).name} failed with exit code {done.returncode}: "
+            f"{(done.stderr or done.stdout).strip()}"
+        )

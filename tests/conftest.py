@@ -1,0 +1,155 @@
+"""Session-wide real servers: one PostgreSQL and one Temporal dev server per test run."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from tests.helpers import wait_for_text
+from worker.localstack import EmbeddedPostgres, TemporalDevServer, free_port
+from worker.migrate import apply_migrations
+from worker.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE_DB = "jobs_template"
+_db_numbers = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory) -> Iterator[EmbeddedPostgres]:
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "data", free_port())
+    server.start()
+    server.create_database(TEMPLATE_DB)
+    apply_migrations(server.url(TEMPLATE_DB))
+    yield server
+    server.stop("immediate")
+
+
+@pytest.fixture
+def database_url(postgres: EmbeddedPostgres) -> str:
+    """A fresh, fully migrated database for one test, cloned from the template."""
+    return postgres.create_database(f"test_{next(_db_numbers)}", template=TEMPLATE_DB)
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture(scope="session")
+async def temporal(tmp_path_factory) -> TemporalDevServer:
+    logs = tmp_path_factory.mktemp("temporal")
+    server = TemporalDevServer(free_port(), None, None, logs / "temporal.log")
+    server.start()
+    try:
+        await server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+async def client(temporal: TemporalDevServer) -> Client:
+    return await Client.connect(temporal.address, data_converter=pydantic_data_converter)
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def settings(temporal: TemporalDevServer, database_url: str, task_queue: str) -> Settings:
+    return Settings(
+        temporal_address=temporal.address,
+        temporal_task_queue=task_queue,
+        database_url=database_url,
+        worker_graceful_shutdown_seconds=30,
+    )
+
+
+def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """The environment a subprocess needs to see `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
+    env.update(
+        TEMPORAL_ADDRESS=settings.temporal_address,
+        TEMPORAL_NAMESPACE=settings.temporal_namespace,
+        TEMPORAL_TASK_QUEUE=settings.temporal_task_queue,
+        DATABASE_URL=settings.database_url.get_secret_value(),
+        WORKER_GRACEFUL_SHUTDOWN_SECONDS=str(settings.worker_graceful_shutdown_seconds),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+class WorkerProcess:
+    """A real `python -m worker` replica, its output in a log file."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.log = log
+        self._out = log.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        wait_for_text(self.log, "worker ready", timeout)
+
+    def signal(self, sig: int) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+
+    def stop(self, timeout: float = 60.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._out.close()
+        return self.process.returncode
+
+
+@pytest.fixture
+def start_workers(settings: Settings, tmp_path: Path):
+    """Start `n` worker processes on the test's task queue; all are stopped at teardown."""
+    started: list[WorkerProcess] = []
+
+    def start(n: int, **env: str) -> list[WorkerProcess]:
+        batch = [
+            WorkerProcess(
+                settings_env(settings, **env), tmp_path / f"worker-{len(started) + i}.log"
+            )
+            for i in range(n)
+        ]
+        started.extend(batch)
+        for proc in batch:
+            proc.wait_ready()
+        return batch
+
+    yield start
+    for proc in started:
+        proc.stop()

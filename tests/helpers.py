@@ -1,0 +1,39 @@
+"""Test helpers: poll with a deadline instead of sleeping."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+async def assert_eventually(
+    check: Callable[[], Awaitable[T]], timeout: float = 30.0, interval: float = 0.1
+) -> T:
+    """Call `check` until it stops raising AssertionError; return its value.
+
+    After `timeout` seconds the last AssertionError propagates.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await check()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(interval)
+
+
+def wait_for_text(path, text: str, timeout: float = 30.0, interval: float = 0.1) -> None:
+    """Block until the file at `path` contains `text` (e.g. a process's ready line)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return
+        if time.monotonic() > deadline:
+            tail = path.read_text(errors="replace")[-2000:] if path.exists() else "(no file)"
+            raise AssertionError(f"{text!r} did not appear in {path} within {timeout}s:\n{tail}")
+        time.sleep(interval)

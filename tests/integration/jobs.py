@@ -1,0 +1,65 @@
+"""Helpers for integration tests: invoices, schedules and execution rows."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import date, datetime, timedelta
+
+import psycopg
+from temporalio.client import Client
+
+from schedules.catalog import INVOICE_REMINDERS, JobSpec
+from schedules.sync import sync
+from workflows import RetrySettings
+
+FAST_RETRY = RetrySettings(initial_interval_seconds=0.5, maximum_interval_seconds=2)
+
+
+def invoice_job(**params) -> JobSpec:
+    """The catalog's invoice-reminders job, with test-sized timeouts and params."""
+    return INVOICE_REMINDERS.model_copy(
+        update={
+            "params": INVOICE_REMINDERS.params | params,
+            "heartbeat": timedelta(seconds=3),
+            "retry": FAST_RETRY,
+        }
+    )
+
+
+@contextlib.asynccontextmanager
+async def registered(client: Client, job: JobSpec, task_queue: str) -> AsyncIterator[None]:
+    """Register `job`'s schedule for the test and delete it afterwards."""
+    await sync(client, [job], task_queue)
+    try:
+        yield
+    finally:
+        await client.get_schedule_handle(job.id).delete()
+
+
+def insert_invoices(db: psycopg.Connection, count: int, due: date, start: int = 1) -> None:
+    """Insert `count` unpaid invoices due on `due`, numbered from `start`, in one statement."""
+    db.execute(
+        """
+        INSERT INTO invoices (invoice_number, customer_email, status, due_date)
+        SELECT 'INV-' || lpad(n::text, 8, '0'), 'customer' || (n %% 500) || '@example.com',
+               'Unpaid', %s
+        FROM generate_series(%s::bigint, %s::bigint) AS n
+        """,
+        (due, start, start + count - 1),
+    )
+
+
+def executions(db: psycopg.Connection, job: str) -> list[dict]:
+    cur = db.cursor(row_factory=psycopg.rows.dict_row)
+    return cur.execute(
+        "SELECT * FROM job_executions WHERE job_name = %s ORDER BY scheduled_at", (job,)
+    ).fetchall()
+
+
+def outbox_count(db: psycopg.Connection) -> int:
+    return db.execute("SELECT count(*) FROM outbox_messages").fetchone()[0]
+
+
+def daily_slots(first: datetime, n: int) -> list[datetime]:
+    return [first + timedelta(days=i) for i in range(n)]

@@ -1,0 +1,149 @@
+"""The invoice-reminders job end to end: real schedule, real worker processes, real Postgres."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
+
+from tests.helpers import assert_eventually
+from tests.integration.jobs import (
+    executions,
+    insert_invoices,
+    invoice_job,
+    outbox_count,
+    registered,
+)
+from worker.localstack.temporal import temporal_binary
+from workflows import ScheduledJobWorkflow
+
+LONDON = ZoneInfo("Europe/London")
+
+
+def nightly_slots(days_ago: int, n: int) -> list[datetime]:
+    """`n` consecutive 02:30 Europe/London fire times, the first `days_ago` days back."""
+    today = datetime.now(LONDON).date()
+    return [
+        datetime.combine(today - timedelta(days=days_ago - i), datetime.min.time(), LONDON)
+        .replace(hour=2, minute=30)
+        .astimezone(UTC)
+        for i in range(n)
+    ]
+
+
+async def backfill(client, job_id: str, slots: list[datetime]) -> None:
+    await client.get_schedule_handle(job_id).backfill(
+        ScheduleBackfill(
+            start_at=slots[0] - timedelta(minutes=1),
+            end_at=slots[-1] + timedelta(minutes=1),
+            overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+        )
+    )
+
+
+async def test_backfill_on_three_worker_processes_runs_each_slot_once(
+    client, db, task_queue, start_workers
+):
+    slots = nightly_slots(days_ago=20, n=5)
+    # Invoices falling due across the backfilled nights: each night reminds the new ones.
+    first_day = slots[0].date()
+    for i in range(5):
+        insert_invoices(db, 40, due=first_day + timedelta(days=i - 1), start=1 + 40 * i)
+    insert_invoices(db, 30, due=date.today() + timedelta(days=30), start=1000)  # not yet due
+    db.execute("UPDATE invoices SET status = 'Paid' WHERE id % 10 = 0")
+    expected = db.execute(
+        "SELECT count(*) FROM invoices WHERE status = 'Unpaid' AND due_date < %s",
+        (slots[-1].date(),),
+    ).fetchone()[0]
+
+    start_workers(3)
+    job = invoice_job()
+    async with registered(client, job, task_queue):
+        await backfill(client, job.id, slots)
+
+        async def five_completed():
+            rows = executions(db, job.id)
+            assert [r["status"] for r in rows] == ["completed"] * 5
+            return rows
+
+        rows = await assert_eventually(five_completed, timeout=60)
+        assert [r["scheduled_at"] for r in rows] == slots
+        assert sum(r["result"]["counts"]["reminded"] for r in rows) == expected
+        assert outbox_count(db) == expected
+        # Each reminded invoice has exactly one message, and no invoice was reminded twice.
+        per_invoice = db.execute(
+            "SELECT payload->>'invoice_number', count(*) FROM outbox_messages GROUP BY 1"
+        ).fetchall()
+        assert len(per_invoice) == expected
+        assert {n for _, n in per_invoice} == {1}
+        assert (
+            db.execute(
+                "SELECT count(*) FROM invoices WHERE last_reminder_at IS NOT NULL"
+            ).fetchone()[0]
+            == expected
+        )
+
+        # b) The same five slots again: no new effects, each run recorded as already done.
+        await backfill(client, job.id, slots)
+
+        async def five_duplicates():
+            again = executions(db, job.id)
+            assert [r["duplicate_runs"] for r in again] == [1] * 5
+            return again
+
+        again = await assert_eventually(five_duplicates, timeout=60)
+        assert [r["status"] for r in again] == ["completed"] * 5
+        assert [r["result"] for r in again] == [r["result"] for r in rows]
+        assert outbox_count(db) == expected
+
+        async def all_runs_finished():
+            results = []
+            async for wf in client.list_workflows(f'TemporalScheduledById = "{job.id}"'):
+                handle = client.get_workflow_handle_for(
+                    ScheduledJobWorkflow.run, wf.id, run_id=wf.run_id
+                )
+                results.append(await handle.result())
+            assert len(results) == 10
+            return results
+
+        results = await assert_eventually(all_runs_finished, timeout=30)
+        outcomes = sorted(r.outcome for r in results)
+        assert outcomes == ["already_completed"] * 5 + ["completed"] * 5
+
+
+async def test_cli_trigger_records_one_run_at_the_trigger_time(
+    client, db, task_queue, start_workers, temporal
+):
+    insert_invoices(db, 25, due=date.today() - timedelta(days=3))
+    start_workers(1)
+    job = invoice_job()
+    async with registered(client, job, task_queue):
+        before = datetime.now(UTC).replace(microsecond=0)
+        subprocess.run(
+            [
+                temporal_binary(),
+                "schedule",
+                "trigger",
+                "--schedule-id",
+                job.id,
+                "--address",
+                temporal.address,
+            ],
+            check=True,
+            capture_output=True,
+        )
+        after = datetime.now(UTC)
+
+        async def one_completed():
+            rows = executions(db, job.id)
+            assert len(rows) == 1 and rows[0]["status"] == "completed"
+            return rows[0]
+
+        row = await assert_eventually(one_completed, timeout=60)
+        assert before <= row["scheduled_at"] <= after
+        assert row["trigger"] == "schedule"
+        assert row["workflow_id"] == f"{job.id}-{row['scheduled_at']:%Y-%m-%dT%H:%M:%SZ}"
+        assert row["result"]["counts"]["reminded"] == 25
+        assert outbox_count(db) == 25
