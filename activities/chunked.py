@@ -9,7 +9,8 @@ progress, so nothing is done twice and a stale attempt commits nothing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -24,6 +25,18 @@ Progress = dict[str, Any]
 # plan(conn) -> the first progress; step(conn, progress) -> (next progress, finished?)
 Plan = Callable[[AsyncConnection], Awaitable[Progress]]
 Step = Callable[[AsyncConnection, Progress], Awaitable[tuple[Progress, bool]]]
+
+
+@asynccontextmanager
+async def fenced(pool: AsyncConnectionPool, fence: Fence) -> AsyncIterator[AsyncConnection]:
+    """A transaction that belongs to `fence`'s attempt, or `StaleAttemptError` before any work.
+
+    The execution row stays locked until commit, so no newer attempt can take over while
+    this transaction's work is in flight.
+    """
+    async with pool.connection() as conn, conn.transaction():
+        await fence.check(conn)
+        yield conn
 
 
 async def run_in_chunks(
@@ -52,14 +65,12 @@ async def run_in_chunks(
     fence = taken
     progress = fence.progress
     if not progress:
-        async with pool.connection() as conn, conn.transaction():
-            await fence.check(conn)
+        async with fenced(pool, fence) as conn:
             await fence.save_progress(conn, await plan(conn))
         progress = fence.progress
 
     while True:
-        async with pool.connection() as conn, conn.transaction():
-            await fence.check(conn)
+        async with fenced(pool, fence) as conn:
             progress, finished = await step(conn, progress)
             if finished:
                 await fence.complete(conn, progress, {"counts": progress["counts"]})

@@ -7,7 +7,7 @@ transaction, one id range at a time.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
@@ -31,6 +31,26 @@ class InvoiceReminderParams(BaseModel):
     pause_between_chunks_ms: int = Field(default=0, ge=0, le=60_000)
 
 
+async def remind_chunk(
+    conn: AsyncConnection, fixed: dict, after_id: int, upto_id: int
+) -> tuple[int, int]:
+    """Remind the due invoices with ids in (after_id, upto_id]; return (reminded, queued)."""
+    cur = await conn.execute(_Q["remind_chunk"], fixed | {"after_id": after_id, "upto_id": upto_id})
+    reminded, queued = await cur.fetchone()
+    return reminded, queued
+
+
+def reminder_window(job_name: str, scheduled_at: datetime, remind_every_days: int) -> dict:
+    """The values that fix which invoices a run for `scheduled_at` reminds."""
+    return {
+        "job_name": job_name,
+        "scheduled_at": scheduled_at,
+        "slot": scheduled_at.isoformat(),
+        "as_of_date": scheduled_at.date(),
+        "remind_before": scheduled_at - timedelta(days=remind_every_days),
+    }
+
+
 class InvoiceActivities:
     """Invoice activities; built by the worker with its connection pool."""
 
@@ -50,14 +70,9 @@ class InvoiceActivities:
             raise ApplicationError(
                 f"{work.execution.job_name}: invalid params: {exc}", non_retryable=True
             ) from None
-        scheduled_at = work.execution.scheduled_at
-        fixed = {
-            "job_name": work.execution.job_name,
-            "scheduled_at": scheduled_at,
-            "slot": scheduled_at.isoformat(),
-            "as_of_date": scheduled_at.date(),
-            "remind_before": scheduled_at - timedelta(days=params.remind_every_days),
-        }
+        fixed = reminder_window(
+            work.execution.job_name, work.execution.scheduled_at, params.remind_every_days
+        )
 
         async def plan(conn: AsyncConnection) -> Progress:
             cur = await conn.execute(_Q["max_id"])
@@ -72,10 +87,7 @@ class InvoiceActivities:
             if after_id >= upto_id:
                 return progress, True
             high = min(after_id + params.chunk_size, upto_id)
-            cur = await conn.execute(
-                _Q["remind_chunk"], fixed | {"after_id": after_id, "upto_id": high}
-            )
-            reminded, queued = await cur.fetchone()
+            reminded, queued = await remind_chunk(conn, fixed, after_id, high)
             counts = progress["counts"]
             return {
                 "cursor": {"after_id": high, "upto_id": upto_id},

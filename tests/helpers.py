@@ -27,12 +27,17 @@ async def assert_eventually(
         await asyncio.sleep(interval)
 
 
-def wait_for_text(path, text: str, timeout: float = 30.0, interval: float = 0.1) -> None:
-    """Block until the file at `path` contains `text` (e.g. a process's ready line)."""
+def wait_for_text(
+    path, text: str | tuple[str, ...], timeout: float = 30.0, interval: float = 0.1
+) -> str:
+    """Block until the file at `path` contains `text` (or one of them); return the one found."""
+    texts = (text,) if isinstance(text, str) else text
     deadline = time.monotonic() + timeout
     while True:
-        if path.exists() and text in path.read_text(errors="replace"):
-            return
+        content = path.read_text(errors="replace") if path.exists() else ""
+        for candidate in texts:
+            if candidate in content:
+                return candidate
         if time.monotonic() > deadline:
             tail = path.read_text(errors="replace")[-2000:] if path.exists() else "(no file)"
             raise AssertionError(f"{text!r} did not appear in {path} within {timeout}s:\n{tail}")

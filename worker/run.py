@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 
+from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -58,8 +59,20 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     if settings.migrate_on_start:
         await asyncio.to_thread(apply_migrations, conninfo)
     client = await connect(settings)
+    idle_ms = int(settings.database_idle_in_transaction_timeout_seconds * 1000)
+
+    async def configure(conn: AsyncConnection) -> None:
+        await conn.execute(
+            "SELECT set_config('idle_in_transaction_session_timeout', %s, false)", (str(idle_ms),)
+        )
+        await conn.commit()
+
     async with AsyncConnectionPool(
-        conninfo, min_size=1, max_size=settings.database_pool_size, open=False
+        conninfo,
+        min_size=1,
+        max_size=settings.database_pool_size,
+        configure=configure,
+        open=False,
     ) as pool:
         await pool.wait()
         worker = build_worker(client, settings, pool)

@@ -33,6 +33,9 @@ class Settings(BaseSettings):
 
     database_url: SecretStr = SecretStr(LOCAL_DATABASE_URL)
     database_pool_size: int = Field(default=10, ge=1, le=200)
+    # A paused or partitioned worker must not hold row locks forever: Postgres ends its
+    # session once it sits this long inside a transaction, and a newer attempt takes over.
+    database_idle_in_transaction_timeout_seconds: float = Field(default=60.0, gt=0)
 
     worker_graceful_shutdown_seconds: float = Field(default=30.0, ge=0)
     worker_max_concurrent_activities: int = Field(default=20, ge=1)

@@ -1,0 +1,106 @@
+"""The execution record against real Postgres: claims, fencing tokens, deadlines."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+from activities.chunked import fenced
+from activities.executions import ExecutionActivities, StaleAttemptError, take_over
+from activities.invoices import remind_chunk, reminder_window
+from activities.models import ClaimInput, FailureInput
+from tests.integration.jobs import executions, insert_invoices, outbox_count
+
+SLOT = datetime(2026, 11, 20, 2, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+async def pool(database_url):
+    async with AsyncConnectionPool(database_url, min_size=1, max_size=4, open=False) as pool:
+        await pool.wait()
+        yield pool
+
+
+def claim_input(**overrides) -> ClaimInput:
+    fields = {
+        "job_name": "invoice-reminders",
+        "scheduled_at": SLOT,
+        "trigger": "schedule",
+        "workflow_id": "invoice-reminders-2026-11-20T02:30:00Z",
+        "run_id": "run-1",
+    }
+    return ClaimInput(**(fields | overrides))
+
+
+async def test_a_stale_fencing_token_commits_nothing(pool, db):
+    insert_invoices(db, 3000, due=date(2026, 11, 1))
+    claim = await ExecutionActivities(pool).claim_execution(claim_input())
+    stale = await take_over(pool, claim.execution_id)
+    current = await take_over(pool, claim.execution_id)
+    assert (stale.token, current.token) == (1, 2)
+    window = reminder_window("invoice-reminders", SLOT, 7)
+
+    with pytest.raises(StaleAttemptError, match="attempt 1 is stale"):
+        async with fenced(pool, stale) as conn:
+            await remind_chunk(conn, window, 0, 3000)
+    assert outbox_count(db) == 0
+    assert (
+        db.execute("SELECT count(*) FROM invoices WHERE last_reminder_at IS NOT NULL").fetchone()[0]
+        == 0
+    )
+
+    async with fenced(pool, current) as conn:
+        assert await remind_chunk(conn, window, 0, 3000) == (3000, 3000)
+    assert outbox_count(db) == 3000
+
+
+async def test_a_completed_slot_is_a_recorded_no_op(pool, db):
+    activities = ExecutionActivities(pool)
+    claim = await activities.claim_execution(claim_input())
+    fence = await take_over(pool, claim.execution_id)
+    async with fenced(pool, fence) as conn:
+        await fence.complete(conn, {"counts": {"reminded": 0}}, {"counts": {"reminded": 0}})
+
+    again = await activities.claim_execution(claim_input(run_id="run-2"))
+    assert again.outcome == "completed"
+    assert again.execution_id == claim.execution_id
+    (row,) = executions(db, "invoice-reminders")
+    assert row["duplicate_runs"] == 1 and row["status"] == "completed"
+    # A completed slot cannot be taken over again.
+    assert await take_over(pool, claim.execution_id) == ("completed", {"counts": {"reminded": 0}})
+
+
+async def test_a_failed_slot_is_claimed_again_and_only_its_holder_marks_it_failed(pool, db):
+    activities = ExecutionActivities(pool)
+    first = await activities.claim_execution(claim_input())
+    await activities.record_failure(
+        FailureInput(execution_id=first.execution_id, run_id="run-1", error="boom")
+    )
+    assert executions(db, "invoice-reminders")[0]["status"] == "failed"
+
+    retry = await activities.claim_execution(claim_input(run_id="run-2"))
+    assert retry.outcome == "claimed"
+    (row,) = executions(db, "invoice-reminders")
+    assert (row["status"], row["error"], row["run_id"]) == ("running", None, "run-2")
+
+    # The first run no longer holds the slot: its late failure report changes nothing.
+    await activities.record_failure(
+        FailureInput(execution_id=first.execution_id, run_id="run-1", error="late")
+    )
+    assert executions(db, "invoice-reminders")[0]["status"] == "running"
+
+
+@pytest.mark.parametrize(
+    ("late_by", "outcome"), [(timedelta(seconds=29), "claimed"), (timedelta(seconds=31), "skipped")]
+)
+async def test_starting_deadline_is_judged_against_the_clock(pool, db, late_by, outcome):
+    activities = ExecutionActivities(pool, clock=lambda: SLOT + late_by)
+    claim = await activities.claim_execution(claim_input(starting_deadline_seconds=30))
+    assert claim.outcome == outcome
+    (row,) = executions(db, "invoice-reminders")
+    assert row["status"] == ("running" if outcome == "claimed" else "skipped")
+    if outcome == "skipped":
+        assert "missed starting deadline" in row["error"]
+        assert row["finished_at"] is not None

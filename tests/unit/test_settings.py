@@ -1,0 +1,63 @@
+"""Settings: clear one-line errors that name the variable and never show a secret."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from worker.errors import SettingsError
+from worker.settings import LOCAL_DATABASE_URL, load_settings
+
+
+def test_defaults_match_the_local_stack(monkeypatch):
+    for name in ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TASK_QUEUE", "DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    settings = load_settings()
+    assert settings.temporal_address == "localhost:7233"
+    assert settings.temporal_namespace == "default"
+    assert settings.temporal_task_queue == "scheduled-jobs"
+    assert settings.database_url.get_secret_value() == LOCAL_DATABASE_URL
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "shown"),
+    [
+        ("TEMPORAL_ADDRESS", "no-port-here", "'no-port-here'"),
+        ("WORKER_GRACEFUL_SHUTDOWN_SECONDS", "soon", "'soon'"),
+        ("DATABASE_POOL_SIZE", "0", "'0'"),
+    ],
+)
+def test_a_malformed_value_names_the_variable_and_value(monkeypatch, name, value, shown):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert name in str(err.value) and shown in str(err.value)
+
+
+def test_a_bad_database_url_never_shows_its_password(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "mysql://admin:hunter2-secret@db/jobs")
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert "DATABASE_URL" in str(err.value)
+    assert "hunter2-secret" not in str(err.value)
+
+
+@pytest.mark.parametrize("command", [["worker"], ["worker", "migrate"], ["schedules", "sync"]])
+def test_entry_points_exit_2_with_one_line_on_bad_settings(command):
+    env = {"PATH": "/usr/bin:/bin", "DATABASE_URL": "mysql://admin:hunter2-secret@db/jobs"}
+    done = subprocess.run(
+        [sys.executable, "-m", *command],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "DATABASE_URL" in lines[0]
+    assert "hunter2-secret" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
