@@ -7,6 +7,8 @@ import asyncio
 import logging
 import sys
 
+import psycopg
+
 from worker.errors import SchedulerError
 from worker.migrate import apply_migrations
 from worker.settings import load_settings
@@ -19,8 +21,14 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Exit codes: 0 ok, 1 unexpected failure, 2 bad settings or usage.",
     )
     parser.add_argument(
-        "command", nargs="?", default="run", choices=["run", "migrate"], help="default: run"
+        "command",
+        nargs="?",
+        default="run",
+        choices=["run", "migrate", "outbox"],
+        help="run: serve the task queue (default); migrate: apply migrations and exit; "
+        "outbox: show the newest outbox messages",
     )
+    parser.add_argument("--limit", type=int, default=20, help="outbox: how many messages")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -34,6 +42,15 @@ def main(argv: list[str] | None = None) -> int:
             names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none"
             print(f"migrations applied: {names}")
             return 0
+        if args.command == "outbox":
+            from activities.outbox import format_messages, recent_messages
+
+            print(
+                format_messages(
+                    *recent_messages(settings.database_url.get_secret_value(), args.limit)
+                )
+            )
+            return 0
         from worker.run import run_worker
 
         asyncio.run(run_worker(settings))
@@ -43,6 +60,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except psycopg.OperationalError as exc:
+        if args.debug:
+            raise
+        print(
+            f"error: cannot reach the database: {str(exc).strip().splitlines()[0]}", file=sys.stderr
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ class EmbeddedPostgres:
         self.port = port
         self.host = host
         self.log_file = self.data_dir.parent / f"{self.data_dir.name}.log"
+        self.started = False
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@{self.host}:{self.port}/{database}"
@@ -125,6 +126,7 @@ class EmbeddedPostgres:
             run_as,
         )
         self.wait_ready(timeout)
+        self.started = True
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -138,9 +140,10 @@ class EmbeddedPostgres:
                 time.sleep(0.2)
 
     def stop(self, mode: str = "fast") -> None:
-        """Stop the server; `mode` is pg_ctl's: smart, fast or immediate."""
-        if not (self.data_dir / "postmaster.pid").exists():
+        """Stop the server this object started; `mode` is pg_ctl's: smart, fast or immediate."""
+        if not self.started:
             return
+        self.started = False
         subprocess.run(
             [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(self.data_dir), "-m", mode, "-w", "stop"],
             check=False,

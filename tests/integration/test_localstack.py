@@ -1,0 +1,129 @@
+"""`make run`'s stack, started as the README says, on spare ports."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import psycopg
+
+from tests.conftest import ROOT
+from tests.helpers import assert_eventually, wait_for_text
+from worker.localstack import free_port
+from worker.localstack.temporal import temporal_binary
+
+
+def start_stack(state, log, ports) -> subprocess.Popen:
+    pg, temporal, ui = ports
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "worker.localstack",
+                f"--state={state}",
+                f"--pg-port={pg}",
+                f"--temporal-port={temporal}",
+                f"--ui-port={ui}",
+            ],
+            cwd=ROOT,
+            env=env | {"PYTHONUNBUFFERED": "1"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def interrupt(proc: subprocess.Popen) -> int:
+    proc.send_signal(signal.SIGINT)
+    return proc.wait(90)
+
+
+async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_path):
+    ports = (free_port(), free_port(), free_port())
+    state, log = tmp_path / "dev", tmp_path / "run.log"
+    db_url = f"postgresql://postgres@127.0.0.1:{ports[0]}/scheduled_jobs"
+    address = f"127.0.0.1:{ports[1]}"
+
+    stack = start_stack(state, log, ports)
+    try:
+        wait_for_text(log, "workers ready", timeout=120)
+        assert "2 replicas" in log.read_text()
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports[2]}/", timeout=10) as page:
+            assert page.status == 200
+        listed = subprocess.run(
+            [temporal_binary(), "schedule", "list", "--address", address],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert "invoice-reminders" in listed.stdout
+
+        # A second stack on the same ports says which port is taken and leaves the first alone.
+        second = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "worker.localstack",
+                f"--state={state}",
+                f"--pg-port={ports[0]}",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 2
+        assert f"port {ports[0]}" in second.stderr and "in use" in second.stderr
+
+        with psycopg.connect(db_url) as conn:
+            (overdue,) = conn.execute(
+                "SELECT count(*) FROM invoices WHERE status = 'Unpaid' AND due_date < current_date"
+            ).fetchone()
+        assert overdue > 0
+        subprocess.run(
+            [
+                *(temporal_binary(), "schedule", "trigger"),
+                *("--schedule-id", "invoice-reminders", "--address", address),
+            ],
+            check=True,
+            capture_output=True,
+        )
+
+        def outbox() -> str:
+            return subprocess.run(
+                [sys.executable, "-m", "worker", "outbox", "--limit", "3"],
+                cwd=ROOT,
+                env=os.environ | {"DATABASE_URL": db_url},
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+
+        async def reminders_in_outbox():
+            shown = outbox()
+            assert f"total: {overdue} pending" in shown, shown
+            return shown
+
+        shown = await assert_eventually(reminders_in_outbox, timeout=60)
+        assert "InvoiceReminder" in shown and "@" not in shown  # no customer emails printed
+    finally:
+        assert interrupt(stack) == 0
+    assert "[make run] stopped" in log.read_text()
+
+    # The second start reuses the state: the schedule is updated, demo data is not reloaded.
+    log2 = tmp_path / "run2.log"
+    again = start_stack(state, log2, ports)
+    try:
+        wait_for_text(log2, "workers ready", timeout=120)
+        text = log2.read_text()
+        assert "migrations applied: 0 new" in text
+        assert "updated ['invoice-reminders']" in text
+        with psycopg.connect(db_url) as conn:
+            assert conn.execute("SELECT count(*) FROM invoices").fetchone()[0] == 1200
+            assert conn.execute("SELECT count(*) FROM job_executions").fetchone()[0] == 1
+    finally:
+        assert interrupt(again) == 0
