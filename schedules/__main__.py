@@ -11,6 +11,7 @@ from schedules.catalog import CATALOG
 from schedules.sync import sync
 from worker.client import connect
 from worker.errors import SchedulerError
+from worker.process import exit_process
 from worker.settings import load_settings
 
 EXIT_CODES = "Exit codes: 0 success; 1 unexpected failure (e.g. Temporal unreachable); 2 bad input."
@@ -18,7 +19,13 @@ EXIT_CODES = "Exit codes: 0 success; 1 unexpected failure (e.g. Temporal unreach
 
 async def _sync(args: argparse.Namespace) -> int:
     settings = load_settings()
-    client = await connect(settings)
+    try:
+        client = await connect(settings)
+    except RuntimeError as exc:  # the SDK's connection failure
+        print(
+            f"error: cannot reach Temporal at {settings.temporal_address}: {exc}", file=sys.stderr
+        )
+        return 1
     report = await sync(client, CATALOG, settings.temporal_task_queue)
     for job_id in report.created:
         print(f"created  {job_id}")
@@ -54,4 +61,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

@@ -153,3 +153,23 @@ def start_workers(settings: Settings, tmp_path: Path):
     yield start
     for proc in started:
         proc.stop()
+
+
+_exit_status: list[int] = []
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    _exit_status.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config) -> None:
+    """Leave without interpreter teardown, as the entry points do (see worker/process.py).
+
+    The session's Temporal client leaves SDK threads that can abort finalisation and turn
+    a green run into SIGABRT; the report is printed and the status is known by now.
+    """
+    if _exit_status:
+        from worker.process import exit_process
+
+        exit_process(_exit_status[-1])

@@ -11,6 +11,7 @@ import psycopg
 
 from worker.errors import SchedulerError
 from worker.migrate import apply_migrations
+from worker.process import exit_process
 from worker.settings import load_settings
 
 
@@ -70,4 +71,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

@@ -26,6 +26,7 @@ from worker.errors import SchedulerError
 from worker.localstack.postgres import EmbeddedPostgres
 from worker.localstack.temporal import TemporalDevServer
 from worker.migrate import apply_migrations
+from worker.process import exit_process
 from worker.settings import Settings
 
 DATABASE = "scheduled_jobs"
@@ -181,4 +182,4 @@ if __name__ == "__main__":
     parser.add_argument("--ui-port", type=int, default=UI_PORT)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    sys.exit(asyncio.run(main(args)))
+    exit_process(asyncio.run(main(args)))
