@@ -6,8 +6,10 @@ import subprocess
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
+import pytest
+from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy, WorkflowFailureError
 
+from schedules.compile import job_run
 from tests.helpers import assert_eventually
 from tests.integration.jobs import (
     executions,
@@ -147,3 +149,43 @@ async def test_cli_trigger_records_one_run_at_the_trigger_time(
         assert row["workflow_id"] == f"{job.id}-{row['scheduled_at']:%Y-%m-%dT%H:%M:%SZ}"
         assert row["result"]["counts"]["reminded"] == 25
         assert outbox_count(db) == 25
+
+
+async def test_a_workflow_started_without_a_schedule_uses_its_start_time(
+    client, db, task_queue, start_workers
+):
+    insert_invoices(db, 10, due=date.today() - timedelta(days=2))
+    start_workers(1)
+    handle = await client.start_workflow(
+        ScheduledJobWorkflow.run,
+        job_run(invoice_job()),
+        id=f"invoice-reminders-by-hand-{task_queue}",
+        task_queue=task_queue,
+    )
+    result = await handle.result()
+    started = (await handle.describe()).start_time
+    assert result.outcome == "completed" and result.trigger == "direct"
+    assert result.scheduled_at == started.replace(microsecond=0)
+    (row,) = executions(db, "invoice-reminders")
+    assert row["trigger"] == "direct" and row["scheduled_at"] == result.scheduled_at
+    assert result.counts == {"reminded": 10, "queued": 10, "chunks": 1}
+
+
+async def test_a_failing_run_is_recorded_failed_and_fails_the_workflow(
+    client, db, task_queue, start_workers
+):
+    start_workers(1)
+    broken = invoice_job(chunk_size=0)  # rejected by the job's params model
+    handle = await client.start_workflow(
+        ScheduledJobWorkflow.run,
+        job_run(broken),
+        id=f"invoice-reminders-broken-{task_queue}",
+        task_queue=task_queue,
+    )
+    with pytest.raises(WorkflowFailureError) as err:
+        await handle.result()
+    assert "invalid params" in str(err.value.cause)
+    (row,) = executions(db, "invoice-reminders")
+    assert row["status"] == "failed"
+    assert "chunk_size" in row["error"] and row["finished_at"] is not None
+    assert outbox_count(db) == 0
