@@ -25,9 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         "command",
         nargs="?",
         default="run",
-        choices=["run", "migrate", "outbox"],
+        choices=["run", "migrate", "outbox", "health"],
         help="run: serve the task queue (default); migrate: apply migrations and exit; "
-        "outbox: show the newest outbox messages",
+        "outbox: show the newest outbox messages; health: exit 0 if a worker on this host "
+        "is polling the task queue, 1 if not",
     )
     parser.add_argument("--limit", type=int, default=20, help="outbox: how many messages")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -43,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
             names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none"
             print(f"migrations applied: {names}")
             return 0
+        if args.command == "health":
+            from worker.health import polling_here
+
+            healthy = asyncio.run(polling_here(settings))
+            print("healthy: polling" if healthy else "unhealthy: no worker of this host polls")
+            return 0 if healthy else 1
         if args.command == "outbox":
             from activities.outbox import format_messages, recent_messages
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from datetime import date, timedelta
 
+from tests.conftest import ROOT, settings_env
 from tests.helpers import assert_eventually, wait_for_text
 from tests.integration.jobs import (
     executions,
@@ -126,3 +129,18 @@ async def test_sigterm_drains_the_running_activity_and_exits_zero(
         assert row["status"] == "completed"
         assert row["attempt"] == 1
         assert_each_invoice_reminded_once(db, total)
+
+
+async def test_health_command_reports_a_polling_worker_on_this_host(settings, start_workers):
+    env = settings_env(settings)
+    probe = [sys.executable, "-m", "worker", "health"]
+    before = subprocess.run(probe, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert before.returncode == 1, before.stdout + before.stderr
+    start_workers(1)
+
+    async def healthy():
+        done = subprocess.run(probe, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    await assert_eventually(healthy, timeout=30)

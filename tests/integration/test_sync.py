@@ -83,7 +83,7 @@ def test_sync_with_temporal_unreachable_fails_with_one_line():
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
     env["TEMPORAL_ADDRESS"] = "127.0.0.1:1"
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "sync"],
+        [sys.executable, "-m", "schedules", "sync", "--wait", "2"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -91,5 +91,5 @@ def test_sync_with_temporal_unreachable_fails_with_one_line():
         timeout=60,
     )
     assert done.returncode == 1
-    assert "cannot reach Temporal at 127.0.0.1:1" in done.stderr
+    assert "cannot reach Temporal at 127.0.0.1:1 within 2s" in done.stderr
     assert "Traceback" not in done.stderr
