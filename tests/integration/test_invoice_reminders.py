@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -102,11 +103,12 @@ async def test_backfill_on_three_worker_processes_runs_each_slot_once(
 
         async def all_runs_finished():
             results = []
-            async for wf in client.list_workflows(f'TemporalScheduledById = "{job.id}"'):
+            query = f'TemporalScheduledById = "{job.id}" AND TaskQueue = "{task_queue}"'
+            async for wf in client.list_workflows(query):
                 handle = client.get_workflow_handle_for(
                     ScheduledJobWorkflow.run, wf.id, run_id=wf.run_id
                 )
-                results.append(await handle.result())
+                results.append(await asyncio.wait_for(handle.result(), timeout=30))
             assert len(results) == 10
             return results
 
