@@ -1,0 +1,25 @@
+"""The names of the metrics the workers export, as Prometheus sees them.
+
+One list shared by the instrumentation (worker/telemetry.py), the alert rules in
+`deploy/prometheus/` and their test, so a renamed metric breaks a test, not an alert.
+"""
+
+# Counter: finished runs per job and outcome
+# (status: completed, failed, skipped, already_completed, superseded).
+RUNS = "scheduled_job_runs_total"
+# Histogram: how long a run's work took, per job.
+DURATION = "scheduled_job_duration_seconds"
+# Histogram: actual start minus scheduled time, per job.
+LATENESS = "scheduled_job_lateness_seconds"
+# Gauge: Unix time of the job's last completed run.
+LAST_SUCCESS = "scheduled_job_last_success_timestamp_seconds"
+# Counter: runs recorded as skipped, per job and reason
+# (reason: starting_deadline, catchup_policy, repeated_local_time, ...).
+SKIPS = "scheduled_job_skips_total"
+# Counter: missed fire times dropped because they exceeded the job's catch-up cap.
+CATCHUP_GAPS = "scheduled_job_catchup_gap_runs_total"
+# Gauges: outbox messages waiting for delivery, and those given up on.
+OUTBOX_PENDING = "outbox_messages_pending"
+OUTBOX_DEAD = "outbox_messages_dead"
+
+ALL = (RUNS, DURATION, LATENESS, LAST_SUCCESS, SKIPS, CATCHUP_GAPS, OUTBOX_PENDING, OUTBOX_DEAD)
