@@ -1,4 +1,4 @@
-"""`python -m schedules`: register and steer the catalog's schedules on Temporal."""
+"""`python -m schedules`: define, register and steer the catalog's schedules on Temporal."""
 
 from __future__ import annotations
 
@@ -6,81 +6,57 @@ import argparse
 import asyncio
 import logging
 import sys
+from pathlib import Path
 
-from temporalio.service import RPCError, RPCStatusCode
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
-
-from schedules.catalog import CATALOG
-from schedules.sync import sync
-from worker.client import connect
+from schedules.catalog import load_catalog
+from schedules.cli import Context, register
+from schedules.sync import format_report, sync
 from worker.errors import SchedulerError
 from worker.process import exit_process
-from worker.settings import load_settings
 
-EXIT_CODES = "Exit codes: 0 success; 1 unexpected failure (e.g. Temporal unreachable); 2 bad input."
-
-
-_TRANSIENT = {
-    RPCStatusCode.UNAVAILABLE,
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.RESOURCE_EXHAUSTED,
-    RPCStatusCode.INTERNAL,  # a fresh server's "shard status unknown"
-    RPCStatusCode.NOT_FOUND,  # a namespace that is still being registered
-}
+EXIT_CODES = (
+    "exit codes: 0 success; 1 failure (Temporal unreachable, a command that could not be "
+    "carried out); 2 bad input (usage, an invalid catalog, an unknown job)"
+)
 
 
-def _transient(exc: BaseException) -> bool:
-    if isinstance(exc, RPCError):
-        return exc.status in _TRANSIENT
-    return isinstance(exc, RuntimeError)  # the SDK's "failed client connect"
-
-
-async def _sync(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    # A cluster that just became healthy may still refuse schedule calls for a while.
-    retrying = AsyncRetrying(
-        retry=retry_if_exception(_transient),
-        stop=stop_after_delay(args.wait),
-        wait=wait_exponential(multiplier=0.25, max=5),
-        reraise=True,
-    )
-    try:
-        async for attempt in retrying:
-            with attempt:
-                client = await connect(settings)
-                report = await sync(client, CATALOG, settings.temporal_task_queue)
-    except (RPCError, RuntimeError) as exc:
-        if not _transient(exc):
-            raise
-        print(
-            f"error: cannot reach Temporal at {settings.temporal_address} "
-            f"within {args.wait:g}s: {exc}",
-            file=sys.stderr,
-        )
-        return 1
-    for job_id in report.created:
-        print(f"created  {job_id}")
-    for job_id in report.updated:
-        print(f"updated  {job_id}")
+async def _validate(args: argparse.Namespace, ctx: Context) -> int:
+    jobs = load_catalog(args.catalog)
+    print(f"catalog ok: {len(jobs)} job(s): {', '.join(job.id for job in jobs)}")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+async def _sync(args: argparse.Namespace, ctx: Context) -> int:
+    jobs = load_catalog(args.catalog)  # validated before anything reaches Temporal
+    client = await ctx.client()
+    report = await ctx.retrying(
+        lambda: sync(
+            client,
+            jobs,
+            ctx.settings.temporal_task_queue,
+            prune=not args.no_prune,
+            dry_run=args.dry_run,
+        )
+    )
+    print(format_report(report, args.dry_run))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m schedules",
-        description="Manage the Temporal schedules of the job catalog.",
+        description="Define, register and steer the job catalog's Temporal schedules.",
         epilog=EXIT_CODES,
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    commands = parser.add_subparsers(dest="command", required=True)
-    sync_parser = commands.add_parser(
-        "sync",
-        help="create or update a schedule for every job in the catalog",
-        description="Create missing schedules and update existing ones to match the catalog. "
-        "An operator's pause is kept unless the catalog itself pauses the job.",
-        epilog=EXIT_CODES,
+    parser.add_argument(
+        "--catalog",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="catalog file (default: the packaged schedules/jobs.toml)",
     )
-    sync_parser.add_argument(
+    parser.add_argument(
         "--wait",
         type=float,
         default=60.0,
@@ -88,15 +64,52 @@ def main(argv: list[str] | None = None) -> int:
         help="keep retrying while Temporal is unreachable or starting, up to this long "
         "(default 60)",
     )
-    args = parser.parse_args(argv)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    validate = commands.add_parser(
+        "validate",
+        help="check the catalog and list every problem; touches nothing",
+        description="Validate the whole catalog. Every problem is listed with its job, field "
+        "and value. Nothing is sent to Temporal.",
+        epilog="exit codes: 0 valid; 2 invalid",
+    )
+    validate.set_defaults(handler=_validate)
+
+    sync_cmd = commands.add_parser(
+        "sync",
+        help="create, update and delete schedules to match the catalog",
+        description="Create missing schedules, update only those that differ, and delete "
+        "schedules this project manages that the catalog no longer has (--no-prune keeps "
+        "them). Schedules not managed by this project are never touched. An operator's pause "
+        "is kept and reported as drift unless the catalog itself pauses the job. An invalid "
+        "catalog changes nothing.",
+        epilog=EXIT_CODES,
+    )
+    sync_cmd.add_argument(
+        "--dry-run", action="store_true", help="print the field-level diff; change nothing"
+    )
+    sync_cmd.add_argument(
+        "--no-prune",
+        action="store_true",
+        help="keep managed schedules that the catalog no longer has",
+    )
+    sync_cmd.set_defaults(handler=_sync)
+
+    register(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING)
+    ctx = Context(args.wait)
     try:
-        return asyncio.run(_sync(args))
+        return asyncio.run(args.handler(args, ctx))
     except SchedulerError as exc:
         if args.debug:
             raise
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
 
 
 if __name__ == "__main__":

@@ -1,15 +1,27 @@
-"""The job catalog: every scheduled job, declared as a validated `JobSpec`."""
+"""The job catalog: jobs declared in `schedules/jobs.toml`, validated as `JobSpec` models.
+
+Validation covers the whole catalog before anything reaches Temporal and reports every
+problem at once, each naming the job, the field and the value.
+"""
 
 from __future__ import annotations
 
+import itertools
 import re
-from datetime import timedelta
+import tomllib
+from datetime import datetime, timedelta
+from functools import cache
+from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from activities.kinds import KINDS
+from schedules.durations import Duration
+from worker.errors import CatalogError
 from workflows import RetrySettings
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -17,41 +29,68 @@ _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 Overlap = Literal[
     "skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"
 ]
+Catchup = Literal["skip", "latest", "all"]
 
 
-class JobSpec(BaseModel):
-    """One scheduled job: when it runs, how Temporal treats it, and what it runs."""
+class RetrySpec(BaseModel):
+    """Retry policy of the job's work activity."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(description="kebab-case; also the schedule id and workflow id prefix")
+    maximum_attempts: int = Field(default=10, ge=0, description="0: unlimited")
+    initial_interval: Duration = timedelta(seconds=5)
+    backoff_coefficient: float = Field(default=2.0, ge=1)
+    maximum_interval: Duration = timedelta(minutes=5)
+
+    def settings(self) -> RetrySettings:
+        return RetrySettings(
+            initial_interval_seconds=self.initial_interval.total_seconds(),
+            backoff_coefficient=self.backoff_coefficient,
+            maximum_interval_seconds=self.maximum_interval.total_seconds(),
+            maximum_attempts=self.maximum_attempts,
+        )
+
+
+class JobSpec(BaseModel):
+    """One scheduled job: when it runs, how missed and overlapping runs are treated, what it runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
     description: str = ""
     owner: str = ""
-    cron: str
-    timezone: str = Field(description="IANA time zone the cron is read in; required")
-    overlap: Overlap = "skip"
-    catchup_window: timedelta = timedelta(hours=1)
-    jitter: timedelta = timedelta(0)
-    activity: str = Field(description="name of the work activity the workflow runs")
+    kind: str
     params: dict[str, Any] = Field(default_factory=dict)
-    start_to_close: timedelta = timedelta(hours=1)
-    heartbeat: timedelta | None = timedelta(minutes=1)
-    starting_deadline: timedelta | None = None
-    retry: RetrySettings = Field(default_factory=RetrySettings)
+    cron: str | None = None
+    interval: Duration | None = None
+    timezone: str
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    jitter: Duration = timedelta(0)
+    overlap: Overlap = "skip"
+    catchup: Catchup = "latest"
+    max_missed: int | None = None
+    catchup_window: Duration = timedelta(days=1)
+    starting_deadline: Duration | None = None
+    timeout: Duration = timedelta(hours=1)
+    heartbeat: Duration | None = timedelta(minutes=1)
+    retry: RetrySpec = Field(default_factory=RetrySpec)
     paused: bool = False
+    note: str = ""
+    alert_grace: Duration = timedelta(minutes=15)
 
     @field_validator("id")
     @classmethod
     def _kebab(cls, value: str) -> str:
         if not _KEBAB.match(value):
-            raise ValueError(f"must be kebab-case (e.g. invoice-reminders), got {value!r}")
+            raise ValueError(f"must be kebab-case like 'invoice-reminders', got {value!r}")
         return value
 
     @field_validator("cron")
     @classmethod
-    def _cron(cls, value: str) -> str:
-        if not croniter.is_valid(value):
-            raise ValueError(f"is not a valid cron expression: {value!r}")
+    def _cron(cls, value: str | None) -> str | None:
+        if value is not None and (len(value.split()) not in (5, 6) or not croniter.is_valid(value)):
+            raise ValueError(f"is not a valid 5- or 6-field cron expression: {value!r}")
         return value
 
     @field_validator("timezone")
@@ -63,31 +102,126 @@ class JobSpec(BaseModel):
             raise ValueError(f"is not a known IANA time zone: {value!r}") from None
         return value
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in KINDS:
+            raise ValueError(f"unknown job kind {value!r}; known kinds: {', '.join(sorted(KINDS))}")
+        return value
+
+    @field_validator("start_at", "end_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError(f"needs a UTC offset, e.g. 2027-01-01T00:00:00Z, got {value}")
+        return value
+
     @field_validator("catchup_window")
     @classmethod
     def _window(cls, value: timedelta) -> timedelta:
         if value < timedelta(seconds=10):
-            raise ValueError("must be at least 10 seconds (Temporal's minimum)")
+            raise ValueError(f"must be at least 10s (Temporal's minimum), got {value}")
         return value
 
     @model_validator(mode="after")
-    def _heartbeat_within_timeout(self) -> JobSpec:
-        if self.heartbeat is not None and self.heartbeat > self.start_to_close:
-            raise ValueError("heartbeat must not exceed start_to_close")
+    def _consistent(self) -> JobSpec:
+        problems = []
+        if (self.cron is None) == (self.interval is None):
+            problems.append("cron / interval: give exactly one of them")
+        if self.interval is not None and self.interval < timedelta(seconds=1):
+            problems.append(f"interval: must be at least 1s, got {self.interval}")
+        if self.catchup == "all" and (self.max_missed is None or self.max_missed < 1):
+            problems.append(
+                f"max_missed: catchup 'all' needs max_missed >= 1, got {self.max_missed}"
+            )
+        if self.catchup != "all" and self.max_missed is not None:
+            problems.append(f"max_missed: only applies to catchup 'all', not {self.catchup!r}")
+        if self.start_at and self.end_at and self.start_at >= self.end_at:
+            problems.append(f"start_at: {self.start_at} is not before end_at {self.end_at}")
+        if self.heartbeat is not None and self.heartbeat > self.timeout:
+            problems.append(f"heartbeat: {self.heartbeat} exceeds timeout {self.timeout}")
+        period = self.period()
+        if period is not None and self.jitter >= period:
+            problems.append(f"jitter: {self.jitter} is not shorter than the period {period}")
+        try:
+            KINDS[self.kind].params.model_validate(self.params)
+        except ValidationError as exc:
+            for err in exc.errors():
+                where = ".".join(str(p) for p in err["loc"])
+                problems.append(f"params.{where}: {err['msg']} (got {err.get('input')!r})")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
+    def period(self) -> timedelta | None:
+        """The shortest gap between two fire times (None if it cannot be told)."""
+        if self.interval is not None:
+            return self.interval
+        if self.cron is None:
+            return None
+        it = croniter(self.cron, datetime(2001, 1, 1))
+        times = [it.get_next(datetime) for _ in range(64)]
+        return min(b - a for a, b in itertools.pairwise(times))
 
-INVOICE_REMINDERS = JobSpec(
-    id="invoice-reminders",
-    description="Remind customers of unpaid invoices past due, at most once a week each.",
-    owner="billing",
-    cron="30 2 * * *",
-    timezone="Europe/London",
-    catchup_window=timedelta(hours=6),
-    activity="send_invoice_reminders",
-    params={"chunk_size": 5000, "remind_every_days": 7},
-    start_to_close=timedelta(hours=2),
-    heartbeat=timedelta(minutes=1),
-)
+    @property
+    def activity(self) -> str:
+        return KINDS[self.kind].activity
 
-CATALOG: tuple[JobSpec, ...] = (INVOICE_REMINDERS,)
+    @property
+    def schedule_text(self) -> str:
+        return self.cron if self.cron else f"every {self.interval}"
+
+
+def _format_error(job_id: str, err: dict) -> list[str]:
+    field = ".".join(str(p) for p in err["loc"]) or None
+    message = err["msg"].removeprefix("Value error, ")
+    if field is None:  # model-level: already "field: message; field: message"
+        return [f"job {job_id!r}: {part}" for part in message.split("; ")]
+    shown = err.get("input")
+    value = "" if isinstance(shown, dict) or repr(shown) in message else f" (got {shown!r})"
+    if err["type"] == "missing":
+        return [f"job {job_id!r}: {field}: is required"]
+    return [f"job {job_id!r}: {field}: {message}{value}"]
+
+
+def parse_catalog(data: dict[str, Any]) -> tuple[JobSpec, ...]:
+    """Validate every job table; raise one `CatalogError` listing all problems."""
+    jobs, problems = [], []
+    for job_id, table in data.items():
+        if not isinstance(table, dict):
+            problems.append(f"job {job_id!r}: must be a table of settings, got {table!r}")
+            continue
+        try:
+            jobs.append(JobSpec.model_validate({**table, "id": job_id}))
+        except ValidationError as exc:
+            for err in exc.errors():
+                problems.extend(_format_error(job_id, err))
+    if problems:
+        raise CatalogError(
+            f"the catalog has {len(problems)} problem(s); nothing was changed:\n  "
+            + "\n  ".join(problems)
+        )
+    return tuple(jobs)
+
+
+def load_catalog(path: Path | None = None) -> tuple[JobSpec, ...]:
+    """Read and validate the catalog file (default: the packaged `schedules/jobs.toml`)."""
+    try:
+        if path is None:
+            text = resources.files("schedules").joinpath("jobs.toml").read_text()
+            where = "schedules/jobs.toml"
+        else:
+            text, where = path.read_text(), str(path)
+        data = tomllib.loads(text)
+    except OSError as exc:
+        raise CatalogError(f"cannot read the catalog {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        # Duplicate job ids land here too: TOML refuses a table defined twice.
+        raise CatalogError(f"{where} is not valid TOML: {exc}") from None
+    return parse_catalog(data)
+
+
+@cache
+def default_catalog() -> dict[str, JobSpec]:
+    """The packaged catalog by job id."""
+    return {job.id: job for job in load_catalog()}

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from temporalio.client import (
     Schedule,
     ScheduleActionStartWorkflow,
+    ScheduleIntervalSpec,
     ScheduleOverlapPolicy,
     SchedulePolicy,
     ScheduleSpec,
@@ -28,35 +31,51 @@ OVERLAP = {
 }
 
 
-def job_run(job: JobSpec) -> JobRun:
+# The catalog fields that decide when a job fires; changing one restarts `timing_since`.
+TIMING_FIELDS = ("cron", "interval", "timezone", "start_at", "end_at")
+
+
+def job_run(job: JobSpec, timing_since: datetime | None = None) -> JobRun:
     """The workflow input every run of `job` receives."""
     return JobRun(
         job_name=job.id,
         activity=job.activity,
         params=job.params,
-        start_to_close_seconds=job.start_to_close.total_seconds(),
+        start_to_close_seconds=job.timeout.total_seconds(),
         heartbeat_seconds=job.heartbeat.total_seconds() if job.heartbeat else None,
         starting_deadline_seconds=(
             job.starting_deadline.total_seconds() if job.starting_deadline else None
         ),
-        retry=job.retry,
+        retry=job.retry.settings(),
+        cron=job.cron,
+        interval_seconds=job.interval.total_seconds() if job.interval else None,
+        timezone=job.timezone,
+        catchup=job.catchup,
+        max_missed=job.max_missed,
+        timing_since=timing_since,
+        definition=job.model_dump(mode="json"),
     )
 
 
-def compile_schedule(job: JobSpec, task_queue: str) -> Schedule:
+def compile_schedule(
+    job: JobSpec, task_queue: str, timing_since: datetime | None = None
+) -> Schedule:
     """Build the schedule: schedule id and workflow id are the job id."""
     return Schedule(
         action=ScheduleActionStartWorkflow(
             ScheduledJobWorkflow.run,
-            job_run(job),
+            job_run(job, timing_since),
             id=job.id,
             task_queue=task_queue,
         ),
         spec=ScheduleSpec(
-            cron_expressions=[job.cron],
+            cron_expressions=[job.cron] if job.cron else [],
+            intervals=[ScheduleIntervalSpec(every=job.interval)] if job.interval else [],
             time_zone_name=job.timezone,
+            start_at=job.start_at,
+            end_at=job.end_at,
             jitter=job.jitter,
         ),
         policy=SchedulePolicy(overlap=OVERLAP[job.overlap], catchup_window=job.catchup_window),
-        state=ScheduleState(paused=job.paused, note=job.description or None),
+        state=ScheduleState(paused=job.paused, note=job.note or None),
     )

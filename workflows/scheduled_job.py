@@ -63,6 +63,17 @@ class JobRun(BaseModel):
     heartbeat_seconds: float | None = Field(default=60.0, gt=0)
     starting_deadline_seconds: float | None = Field(default=None, gt=0)
     retry: RetrySettings = Field(default_factory=RetrySettings)
+    # When the fire times are and what to do with missed ones (see activities/catchup.py).
+    cron: str | None = None
+    interval_seconds: float | None = None
+    timezone: str = "UTC"
+    catchup: Literal["skip", "latest", "all"] = "latest"
+    max_missed: int | None = None
+    # Since when the current timing has been in force: missed runs are never counted
+    # from before it, so changing a job's cron does not invent missed runs.
+    timing_since: datetime | None = None
+    # The catalog entry this schedule was built from, so sync can diff field by field.
+    definition: dict[str, Any] = Field(default_factory=dict)
 
 
 class JobRunResult(BaseModel):

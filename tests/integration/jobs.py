@@ -9,18 +9,20 @@ from datetime import date, datetime, timedelta
 import psycopg
 from temporalio.client import Client
 
-from schedules.catalog import INVOICE_REMINDERS, JobSpec
+from schedules.catalog import JobSpec, RetrySpec, default_catalog
 from schedules.sync import sync
-from workflows import RetrySettings
 
-FAST_RETRY = RetrySettings(initial_interval_seconds=0.5, maximum_interval_seconds=2)
+FAST_RETRY = RetrySpec(
+    initial_interval=timedelta(seconds=0.5), maximum_interval=timedelta(seconds=2)
+)
 
 
 def invoice_job(**params) -> JobSpec:
     """The catalog's invoice-reminders job, with test-sized timeouts and params."""
-    return INVOICE_REMINDERS.model_copy(
+    job = default_catalog()["invoice-reminders"]
+    return job.model_copy(
         update={
-            "params": INVOICE_REMINDERS.params | params,
+            "params": job.params | params,
             "heartbeat": timedelta(seconds=3),
             "retry": FAST_RETRY,
         }

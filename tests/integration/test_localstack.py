@@ -121,7 +121,7 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
         wait_for_text(log2, "workers ready", timeout=120)
         text = log2.read_text()
         assert "migrations applied: 0 new" in text
-        assert "updated ['invoice-reminders']" in text
+        assert "schedules synced: no changes" in text
         with psycopg.connect(db_url) as conn:
             assert conn.execute("SELECT count(*) FROM invoices").fetchone()[0] == 1200
             assert conn.execute("SELECT count(*) FROM job_executions").fetchone()[0] == 1

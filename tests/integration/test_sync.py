@@ -2,88 +2,215 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from temporalio.client import (
-    Schedule,
-    ScheduleActionStartWorkflow,
-    ScheduleOverlapPolicy,
-    ScheduleSpec,
-)
+from croniter import croniter
+from temporalio.client import Schedule, ScheduleActionStartWorkflow, ScheduleSpec
+from temporalio.service import RPCError, RPCStatusCode
 
-from schedules.catalog import INVOICE_REMINDERS
-from schedules.sync import sync
+from schedules.catalog import load_catalog
+from schedules.sync import managed_schedule_ids, sync
 from tests.conftest import ROOT, settings_env
+from tests.helpers import assert_eventually
 from worker.errors import CatalogError
 
+JOB = """
+[{id}]
+description = "test job"
+owner = "tests"
+kind = "invoice-reminders"
+cron = "{cron}"
+timezone = "{tz}"
+catchup = "latest"
+"""
 
-async def test_sync_creates_then_updates_and_keeps_an_operators_pause(client, settings):
-    env = settings_env(settings)
-    first = subprocess.run(
-        [sys.executable, "-m", "schedules", "sync"],
+
+def catalog(tmp_path: Path, *jobs: tuple[str, str, str], name: str = "jobs.toml") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(JOB.format(id=i, cron=c, tz=tz) for i, c, tz in jobs))
+    return path
+
+
+def run_cli(settings, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "schedules", *args],
         cwd=ROOT,
-        env=env,
+        env=settings_env(settings),
         capture_output=True,
         text=True,
+        timeout=120,
     )
+
+
+async def managed_ids_become(client, expected: set[str]) -> None:
+    """Schedule listing comes from visibility, which lags a little behind."""
+
+    async def check():
+        assert await managed_schedule_ids(client) == expected
+
+    await assert_eventually(check, timeout=20)
+
+
+@pytest.fixture
+async def clean(client):
+    """Delete every managed schedule before and after the test."""
+
+    async def wipe():
+        for job_id in await managed_schedule_ids(client):
+            try:
+                await client.get_schedule_handle(job_id).delete()
+            except RPCError as err:  # listed by visibility, but already gone
+                if err.status != RPCStatusCode.NOT_FOUND:
+                    raise
+
+    await wipe()
+    yield
+    await wipe()
+
+
+async def test_create_then_no_change_then_field_level_dry_run(client, settings, tmp_path, clean):
+    path = catalog(tmp_path, ("nightly-a", "30 2 * * *", "Europe/London"))
+    first = run_cli(settings, "--catalog", str(path), "sync")
     assert first.returncode == 0, first.stderr
-    assert "created  invoice-reminders" in first.stdout
-    handle = client.get_schedule_handle("invoice-reminders")
-    try:
-        described = await handle.describe()
-        # The server keeps cron as calendars: read its next fire times instead.
-        assert described.schedule.spec.time_zone_name == "Europe/London"
-        upcoming = [
-            t.astimezone(ZoneInfo("Europe/London")) for t in described.info.next_action_times
-        ]
-        assert upcoming and {(t.hour, t.minute) for t in upcoming} == {(2, 30)}
-        assert described.schedule.policy.overlap == ScheduleOverlapPolicy.SKIP
-        assert await described.memo_value("managed-by") == "scheduled-jobs"
-        assert described.schedule.action.task_queue == settings.temporal_task_queue
+    assert "created       nightly-a" in first.stdout
+    handle = client.get_schedule_handle("nightly-a")
+    described = await handle.describe()
+    assert await described.memo_value("managed-by") == "scheduled-jobs"
+    assert described.schedule.action.task_queue == settings.temporal_task_queue
+    upcoming = [t.astimezone(ZoneInfo("Europe/London")) for t in described.info.next_action_times]
+    assert upcoming and {(t.hour, t.minute) for t in upcoming} == {(2, 30)}
 
-        await handle.pause(note="paused by on-call: ledger migration")
-        second = subprocess.run(
-            [sys.executable, "-m", "schedules", "sync"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        assert second.returncode == 0, second.stderr
-        assert "updated  invoice-reminders" in second.stdout
-        state = (await handle.describe()).schedule.state
-        assert state.paused and state.note == "paused by on-call: ledger migration"
-    finally:
-        await handle.delete()
+    again = run_cli(settings, "--catalog", str(path), "sync")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "no changes"
+    assert (await handle.describe()).info.last_updated_at == described.info.last_updated_at
+
+    changed = catalog(tmp_path, ("nightly-a", "0 3 * * *", "Europe/London"), name="changed.toml")
+    dry = run_cli(settings, "--catalog", str(changed), "sync", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "would update  nightly-a" in dry.stdout
+    assert "    cron: '30 2 * * *' -> '0 3 * * *'" in dry.stdout
+    assert (await handle.describe()).info.last_updated_at == described.info.last_updated_at
 
 
-async def test_sync_refuses_a_schedule_it_does_not_manage(client, task_queue):
+async def test_changing_the_cron_neither_fires_an_extra_run_nor_loses_the_next(
+    client, settings, tmp_path, clean
+):
+    path = catalog(tmp_path, ("every-few", "*/2 * * * *", "UTC"))
+    assert run_cli(settings, "--catalog", str(path), "sync").returncode == 0
+    handle = client.get_schedule_handle("every-few")
+    before = await handle.describe()
+
+    changed = catalog(tmp_path, ("every-few", "*/3 * * * *", "UTC"), name="changed.toml")
+    done = run_cli(settings, "--catalog", str(changed), "sync")
+    assert done.returncode == 0 and "updated       every-few" in done.stdout
+    after = await handle.describe()
+    assert after.info.num_actions == before.info.num_actions  # no extra run
+    now = datetime.now(UTC)
+    expected_next = croniter("*/3 * * * *", now).get_next(datetime)
+    assert after.info.next_action_times[0] == expected_next  # the next one is kept
+    run = await client.data_converter.decode(after.schedule.action.args, [object])
+    assert run[0]["timing_since"] is not None
+
+
+async def test_operator_pause_is_kept_and_reported_as_drift(client, settings, tmp_path, clean):
+    path = catalog(tmp_path, ("pausable", "0 4 * * *", "UTC"))
+    assert run_cli(settings, "--catalog", str(path), "sync").returncode == 0
+    handle = client.get_schedule_handle("pausable")
+    await handle.pause(note="paused by on-call: ledger migration")
+    done = run_cli(settings, "--catalog", str(path), "sync")
+    assert done.returncode == 0, done.stderr
+    assert "drift         pausable: paused on the server (paused by on-call" in done.stdout
+    state = (await handle.describe()).schedule.state
+    assert state.paused and state.note == "paused by on-call: ledger migration"
+
+
+async def test_removed_jobs_are_deleted_unless_no_prune_and_foreign_schedules_untouched(
+    client, settings, tmp_path, clean
+):
+    both = catalog(tmp_path, ("keep-me", "0 1 * * *", "UTC"), ("drop-me", "0 2 * * *", "UTC"))
+    assert run_cli(settings, "--catalog", str(both), "sync").returncode == 0
     await client.create_schedule(
-        INVOICE_REMINDERS.id,
+        "someone-elses",
+        Schedule(
+            action=ScheduleActionStartWorkflow("OtherWorkflow", id="x", task_queue="other"),
+            spec=ScheduleSpec(cron_expressions=["0 0 * * *"]),
+        ),
+    )
+    try:
+        one = catalog(tmp_path, ("keep-me", "0 1 * * *", "UTC"), name="one.toml")
+        kept = run_cli(settings, "--catalog", str(one), "sync", "--no-prune")
+        assert kept.stdout.strip() == "no changes"
+        await managed_ids_become(client, {"keep-me", "drop-me"})
+
+        pruned = run_cli(settings, "--catalog", str(one), "sync")
+        assert "deleted       drop-me" in pruned.stdout
+        await managed_ids_become(client, {"keep-me"})
+        assert (await client.get_schedule_handle("someone-elses").describe()).schedule
+    finally:
+        await client.get_schedule_handle("someone-elses").delete()
+
+
+async def test_sync_refuses_a_schedule_it_does_not_manage(client, task_queue, tmp_path, clean):
+    await client.create_schedule(
+        "taken-id",
         Schedule(
             action=ScheduleActionStartWorkflow("SomeoneElsesWorkflow", id="x", task_queue="other"),
             spec=ScheduleSpec(cron_expressions=["0 0 * * *"]),
         ),
     )
-    handle = client.get_schedule_handle(INVOICE_REMINDERS.id)
+    handle = client.get_schedule_handle("taken-id")
     try:
+        jobs = load_catalog(catalog(tmp_path, ("taken-id", "0 1 * * *", "UTC")))
         with pytest.raises(CatalogError, match="not managed by this project"):
-            await sync(client, [INVOICE_REMINDERS], task_queue)
-        described = await handle.describe()
-        assert described.schedule.action.workflow == "SomeoneElsesWorkflow"
+            await sync(client, jobs, task_queue)
+        assert (await handle.describe()).schedule.action.workflow == "SomeoneElsesWorkflow"
     finally:
         await handle.delete()
+
+
+async def test_two_syncs_at_once_converge(client, task_queue, tmp_path, clean):
+    jobs = load_catalog(
+        catalog(tmp_path, *[(f"job-{i}", f"{i} 3 * * *", "America/New_York") for i in range(10)])
+    )
+    first, second = await asyncio.gather(
+        sync(client, jobs, task_queue), sync(client, jobs, task_queue)
+    )
+    # Both planned to create; the loser of each race updated to the same result instead.
+    assert set(first.created) == set(second.created) == {job.id for job in jobs}
+    await managed_ids_become(client, {job.id for job in jobs})
+    third = await sync(client, jobs, task_queue)
+    assert third.created == third.updated == third.deleted == []
+
+
+async def test_an_invalid_catalog_changes_nothing_and_exits_2(client, settings, tmp_path, clean):
+    good = catalog(tmp_path, ("fine-job", "0 1 * * *", "UTC"))
+    assert run_cli(settings, "--catalog", str(good), "sync").returncode == 0
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        good.read_text().replace("0 1 * * *", "0 5 * * *")
+        + JOB.format(id="broken", cron="99 * * * *", tz="Mars/Olympus")
+    )
+    done = run_cli(settings, "--catalog", str(bad), "sync")
+    assert done.returncode == 2
+    assert "job 'broken': cron" in done.stderr and "job 'broken': timezone" in done.stderr
+    await managed_ids_become(client, {"fine-job"})
+    described = await client.get_schedule_handle("fine-job").describe()
+    assert described.info.next_action_times[0].hour == 1  # not updated to 05:00
 
 
 def test_sync_with_temporal_unreachable_fails_with_one_line():
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
     env["TEMPORAL_ADDRESS"] = "127.0.0.1:1"
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "sync", "--wait", "2"],
+        [sys.executable, "-m", "schedules", "--wait", "2", "sync"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -93,3 +220,17 @@ def test_sync_with_temporal_unreachable_fails_with_one_line():
     assert done.returncode == 1
     assert "cannot reach Temporal at 127.0.0.1:1 within 2s" in done.stderr
     assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_help_of_every_command_names_its_exit_codes():
+    commands = ["validate", "sync"]
+    for command in [[], *([c] for c in commands)]:
+        done = subprocess.run(
+            [sys.executable, "-m", "schedules", *command, "--help"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0 and "exit codes" in done.stdout, command

@@ -2,58 +2,132 @@
 
 from __future__ import annotations
 
+import tomllib
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 from temporalio.client import ScheduleOverlapPolicy
 
-from schedules.catalog import CATALOG, INVOICE_REMINDERS, JobSpec
+from schedules.catalog import default_catalog, load_catalog, parse_catalog
 from schedules.compile import compile_schedule, job_run
-from schedules.sync import check_unique
+from schedules.durations import format_duration, parse_duration
 from worker.errors import CatalogError
 
+GOOD = {
+    "kind": "invoice-reminders",
+    "cron": "30 2 * * *",
+    "timezone": "Europe/London",
+}
 
-def spec(**overrides) -> dict:
-    return INVOICE_REMINDERS.model_dump() | overrides
+
+def problems(**jobs) -> str:
+    with pytest.raises(CatalogError) as err:
+        parse_catalog(jobs)
+    return str(err.value)
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "message"),
+    ("override", "expected"),
     [
-        ("cron", "61 2 * * *", "not a valid cron expression: '61 2 * * *'"),
-        ("timezone", "Europe/Londn", "not a known IANA time zone: 'Europe/Londn'"),
-        ("id", "Invoice_Reminders", "must be kebab-case"),
-        ("catchup_window", timedelta(seconds=5), "at least 10 seconds"),
+        (
+            {"cron": "61 2 * * *"},
+            "job 'j': cron: is not a valid 5- or 6-field cron expression: '61 2 * * *'",
+        ),
+        (
+            {"timezone": "Europe/Londn"},
+            "job 'j': timezone: is not a known IANA time zone: 'Europe/Londn'",
+        ),
+        ({"catchup": "all"}, "job 'j': max_missed: catchup 'all' needs max_missed >= 1, got None"),
+        (
+            {"catchup": "all", "max_missed": 0},
+            "max_missed: catchup 'all' needs max_missed >= 1, got 0",
+        ),
+        (
+            {"kind": "payroll"},
+            "job 'j': kind: unknown job kind 'payroll'; known kinds: invoice-reminders",
+        ),
+        (
+            {"start_at": "2027-02-01T00:00:00Z", "end_at": "2027-01-01T00:00:00Z"},
+            "job 'j': start_at: 2027-02-01 00:00:00+00:00 is not before end_at 2027-01-01 00:00:00+00:00",
+        ),
+        ({"cron": None, "interval": "500ms"}, "job 'j': interval: must be at least 1s"),
+        (
+            {"jitter": "1d"},
+            "job 'j': jitter: 1 day, 0:00:00 is not shorter than the period 1 day, 0:00:00",
+        ),
+        (
+            {"params": {"chunk_size": 0}},
+            "job 'j': params.chunk_size: Input should be greater than or equal to 1 (got 0)",
+        ),
+        ({"catchup_window": "2s"}, "job 'j': catchup_window: must be at least 10s"),
+        ({"interval": "1m"}, "job 'j': cron / interval: give exactly one of them"),
+        ({"timeout": "soon"}, "job 'j': timeout: is not a duration like '90s'"),
+        ({"colour": "blue"}, "job 'j': colour: Extra inputs are not permitted"),
     ],
 )
-def test_invalid_fields_are_named_with_their_value(field, value, message):
-    with pytest.raises(ValidationError) as err:
-        JobSpec.model_validate(spec(**{field: value}))
-    assert field in str(err.value) and message in str(err.value)
+def test_each_problem_names_the_job_the_field_and_the_value(override, expected):
+    job = {k: v for k, v in (GOOD | override).items() if v is not None}
+    assert expected in problems(j=job)
 
 
-def test_time_zone_is_required():
-    fields = spec()
-    del fields["timezone"]
-    with pytest.raises(ValidationError, match="timezone"):
-        JobSpec.model_validate(fields)
+def test_every_problem_is_listed_at_once():
+    text = problems(
+        **{
+            "bad-cron": GOOD | {"cron": "* * *"},
+            "Bad_Id": GOOD,
+            "no-zone": {"kind": "invoice-reminders", "cron": "0 * * * *"},
+            "fine": GOOD,
+        }
+    )
+    assert "3 problem(s); nothing was changed" in text
+    assert "job 'bad-cron': cron" in text
+    assert "job 'Bad_Id': id: must be kebab-case" in text
+    assert "job 'no-zone': timezone: is required" in text
 
 
-def test_duplicate_job_ids_are_refused():
-    with pytest.raises(CatalogError, match="'invoice-reminders' is declared twice"):
-        check_unique([INVOICE_REMINDERS, INVOICE_REMINDERS])
+def test_a_duplicate_job_id_is_refused_with_its_line(tmp_path: Path):
+    path = tmp_path / "jobs.toml"
+    path.write_text(
+        '[a-job]\nkind = "invoice-reminders"\ncron = "0 1 * * *"\ntimezone = "UTC"\n\n'
+        '[a-job]\nkind = "invoice-reminders"\ncron = "0 2 * * *"\ntimezone = "UTC"\n'
+    )
+    with pytest.raises(CatalogError, match=r"not valid TOML: .*line 6"):
+        load_catalog(path)
 
 
-def test_invoice_reminders_compiles_to_a_skip_schedule_in_london():
-    schedule = compile_schedule(INVOICE_REMINDERS, "q")
-    assert schedule.spec.cron_expressions == ["30 2 * * *"]
-    assert schedule.spec.time_zone_name == "Europe/London"
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90s", 90), ("15m", 900), ("1h30m", 5400), ("1d", 86400), ("PT5M", "PT5M")],
+)
+def test_durations(text, seconds):
+    parsed = parse_duration(text)
+    assert parsed == (seconds if isinstance(seconds, str) else timedelta(seconds=seconds))
+
+
+def test_format_duration_round_trips():
+    assert format_duration(timedelta(seconds=5400)) == "1h30m"
+    assert parse_duration(format_duration(timedelta(days=1, minutes=5))) == timedelta(
+        days=1, minutes=5
+    )
+
+
+def test_the_packaged_catalog_is_valid_and_invoice_reminders_compiles():
+    text = (Path(__file__).parents[2] / "schedules" / "jobs.toml").read_text()
+    assert "invoice-reminders" in tomllib.loads(text)
+    job = default_catalog()["invoice-reminders"]
+    assert (job.cron, job.timezone, job.catchup, job.overlap) == (
+        "30 2 * * *",
+        "Europe/London",
+        "latest",
+        "skip",
+    )
+    schedule = compile_schedule(job, "q")
     assert schedule.policy.overlap == ScheduleOverlapPolicy.SKIP
-    assert schedule.policy.catchup_window == INVOICE_REMINDERS.catchup_window
+    assert schedule.policy.catchup_window == job.catchup_window
     assert schedule.action.id == "invoice-reminders"
     assert schedule.action.task_queue == "q"
-    run = job_run(INVOICE_REMINDERS)
+    run = job_run(job)
     assert run.activity == "send_invoice_reminders"
+    assert run.params == {"chunk_size": 5000, "remind_every_days": 7}
     assert run.heartbeat_seconds == 60
-    assert INVOICE_REMINDERS in CATALOG

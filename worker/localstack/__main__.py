@@ -19,8 +19,8 @@ from pathlib import Path
 
 import psycopg
 
-from schedules.catalog import CATALOG
-from schedules.sync import sync
+from schedules.catalog import load_catalog
+from schedules.sync import format_report, sync
 from worker.client import connect
 from worker.errors import SchedulerError
 from worker.localstack.postgres import EmbeddedPostgres
@@ -101,8 +101,9 @@ class LocalStack:
         await self.temporal.wait_ready()
         settings = self.settings()
         client = await connect(settings)
-        report = await sync(client, CATALOG, settings.temporal_task_queue)
-        _say(f"schedules synced: created {report.created or '-'}, updated {report.updated or '-'}")
+        report = await sync(client, load_catalog(), settings.temporal_task_queue)
+        summary = format_report(report, dry_run=False).replace("\n", "; ")
+        _say(f"schedules synced: {summary}")
 
         env = os.environ | {
             "TEMPORAL_ADDRESS": settings.temporal_address,
