@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.executions import Fence, take_over
 from activities.models import ExecutionRef, WorkResult
+from activities.telemetry import fenced_span, record_completed, record_run
 
 Progress = dict[str, Any]
 # plan(conn) -> the first progress; step(conn, progress) -> (next progress, finished?)
@@ -28,15 +29,18 @@ Step = Callable[[AsyncConnection, Progress], Awaitable[tuple[Progress, bool]]]
 
 
 @asynccontextmanager
-async def fenced(pool: AsyncConnectionPool, fence: Fence) -> AsyncIterator[AsyncConnection]:
+async def fenced(
+    pool: AsyncConnectionPool, fence: Fence, execution: ExecutionRef | None = None
+) -> AsyncIterator[AsyncConnection]:
     """A transaction that belongs to `fence`'s attempt, or `StaleAttemptError` before any work.
 
     The execution row stays locked until commit, so no newer attempt can take over while
-    this transaction's work is in flight.
+    this transaction's work is in flight. `execution` labels its span.
     """
-    async with pool.connection() as conn, conn.transaction():
-        await fence.check(conn)
-        yield conn
+    with fenced_span(fence, execution):
+        async with pool.connection() as conn, conn.transaction():
+            await fence.check(conn)
+            yield conn
 
 
 async def run_in_chunks(
@@ -55,6 +59,7 @@ async def run_in_chunks(
     if not isinstance(taken, Fence):
         status, result = taken
         if status == "completed":
+            record_run(execution.job_name, "already_completed")
             return WorkResult(counts=(result or {}).get("counts", {}), already_completed=True)
         raise ApplicationError(
             f"execution {execution.execution_id} of {execution.job_name} is {status}, "
@@ -65,18 +70,19 @@ async def run_in_chunks(
     fence = taken
     progress = fence.progress
     if not progress:
-        async with fenced(pool, fence) as conn:
+        async with fenced(pool, fence, execution) as conn:
             await fence.save_progress(conn, await plan(conn))
         progress = fence.progress
 
     while True:
-        async with fenced(pool, fence) as conn:
+        async with fenced(pool, fence, execution) as conn:
             progress, finished = await step(conn, progress)
             if finished:
-                await fence.complete(conn, progress, {"counts": progress["counts"]})
+                duration = await fence.complete(conn, progress, {"counts": progress["counts"]})
                 break
             await fence.save_progress(conn, progress)
         activity.heartbeat(progress)
         if pause_seconds:
             await asyncio.sleep(pause_seconds)
+    record_completed(execution.job_name, duration)  # after the commit: counted once
     return WorkResult(counts=progress["counts"])

@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.models import ClaimInput, ClaimResult, FailureInput
 from activities.queries import queries
+from activities.telemetry import record_claim, record_duplicate, record_failed, traced
 
 Clock = Callable[[], datetime]
 
@@ -79,12 +80,14 @@ class Fence:
 
     async def complete(
         self, conn: AsyncConnection, progress: dict[str, Any], result: dict[str, Any]
-    ) -> None:
-        await conn.execute(
+    ) -> float:
+        """Mark the execution completed; return its duration in seconds since its claim."""
+        cur = await conn.execute(
             _Q["complete"],
             {"id": self.execution_id, "progress": Jsonb(progress), "result": Jsonb(result)},
         )
         self.progress = progress
+        return float((await cur.fetchone())[0])
 
 
 async def take_over(
@@ -112,6 +115,7 @@ class ExecutionActivities:
         self.clock = clock
 
     @activity.defn
+    @traced("db.claim_execution")
     async def claim_execution(self, claim: ClaimInput) -> ClaimResult:
         """Record that a run of (job, scheduled_at) begins, or say why it must not.
 
@@ -140,6 +144,7 @@ class ExecutionActivities:
             row = await cur.fetchone()
             if row is not None:
                 outcome = "skipped" if late else "claimed"
+                record_claim(claim.job_name, row["id"], lateness, skipped=late)
                 activity.logger.info("execution %s", outcome, extra=_log_fields(claim, row["id"]))
                 return ClaimResult(execution_id=row["id"], outcome=outcome, reason=reason)
 
@@ -147,6 +152,7 @@ class ExecutionActivities:
             row = await cur.fetchone()
             if row["status"] in ("completed", "skipped"):
                 await conn.execute(_Q["record_duplicate"], {"id": row["id"]})
+                record_duplicate(claim.job_name, row["id"], row["status"])
                 activity.logger.info(
                     "execution already %s", row["status"], extra=_log_fields(claim, row["id"])
                 )
@@ -156,6 +162,7 @@ class ExecutionActivities:
                     reason=f"this slot was already {row['status']}",
                 )
             await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
+            record_claim(claim.job_name, row["id"], lateness, skipped=False)
             activity.logger.info(
                 "execution reclaimed from status %s",
                 row["status"],
@@ -164,13 +171,15 @@ class ExecutionActivities:
             return ClaimResult(execution_id=row["id"], outcome="claimed")
 
     @activity.defn
+    @traced("db.record_failure")
     async def record_failure(self, failure: FailureInput) -> None:
         """Mark the execution failed, unless another workflow run has taken it over."""
         async with self.pool.connection() as conn:
-            await conn.execute(
+            cur = await conn.execute(
                 _Q["fail"],
                 {"id": failure.execution_id, "run_id": failure.run_id, "error": failure.error},
             )
+            record_failed(row[0] if (row := await cur.fetchone()) else None)
 
 
 def _log_fields(claim: ClaimInput, execution_id: int) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from schedules.catalog import load_catalog
+from schedules.check_cli import add_check_command
 from schedules.cli import Context, register
 from schedules.sync import format_report, sync
 from worker.errors import SchedulerError
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     sync_cmd.set_defaults(handler=_sync)
 
     register(commands)
+    add_check_command(commands)
     return parser
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from temporalio.client import (
     Schedule,
@@ -15,6 +15,7 @@ from temporalio.client import (
 )
 
 from schedules.catalog import JobSpec
+from schedules.timing import compile_spec
 from workflows import JobRun, ScheduledJobWorkflow
 
 # Marks schedules this project owns, so sync never touches anyone else's.
@@ -52,15 +53,22 @@ def job_run(job: JobSpec, timing_since: datetime | None = None) -> JobRun:
         timezone=job.timezone,
         catchup=job.catchup,
         max_missed=job.max_missed,
+        jitter_seconds=job.jitter.total_seconds(),
         timing_since=timing_since,
         definition=job.model_dump(mode="json"),
     )
 
 
 def compile_schedule(
-    job: JobSpec, task_queue: str, timing_since: datetime | None = None
+    job: JobSpec,
+    task_queue: str,
+    timing_since: datetime | None = None,
+    now: datetime | None = None,
 ) -> Schedule:
-    """Build the schedule: schedule id and workflow id are the job id."""
+    """Build the schedule: schedule id and workflow id are the job id.
+
+    A cron job's spec comes from `schedules.timing` (DST-exact; `now` places its horizon).
+    """
     return Schedule(
         action=ScheduleActionStartWorkflow(
             ScheduledJobWorkflow.run,
@@ -68,8 +76,16 @@ def compile_schedule(
             id=job.id,
             task_queue=task_queue,
         ),
-        spec=ScheduleSpec(
-            cron_expressions=[job.cron] if job.cron else [],
+        spec=compile_spec(
+            job.cron,
+            job.timezone,
+            start_at=job.start_at,
+            end_at=job.end_at,
+            jitter=job.jitter,
+            now=now or datetime.now(UTC),
+        )
+        if job.cron
+        else ScheduleSpec(
             intervals=[ScheduleIntervalSpec(every=job.interval)] if job.interval else [],
             time_zone_name=job.timezone,
             start_at=job.start_at,

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 # Wall-clock slack around the bounds: covers every real DST shift and offset change.
 _MARGIN = timedelta(hours=3)
@@ -76,7 +76,10 @@ def _cron_times_back(cron: str, timezone: str, end: datetime) -> Iterator[dateti
     fixed = fixed_hour(cron)
     it = _croniter(cron, _wall(end, zone) + _MARGIN)
     while True:
-        local = it.get_prev(datetime)
+        try:
+            local = it.get_prev(datetime)
+        except CroniterBadDateError:  # no earlier match at all (e.g. a future year only)
+            return
         for instant in instants(local, zone, fixed):
             if instant < end:
                 yield instant
@@ -148,7 +151,7 @@ def next_fire_time(
     while True:
         try:
             local = it.get_next(datetime)
-        except Exception:  # croniter's "no match within N years": a cron with a past year
+        except CroniterBadDateError:  # no later match at all (e.g. a past year only)
             return best
         if best is not None and local > _wall(best, zone) + _MARGIN:
             return best

@@ -31,6 +31,7 @@ from schedules.compile import (
     TIMING_FIELDS,
     compile_schedule,
 )
+from schedules.timing import describe_spec, spec_outdated
 from worker.errors import CatalogError
 from workflows import JobRun
 
@@ -129,6 +130,10 @@ async def plan(
     now = datetime.now(UTC).replace(microsecond=0)
 
     async def one(job: JobSpec) -> tuple[Change, datetime | None]:
+        try:  # before anything is sent: a cron Temporal cannot express stops the whole sync
+            compiled = compile_schedule(job, task_queue, now=now).spec
+        except CatalogError as exc:
+            raise CatalogError(f"job {job.id!r}: {exc}") from None
         async with limit:
             description = await _describe(client, job.id)
         if description is None:
@@ -144,6 +149,11 @@ async def plan(
         fields = _field_changes(old, new)
         if description.schedule.action.task_queue != task_queue:
             fields["task_queue"] = (description.schedule.action.task_queue, task_queue)
+        # A DST-compiled spec is good for about ten years; it is recompiled once a year, and
+        # when the tz database or the compiler changed (schedules/timing.py).
+        stored = description.schedule.spec
+        if spec_outdated(stored, compiled):
+            fields["calendars"] = (describe_spec(stored), describe_spec(compiled))
         state = description.schedule.state
         drift = []
         if state.paused and not job.paused:

@@ -10,6 +10,7 @@ import sys
 import psycopg
 
 from worker.errors import SchedulerError
+from worker.logs import configure_logging
 from worker.migrate import apply_migrations
 from worker.process import exit_process
 from worker.settings import load_settings
@@ -33,12 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=20, help="outbox: how many messages")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
     try:
         settings = load_settings()
+        configure_logging(settings.log_format, logging.DEBUG if args.debug else logging.INFO)
         if args.command == "migrate":
             applied = apply_migrations(settings.database_url.get_secret_value())
             names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none"

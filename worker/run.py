@@ -11,11 +11,13 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.catchup import CatchupActivities
 from activities.executions import ExecutionActivities
 from activities.invoices import InvoiceActivities
 from worker.client import connect
 from worker.migrate import apply_migrations
 from worker.settings import Settings
+from worker.telemetry import Telemetry, worker_telemetry
 from workflows import ScheduledJobWorkflow
 
 logger = logging.getLogger(__name__)
@@ -24,10 +26,12 @@ logger = logging.getLogger(__name__)
 def build_activities(pool: AsyncConnectionPool) -> list:
     """Every activity the fleet serves, bound to one connection pool."""
     executions = ExecutionActivities(pool)
+    catchup = CatchupActivities(pool)
     invoices = InvoiceActivities(pool)
     return [
         executions.claim_execution,
         executions.record_failure,
+        catchup.plan_run,
         invoices.send_invoice_reminders,
     ]
 
@@ -45,6 +49,12 @@ def build_worker(client: Client, settings: Settings, pool: AsyncConnectionPool) 
 
 
 async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
+    """Serve the task queue, traced and measured (`worker.telemetry`), until stopped."""
+    async with worker_telemetry(settings) as telemetry:
+        await _serve(settings, stop, telemetry)
+
+
+async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Telemetry) -> None:
     """Serve the task queue until `stop` is set or SIGTERM/SIGINT arrives.
 
     On stop the worker polls no more and gives in-flight activities
@@ -58,7 +68,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     conninfo = settings.database_url.get_secret_value()
     if settings.migrate_on_start:
         await asyncio.to_thread(apply_migrations, conninfo)
-    client = await connect(settings)
+    client = await connect(settings, interceptors=telemetry.interceptors, runtime=telemetry.runtime)
     idle_ms = int(settings.database_idle_in_transaction_timeout_seconds * 1000)
 
     async def configure(conn: AsyncConnection) -> None:

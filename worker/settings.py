@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -42,6 +43,11 @@ class Settings(BaseSettings):
     worker_identity: str | None = None
     migrate_on_start: bool = True
 
+    # Telemetry (worker/telemetry.py): a Prometheus scrape endpoint on this port, off when
+    # unset; log lines as text or JSON. Trace export follows the standard OTEL_* variables.
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    log_format: Literal["text", "json"] = "text"
+
     @field_validator("database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr) -> SecretStr:
@@ -50,6 +56,11 @@ class Settings(BaseSettings):
             # No value in the message: the URL may hold a password.
             raise ValueError("must be a postgresql:// URL or a libpq key=value string")
         return value
+
+    @field_validator("metrics_port", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
 
     @field_validator("temporal_address")
     @classmethod

@@ -16,6 +16,7 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.catchup import CatchupActivities, PlanInput, PlanResult
     from activities.executions import STALE_ATTEMPT, ExecutionActivities
     from activities.models import (
         ClaimInput,
@@ -69,11 +70,22 @@ class JobRun(BaseModel):
     timezone: str = "UTC"
     catchup: Literal["skip", "latest", "all"] = "latest"
     max_missed: int | None = None
+    jitter_seconds: float = 0.0
     # Since when the current timing has been in force: missed runs are never counted
     # from before it, so changing a job's cron does not invent missed runs.
     timing_since: datetime | None = None
     # The catalog entry this schedule was built from, so sync can diff field by field.
     definition: dict[str, Any] = Field(default_factory=dict)
+
+
+class SlotRun(BaseModel):
+    """One (job, scheduled time) this workflow ran or settled."""
+
+    scheduled_at: datetime
+    execution_id: int | None = None
+    outcome: Literal["completed", "already_completed", "skipped", "superseded"]
+    counts: dict[str, int] = Field(default_factory=dict)
+    reason: str | None = None
 
 
 class JobRunResult(BaseModel):
@@ -82,10 +94,14 @@ class JobRunResult(BaseModel):
     job_name: str
     scheduled_at: datetime
     trigger: Literal["schedule", "direct"]
-    execution_id: int
+    execution_id: int | None = None
     outcome: Literal["completed", "already_completed", "skipped", "superseded"]
     counts: dict[str, int] = Field(default_factory=dict)
     reason: str | None = None
+    # Missed earlier slots this run caught up on (oldest first), and those it skipped.
+    caught_up: list[SlotRun] = Field(default_factory=list)
+    missed_skipped: int = 0
+    catchup_gap: int = 0
 
 
 @workflow.defn
@@ -100,6 +116,55 @@ class ScheduledJobWorkflow:
             scheduled_at = info.start_time.replace(microsecond=0)
             trigger = "direct"
 
+        plan = PlanResult(run=[scheduled_at])
+        if trigger == "schedule" and (job.cron or job.interval_seconds):
+            plan = await workflow.execute_activity_method(
+                CatchupActivities.plan_run,
+                PlanInput(
+                    job_name=job.job_name,
+                    scheduled_at=scheduled_at,
+                    started_at=info.start_time,
+                    workflow_id=info.workflow_id,
+                    run_id=info.run_id,
+                    cron=job.cron,
+                    interval_seconds=job.interval_seconds,
+                    timezone=job.timezone,
+                    catchup=job.catchup,
+                    max_missed=job.max_missed,
+                    timing_since=job.timing_since,
+                    jitter_seconds=job.jitter_seconds,
+                ),
+                start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
+                schedule_to_close_timeout=_BOOKKEEPING_DEADLINE,
+                retry_policy=_BOOKKEEPING_RETRY,
+            )
+
+        own = SlotRun(scheduled_at=scheduled_at, outcome="skipped", reason=plan.reason)
+        caught_up = []
+        for slot in plan.run:
+            done = await self._run_slot(job, slot, trigger)
+            if slot == scheduled_at:
+                own = done
+            else:
+                caught_up.append(done)
+        return JobRunResult(
+            job_name=job.job_name,
+            scheduled_at=scheduled_at,
+            trigger=trigger,
+            execution_id=own.execution_id,
+            outcome=own.outcome,
+            counts=own.counts,
+            reason=own.reason,
+            caught_up=caught_up,
+            missed_skipped=plan.skipped,
+            catchup_gap=plan.gap,
+        )
+
+    async def _run_slot(
+        self, job: JobRun, scheduled_at: datetime, trigger: Literal["schedule", "direct"]
+    ) -> SlotRun:
+        """Claim one slot, do its work, record the outcome."""
+        info = workflow.info()
         claim = await workflow.execute_activity_method(
             ExecutionActivities.claim_execution,
             ClaimInput(
@@ -116,10 +181,8 @@ class ScheduledJobWorkflow:
         )
 
         def result(outcome: Any, counts: dict[str, int] | None = None, reason: str | None = None):
-            return JobRunResult(
-                job_name=job.job_name,
+            return SlotRun(
                 scheduled_at=scheduled_at,
-                trigger=trigger,
                 execution_id=claim.execution_id,
                 outcome=outcome,
                 counts=counts or {},

@@ -47,9 +47,11 @@ UPDATE job_executions
 SET status = 'completed', finished_at = now(), progress = %(progress)s, result = %(result)s,
     holder = NULL
 WHERE id = %(id)s
+RETURNING extract(epoch FROM finished_at - started_at)
 
 -- name: fail
 -- Only the workflow run that holds the slot may mark it failed.
 UPDATE job_executions
 SET status = 'failed', finished_at = now(), error = %(error)s, holder = NULL
 WHERE id = %(id)s AND status = 'running' AND run_id = %(run_id)s
+RETURNING job_name

@@ -113,7 +113,7 @@ class LocalStack:
         }
         readies = []
         for i in range(self.replicas):
-            proc, ready = _spawn_worker(env, f"worker-{i + 1} |")
+            proc, ready = _spawn_worker(env | _metrics_env(i), f"worker-{i + 1} |")
             self.workers.append(proc)
             readies.append(ready)
         for proc, ready in zip(self.workers, readies, strict=True):
@@ -138,6 +138,12 @@ class LocalStack:
         _say("stopped")
 
 
+def _metrics_env(replica: int) -> dict[str, str]:
+    """`METRICS_PORT=P` gives replica i the port P+i: replicas on one host cannot share one."""
+    base = os.environ.get("METRICS_PORT", "")
+    return {"METRICS_PORT": str(int(base) + replica)} if base.isdigit() else {}
+
+
 def _instructions(stack: LocalStack) -> str:
     bin_dir = Path(sys.executable).parent
     # Non-default ports need the addresses spelled out in the commands.
@@ -149,8 +155,15 @@ def _instructions(stack: LocalStack) -> str:
   Temporal Web UI:   http://localhost:{stack.ui_port}/namespaces/default/schedules
   Run a job now:     {bin_dir}/temporal schedule trigger --schedule-id invoice-reminders{address}
   See the outbox:    {db_env}{bin_dir}/python -m worker outbox
-  Ctrl-C stops everything; the next `make run` reuses the state in {stack.state}.
+{_metrics_line(stack.replicas)}  Ctrl-C stops everything; the next `make run` reuses the state in {stack.state}.
 """
+
+
+def _metrics_line(replicas: int) -> str:
+    ports = [_metrics_env(i).get("METRICS_PORT") for i in range(replicas)]
+    if not ports or not all(ports):
+        return ""
+    return f"  Metrics:           {', '.join(f'http://localhost:{p}/metrics' for p in ports)}\n"
 
 
 async def main(args: argparse.Namespace) -> int:

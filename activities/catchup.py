@@ -1,0 +1,215 @@
+"""What a schedule-started run does about the fire times before it that never ran.
+
+Temporal's own catch-up is blunt: after downtime, with overlap SKIP, it starts the *earliest*
+missed time inside the catch-up window and drops the rest; if the downtime outlasts the
+window it starts nothing. So every scheduled run first looks at the job's record: the fire
+times since its last recorded slot that have no row are *missed*, and the job's policy says
+which of them run (oldest first) and which are recorded as skipped with the reason:
+
+- `skip`: none of the missed run; this run itself runs only if it is on time.
+- `latest`: only the most recent missed time runs.
+- `all` with `max_missed: N`: the N most recent run, oldest first; older ones are recorded
+  as a catch-up gap (alerted by `schedules check`), never silently dropped.
+
+Fixed-time jobs also keep classic cron's promise for the repeated hour at fall back: a
+backfilled or late second 01:30 is skipped when the first 01:30 already has a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+from psycopg_pool import AsyncConnectionPool
+from pydantic import BaseModel, Field
+from temporalio import activity
+
+from activities.executions import Clock, utcnow
+from activities.queries import queries
+from schedules.firetimes import fire_times, fixed_hour
+
+_Q = queries("catchup")
+
+# How far back missed runs are looked for at most, and how many are considered.
+LOOKBACK = timedelta(days=31)
+MAX_CONSIDERED = 1000
+# A run that starts this much after its slot (beyond its jitter) counts as missed for `skip`.
+ON_TIME = timedelta(seconds=30)
+
+
+class PlanInput(BaseModel):
+    job_name: str
+    scheduled_at: datetime
+    started_at: datetime  # when Temporal started the workflow
+    workflow_id: str
+    run_id: str
+    cron: str | None = None
+    interval_seconds: float | None = None
+    timezone: str = "UTC"
+    catchup: Literal["skip", "latest", "all"] = "latest"
+    max_missed: int | None = None
+    timing_since: datetime | None = None
+    jitter_seconds: float = 0.0
+
+
+class PlanResult(BaseModel):
+    run: list[datetime] = Field(default_factory=list)  # slots to run, oldest first
+    skipped: int = 0  # missed slots recorded as skipped
+    gap: int = 0  # of those, beyond the catch-up cap
+    reason: str | None = None  # why this run's own slot does not run, if it does not
+
+
+@dataclass(frozen=True)
+class Decision:
+    run: list[datetime]
+    skip: list[tuple[datetime, str]]
+    gap: int
+
+
+def _fmt(instant: datetime) -> str:
+    return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def second_occurrence_of(slot: datetime, timezone: str) -> datetime | None:
+    """If `slot` is the second of two instants with the same local time, the first one."""
+    zone = ZoneInfo(timezone)
+    local = slot.astimezone(zone).replace(tzinfo=None)
+    first = local.replace(tzinfo=zone, fold=0).astimezone(slot.tzinfo)
+    second = local.replace(tzinfo=zone, fold=1).astimezone(slot.tzinfo)
+    return first if first != second and slot == second else None
+
+
+def repeated_hour_reason(slot: datetime, recorded: set[datetime], plan: PlanInput) -> str | None:
+    """Why a fixed-time job's second 01:30 (fall back) must not run, if the first one did."""
+    if not (plan.cron and fixed_hour(plan.cron)):
+        return None
+    first = second_occurrence_of(slot, plan.timezone)
+    if first is None or first not in recorded:
+        return None
+    local = slot.astimezone(ZoneInfo(plan.timezone))
+    return (
+        f"repeated local time {local:%H:%M} {plan.timezone} (fall back): "
+        f"the job already ran at {_fmt(first)}"
+    )
+
+
+def decide(
+    slot: datetime, started_at: datetime, missing: Sequence[datetime], plan: PlanInput
+) -> Decision:
+    """Pure policy: which slots run and which are skipped (with reasons). Unit-testable."""
+    if list(missing) in ([], [slot]):
+        return Decision([slot], [], 0)
+    latest = missing[-1]
+    if plan.catchup == "skip":
+        on_time = started_at - slot <= ON_TIME + timedelta(seconds=plan.jitter_seconds)
+        run = [slot] if slot == latest and on_time else []
+        reason = "missed: catch-up policy 'skip' runs no missed time"
+        return Decision(run, [(s, reason) for s in missing if s not in run], 0)
+    if plan.catchup == "latest":
+        reason = f"missed: catch-up policy 'latest' ran only {_fmt(latest)}"
+        return Decision([latest], [(s, reason) for s in missing if s != latest], 0)
+    keep = plan.max_missed or 1
+    run = list(missing[-keep:])
+    dropped = list(missing[:-keep])
+    reason = (
+        f"catch-up gap: {len(dropped)} missed run(s) beyond max_missed {keep}; "
+        f"ran {_fmt(run[0])} to {_fmt(run[-1])}"
+    )
+    return Decision(run, [(s, reason) for s in dropped], len(dropped))
+
+
+class CatchupActivities:
+    """Plans a scheduled run against the job's record; built by the worker with its pool."""
+
+    def __init__(self, pool: AsyncConnectionPool, clock: Clock = utcnow) -> None:
+        self.pool = pool
+        self.clock = clock
+
+    @activity.defn
+    async def plan_run(self, plan: PlanInput) -> PlanResult:
+        """Decide which slots this run covers; record the missed ones it will not run."""
+        now = self.clock()
+        slot = plan.scheduled_at
+        interval = timedelta(seconds=plan.interval_seconds) if plan.interval_seconds else None
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(_Q["last_recorded"], {"job_name": plan.job_name, "now": now})
+            (last,) = await cur.fetchone()
+            low = max(
+                t
+                for t in (
+                    last and last + timedelta(microseconds=1),
+                    plan.timing_since,
+                    now - LOOKBACK,
+                )
+                if t is not None
+            )
+            low = min(low, slot)
+            cur = await conn.execute(
+                _Q["recorded_between"],
+                # Around the slot too: a backfilled future slot's first 01:30 is after now.
+                {
+                    "job_name": plan.job_name,
+                    "low": low - timedelta(hours=3),
+                    "high": max(now, slot),
+                },
+            )
+            recorded = {row[0] for row in await cur.fetchall()}
+            decision = _decide_for(plan, slot, last, low, now, recorded, interval)
+            for skipped, reason in decision.skip:
+                await conn.execute(
+                    _Q["record_skipped"],
+                    {
+                        "job_name": plan.job_name,
+                        "scheduled_at": skipped,
+                        "workflow_id": plan.workflow_id,
+                        "run_id": plan.run_id,
+                        "reason": reason,
+                    },
+                )
+        own = next((r for s, r in decision.skip if s == slot), None)
+        if decision.skip:
+            activity.logger.info(
+                "catch-up: %d slot(s) run, %d recorded skipped",
+                len(decision.run),
+                len(decision.skip),
+                extra={"job": plan.job_name, "scheduled_at": slot.isoformat()},
+            )
+        return PlanResult(
+            run=decision.run, skipped=len(decision.skip), gap=decision.gap, reason=own
+        )
+
+
+def _decide_for(
+    plan: PlanInput,
+    slot: datetime,
+    last: datetime | None,
+    low: datetime,
+    now: datetime,
+    recorded: set[datetime],
+    interval: timedelta | None,
+) -> Decision:
+    reason = repeated_hour_reason(slot, recorded, plan)
+    if reason is not None:
+        return Decision([], [(slot, reason)], 0)
+    on_grid = slot in fire_times(
+        plan.cron, plan.timezone, slot, slot + timedelta(seconds=1), interval=interval
+    )
+    older = (last is not None and last >= slot) or (
+        plan.timing_since is not None and slot < plan.timing_since
+    )
+    if not on_grid or older:
+        # A manual trigger (off the grid), or a backfill or re-run of an older slot.
+        return Decision([slot], [], 0)
+    due = fire_times(
+        plan.cron,
+        plan.timezone,
+        low,
+        now + timedelta(microseconds=1),
+        interval=interval,
+        limit=MAX_CONSIDERED,
+    )
+    missing = sorted({t for t in due if t not in recorded} | {slot})
+    return decide(slot, plan.started_at, missing, plan)

@@ -1,0 +1,16 @@
+-- name: last_recorded
+-- The newest slot of the job that has any record at all, up to now.
+SELECT max(scheduled_at) FROM job_executions
+WHERE job_name = %(job_name)s AND scheduled_at <= %(now)s
+
+-- name: recorded_between
+SELECT scheduled_at FROM job_executions
+WHERE job_name = %(job_name)s AND scheduled_at >= %(low)s AND scheduled_at <= %(high)s
+
+-- name: record_skipped
+INSERT INTO job_executions
+    (job_name, scheduled_at, status, trigger, workflow_id, run_id, error, finished_at)
+VALUES
+    (%(job_name)s, %(scheduled_at)s, 'skipped', 'schedule', %(workflow_id)s, %(run_id)s,
+     %(reason)s, now())
+ON CONFLICT (job_name, scheduled_at) DO NOTHING

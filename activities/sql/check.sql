@@ -1,0 +1,53 @@
+-- Read-only queries of `python -m schedules check` (schedules/check.py).
+
+-- name: executions
+-- Per job, the rows the health check judges: every row of the lookback (newest first, up
+-- to max_rows), the last `history` completed runs (the duration baseline), the last finished
+-- run, the newest and the oldest row, and catch-up gaps recorded during the lookback for
+-- older fire times. Each part is a short index scan on (job_name, scheduled_at).
+WITH jobs AS (
+    SELECT unnest(%(jobs)s::text[]) AS job_name
+), wanted AS (
+    SELECT r.id FROM jobs CROSS JOIN LATERAL (
+        SELECT e.id FROM job_executions e
+        WHERE e.job_name = jobs.job_name AND e.scheduled_at >= %(since)s
+        ORDER BY e.scheduled_at DESC LIMIT %(max_rows)s
+    ) r
+    UNION
+    SELECT r.id FROM jobs CROSS JOIN LATERAL (
+        SELECT e.id FROM job_executions e
+        WHERE e.job_name = jobs.job_name AND e.status = 'completed'
+        ORDER BY e.scheduled_at DESC LIMIT %(history)s
+    ) r
+    UNION
+    SELECT r.id FROM jobs CROSS JOIN LATERAL (
+        SELECT e.id FROM job_executions e
+        WHERE e.job_name = jobs.job_name AND e.status IN ('completed', 'failed')
+        ORDER BY e.scheduled_at DESC LIMIT 1
+    ) r
+    UNION
+    SELECT r.id FROM jobs CROSS JOIN LATERAL (
+        SELECT e.id FROM job_executions e
+        WHERE e.job_name = jobs.job_name
+        ORDER BY e.scheduled_at DESC LIMIT 1
+    ) r
+    UNION
+    SELECT r.id FROM jobs CROSS JOIN LATERAL (
+        SELECT e.id FROM job_executions e
+        WHERE e.job_name = jobs.job_name
+        ORDER BY e.scheduled_at LIMIT 1
+    ) r
+    UNION
+    SELECT e.id FROM job_executions e
+    WHERE e.job_name = ANY(%(jobs)s) AND e.status = 'skipped'
+      AND e.error LIKE %(gap_pattern)s AND e.started_at >= %(since)s
+)
+SELECT e.job_name, e.scheduled_at, e.status, e.attempt, e.started_at, e.finished_at, e.error
+FROM job_executions e JOIN wanted USING (id)
+ORDER BY e.job_name, e.scheduled_at
+
+-- name: dead_outbox
+-- Messages the relay gave up on.
+SELECT count(*) AS dead, min(dead_at) AS oldest, max(dead_at) AS newest
+FROM outbox_messages
+WHERE dead_at IS NOT NULL

@@ -1,0 +1,13 @@
+-- name: gauges
+-- Read at scrape time by the worker's metrics (worker/gauges.py). The outbox counts use the
+-- partial indexes outbox_messages_pending and outbox_messages_dead; last success is per job,
+-- from the execution record, so every replica reports the same value and a restart loses
+-- nothing.
+SELECT
+    (SELECT count(*) FROM outbox_messages
+     WHERE dispatched_at IS NULL AND dead_at IS NULL) AS outbox_pending,
+    (SELECT count(*) FROM outbox_messages WHERE dead_at IS NOT NULL) AS outbox_dead,
+    (SELECT coalesce(jsonb_object_agg(job_name, last_success), '{}'::jsonb)
+     FROM (SELECT job_name, extract(epoch FROM max(finished_at))::float8 AS last_success
+           FROM job_executions WHERE status = 'completed' GROUP BY job_name) AS jobs
+    ) AS last_success

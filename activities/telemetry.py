@@ -1,0 +1,162 @@
+"""Spans around the Postgres units of work and the per-job metrics, recorded where a run's
+execution row changes state.
+
+Instruments come from the global OpenTelemetry providers, which only the worker's entry point
+configures (`worker/telemetry.py`). Until then, or when telemetry is off, every call here
+goes to the API's no-op implementation and costs next to nothing. Spans and metrics carry
+ids, times and counts, never customer data. The exported names are `worker/metric_names.py`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from opentelemetry import metrics, trace
+from temporalio.exceptions import ApplicationError
+
+from worker import metric_names
+
+if TYPE_CHECKING:
+    from activities.executions import Fence
+    from activities.models import ExecutionRef
+
+RunStatus = Literal["completed", "failed", "skipped", "already_completed", "superseded"]
+SkipReason = Literal["starting_deadline", "catchup_policy", "repeated_local_time"]
+
+_tracer = trace.get_tracer("scheduled_jobs.activities")
+_meter = metrics.get_meter("scheduled_jobs")
+
+# Runs last from seconds to hours; lateness from a second (normal) to days (a backfill).
+_DURATION_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400]
+_LATENESS_BUCKETS = [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 21600, 86400, 604800]
+
+_runs = _meter.create_counter(
+    metric_names.RUNS, description="Finished runs of a scheduled job, by outcome."
+)
+_duration = _meter.create_histogram(
+    metric_names.DURATION,
+    unit="s",
+    description="How long a completed run took, from its claim to its completion.",
+    explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+)
+_lateness = _meter.create_histogram(
+    metric_names.LATENESS,
+    unit="s",
+    description="When a run started (its claim) minus its scheduled time.",
+    explicit_bucket_boundaries_advisory=_LATENESS_BUCKETS,
+)
+_skips = _meter.create_counter(
+    metric_names.SKIPS, description="Runs recorded as skipped, by reason."
+)
+_catchup_gaps = _meter.create_counter(
+    metric_names.CATCHUP_GAPS,
+    description="Missed fire times dropped because they exceeded the job's catch-up cap.",
+)
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+def _span_attributes(model: Any) -> dict[str, Any]:
+    """`job`, `scheduled_at` and `execution_id` from an activity input, where it has them."""
+    source = getattr(model, "execution", model)
+    attributes: dict[str, Any] = {"db.system": "postgresql"}
+    if (job := getattr(source, "job_name", None)) is not None:
+        attributes["job"] = job
+    if isinstance(scheduled_at := getattr(source, "scheduled_at", None), datetime):
+        attributes["scheduled_at"] = scheduled_at.isoformat()
+    if (execution_id := getattr(source, "execution_id", None)) is not None:
+        attributes["execution_id"] = execution_id
+    return attributes
+
+
+def traced(
+    name: str,
+) -> Callable[[Callable[[Any, A], Awaitable[R]]], Callable[[Any, A], Awaitable[R]]]:
+    """Run an activity method inside a span `name`, labelled from its input model.
+
+    Put it under `@activity.defn`: the SDK reads the wrapped method's signature.
+    """
+
+    def decorate(method: Callable[[Any, A], Awaitable[R]]) -> Callable[[Any, A], Awaitable[R]]:
+        @functools.wraps(method)
+        async def wrapper(self: Any, arg: A) -> R:
+            with _tracer.start_as_current_span(
+                name, kind=trace.SpanKind.CLIENT, attributes=_span_attributes(arg)
+            ):
+                return await method(self, arg)
+
+        return wrapper
+
+    return decorate
+
+
+@contextmanager
+def fenced_span(fence: Fence, execution: ExecutionRef | None = None) -> Iterator[None]:
+    """A span around one fenced transaction; a stale attempt is counted `superseded`."""
+    attributes = _span_attributes(execution) | {
+        "execution_id": fence.execution_id,
+        "attempt": fence.token,
+    }
+    with _tracer.start_as_current_span(
+        "db.fenced_transaction", kind=trace.SpanKind.CLIENT, attributes=attributes
+    ):
+        try:
+            yield
+        except ApplicationError as exc:
+            from activities.executions import STALE_ATTEMPT  # imports this module
+
+            if exc.type == STALE_ATTEMPT and execution is not None:
+                record_run(execution.job_name, "superseded")
+            raise
+
+
+def record_run(job: str, status: RunStatus) -> None:
+    """Count one finished run of `job`."""
+    _runs.add(1, {"job": job, "status": status})
+
+
+def record_claim(job: str, execution_id: int, lateness_seconds: float, skipped: bool) -> None:
+    """A run of `job` started (claimed or reclaimed its slot) `lateness_seconds` late.
+
+    `skipped`: it started past its starting deadline and was recorded skipped instead.
+    """
+    trace.get_current_span().set_attribute("execution_id", execution_id)
+    _lateness.record(max(lateness_seconds, 0.0), {"job": job})
+    if skipped:
+        record_skip(job, "starting_deadline")
+
+
+def record_skip(job: str, reason: SkipReason) -> None:
+    """A run of `job` was recorded skipped for `reason`: counted as a skip and a run."""
+    _skips.add(1, {"job": job, "reason": reason})
+    record_run(job, "skipped")
+
+
+def record_duplicate(job: str, execution_id: int, status: str) -> None:
+    """A run found its slot already settled (`completed` or `skipped`) and did nothing."""
+    trace.get_current_span().set_attribute("execution_id", execution_id)
+    record_run(job, "already_completed" if status == "completed" else "skipped")
+
+
+def record_completed(job: str, duration_seconds: float) -> None:
+    """A run of `job` completed, `duration_seconds` after its claim."""
+    record_run(job, "completed")
+    _duration.record(duration_seconds, {"job": job})
+
+
+def record_failed(job: str | None) -> None:
+    """A run of `job` was marked failed (None: another run held the slot; not counted)."""
+    if job is not None:
+        trace.get_current_span().set_attribute("job", job)
+        record_run(job, "failed")
+
+
+def record_catchup_gap(job: str, missed_count: int) -> None:
+    """`missed_count` missed fire times of `job` were dropped: more than its catch-up cap."""
+    if missed_count > 0:
+        _catchup_gaps.add(missed_count, {"job": job})

@@ -1,0 +1,205 @@
+"""`python -m schedules check`: the health of every job, as a table or JSON, with probe exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import textwrap
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from schedules.catalog import load_catalog
+from schedules.check import (
+    DEFAULT_LOOKBACK,
+    HISTORY,
+    SLOW_FACTOR,
+    CheckReport,
+    Execution,
+    Kind,
+    run_check,
+)
+from schedules.durations import format_duration, parse_duration
+from worker.errors import SchedulerError
+from worker.settings import load_settings
+
+logger = logging.getLogger(__name__)
+
+EXIT_CODES = (
+    "exit codes: 0 healthy; 1 at least one alert; 2 cannot tell (PostgreSQL or Temporal "
+    "unreachable, invalid settings or catalog). Fit for a Kubernetes CronJob or a "
+    "Nagios-style probe."
+)
+
+_ALERTS = (
+    (Kind.NOT_COMPLETED, "the latest due fire time has no completed or skipped run"),
+    ("", "(due: fire time + jitter + median run time + alert_grace, 15m by default)"),
+    (Kind.LAST_RUN_FAILED, "the latest finished run failed"),
+    (Kind.MISSED_RUNS, "fire times in the lookback have no execution row at all"),
+    (Kind.CATCHUP_GAP, "missed fire times were dropped beyond the job's catch-up cap"),
+    (
+        Kind.SLOW_RUN,
+        f"the latest run took over {SLOW_FACTOR:g} x the median of the {HISTORY} before it",
+    ),
+    (Kind.DEAD_OUTBOX, "outbox messages the relay gave up on"),
+    (Kind.SCHEDULE_NOT_REGISTERED, "no Temporal schedule managed by this project for the job"),
+)
+ALERTS_HELP = "alerts (see README, Checking health and alerts):\n" + "\n".join(
+    f"  {kind:<24} {text}" for kind, text in _ALERTS
+)
+
+
+def _duration(text: str) -> timedelta:
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise argparse.ArgumentTypeError(f"must be a positive duration like '24h', got {text!r}")
+    return value
+
+
+def add_check_command(commands: argparse._SubParsersAction) -> None:
+    """Register `check` on the `python -m schedules` parser."""
+    parser = commands.add_parser(
+        "check",
+        help="report each job's last run, last success and next due time, with alerts",
+        description="For every job in the catalog: last run, last success and next due time\n"
+        "(from its Temporal schedule), and an alert for each problem below. Read-only.",
+        epilog=ALERTS_HELP + "\n\n" + textwrap.fill(EXIT_CODES, 79),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--lookback",
+        type=_duration,
+        default=DEFAULT_LOOKBACK,
+        metavar="DURATION",
+        help="how far back to look for missed runs and catch-up gaps (default 24h)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="give up on PostgreSQL or Temporal after this long: exit 2 (default 10)",
+    )
+    parser.set_defaults(handler=run)
+
+
+async def run(args: argparse.Namespace, ctx: Any = None) -> int:
+    """The `check` command: print the report and return its exit code (never 1 on a crash)."""
+    try:
+        settings = load_settings()
+        jobs = load_catalog(getattr(args, "catalog", None))
+        report = await run_check(
+            settings, jobs, datetime.now(UTC), lookback=args.lookback, timeout=args.timeout
+        )
+    except SchedulerError as exc:  # bad settings or catalog: cannot tell
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # exit 1 means "alert": a crash must not look like one
+        if getattr(args, "debug", False):
+            raise
+        logger.debug("check failed", exc_info=True)
+        print(f"error: the check itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(to_json(report), indent=2) if args.json else format_report(report))
+    return report.exit_code
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+def _run_json(run: Execution | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {
+        "scheduled_at": _iso(run.scheduled_at),
+        "status": run.status,
+        "attempt": run.attempt,
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
+        "duration_seconds": run.duration.total_seconds() if run.duration else None,
+        "error": run.error,
+    }
+
+
+def to_json(report: CheckReport) -> dict[str, Any]:
+    """The report as JSON-ready data; `alerts` lists every alert with its kind and job."""
+
+    def alert(a) -> dict[str, str]:
+        return {"kind": str(a.kind), "job": a.job, "message": a.message}
+
+    return {
+        "status": report.status,
+        "checked_at": _iso(report.checked_at),
+        "alerts": [alert(a) for a in report.alerts],
+        "errors": report.errors,
+        "jobs": [
+            {
+                "job": job.job,
+                "schedule": job.schedule,
+                "timezone": job.timezone,
+                "state": job.state,
+                "last_run": _run_json(job.last_run),
+                "last_success": _run_json(job.last_success),
+                "next_due": _iso(job.next_due),
+                "next_due_source": job.next_due_source,
+                "alerts": [alert(a) for a in job.alerts],
+            }
+            for job in report.jobs
+        ],
+        "outbox": None
+        if report.outbox is None
+        else {
+            "dead": report.outbox.dead,
+            "oldest_dead_at": _iso(report.outbox.oldest_dead_at),
+        },
+    }
+
+
+def _short(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%MZ") if value else "-"
+
+
+def _run_text(run: Execution | None) -> str:
+    if run is None:
+        return "-"
+    took = f" {format_duration(run.duration)}" if run.duration else ""
+    return f"{_short(run.scheduled_at)} {run.status}{took}"
+
+
+def format_report(report: CheckReport) -> str:
+    """A table of the jobs, then one line per alert and per error, then the status."""
+    header = ("job", "state", "last run", "last success", "next due")
+    rows = [
+        (
+            job.job,
+            job.state,
+            _run_text(job.last_run),
+            _short(job.last_success.scheduled_at) if job.last_success else "-",
+            _short(job.next_due),
+        )
+        for job in report.jobs
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [header, *rows]
+    ]
+    if report.outbox is not None:
+        lines.append(f"outbox: {report.outbox.dead} dead message(s)")
+    lines.append("")
+    kind_width = max((len(a.kind) for a in report.alerts), default=0)
+    job_width = max((len(a.job) for a in report.alerts), default=0)
+    lines += [
+        f"ALERT  {a.job.ljust(job_width)}  {a.kind.ljust(kind_width)}  {a.message}"
+        for a in report.alerts
+    ]
+    lines += [f"ERROR  {e}" for e in report.errors]
+    counted = f" ({len(report.alerts)} alert(s))" if report.alerts else ""
+    lines.append(f"status: {report.status}{counted} at {_short(report.checked_at)}")
+    return "\n".join(lines)

@@ -1,0 +1,188 @@
+"""DST on the real server: compiled schedules fire what `schedules.firetimes` says, for every
+New York and London change of the next five years.
+
+Each schedule is created paused (its action targets an unused task queue) with `start_at`
+shortly before a change, and the server's own `next_action_times` are compared with the
+expected fire times. Temporal alone gets several of these wrong; the last test pins that
+down, so the day it stops being true is noticed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleSpec,
+    ScheduleState,
+    ScheduleUpdate,
+)
+
+from schedules.catalog import parse_catalog
+from schedules.sync import plan, sync
+from schedules.timing import compile_spec, compiled_until, next_fire_times
+from worker.errors import CatalogError
+
+NY, LONDON = "America/New_York", "Europe/London"
+YEARS = 5
+# (cron, zone, start_at this long before each change so the next 10 fire times cover it)
+CASES = [
+    ("30 2 * * *", NY, timedelta(days=2)),  # in the gap: once, at 03:00 EDT
+    ("30 1 * * *", NY, timedelta(days=2)),  # in the repeated hour: once, the first
+    ("0 * * * *", NY, timedelta(hours=4)),  # elapsed time: 23 / 25 a day
+    ("0 9,17 * * 1-5", NY, timedelta(days=2)),  # never meets a change
+    ("30 1 * * *", LONDON, timedelta(days=2)),  # in London's gap and repeated hour
+    ("30 2 * * *", LONDON, timedelta(days=2)),  # never meets a change (invoice reminders)
+    ("0 0 * * *", LONDON, timedelta(days=2)),  # Temporal alone runs it twice on fall back
+    ("0 * * * *", LONDON, timedelta(hours=4)),  # Temporal alone loses the second 01:00
+]
+
+
+def changes(zone: str, start: datetime, years: int) -> list[datetime]:
+    """UTC-offset changes of `zone` in the next `years` years, to the hour."""
+    tz = ZoneInfo(zone)
+    found, moment = [], start.replace(minute=0, second=0, microsecond=0)
+    offset = moment.astimezone(tz).utcoffset()
+    while moment < start + timedelta(days=365 * years):
+        moment += timedelta(hours=1)
+        if moment.astimezone(tz).utcoffset() != offset:
+            found.append(moment)
+            offset = moment.astimezone(tz).utcoffset()
+    return found
+
+
+async def next_times(
+    client: Client, spec: ScheduleSpec, task_queue: str, created: list
+) -> tuple[list[datetime], ScheduleSpec]:
+    """Create a paused schedule with `spec`; return the server's next fire times and spec."""
+    handle = await client.create_schedule(
+        f"dst-{uuid.uuid4().hex[:12]}",
+        Schedule(
+            action=ScheduleActionStartWorkflow("NeverRuns", id="never", task_queue=task_queue),
+            spec=spec,
+            state=ScheduleState(paused=True, note="DST test: never runs"),
+        ),
+    )
+    created.append(handle)
+    described = await handle.describe()
+    times = [t.astimezone(UTC) for t in described.info.next_action_times]
+    return times, described.schedule.spec
+
+
+async def test_compiled_schedules_fire_as_cron_does_across_five_years_of_changes(
+    client, task_queue
+):
+    now = datetime.now(UTC)
+    limit = asyncio.Semaphore(16)
+    created: list = []
+
+    async def check(cron: str, zone: str, start_at: datetime) -> str | None:
+        spec = compile_spec(cron, zone, start_at=start_at, now=now)
+        async with limit:
+            got, stored = await next_times(client, spec, task_queue, created)
+        expected = next_fire_times(cron, zone, now, 10, start_at=start_at)
+        if len(got) != 10 or got != expected:
+            return f"{cron!r} {zone} from {start_at:%Y-%m-%d %H:%M}Z: {got} != {expected}"
+        # `schedules sync` compares compiled and stored calendars: they must round-trip.
+        if (stored.calendars, stored.time_zone_name) != (spec.calendars, spec.time_zone_name):
+            return f"{cron!r} {zone}: the server changed the calendars"
+        return None
+
+    checks = [
+        check(cron, zone, change - lead)
+        for cron, zone, lead in CASES
+        for change in changes(zone, now + timedelta(days=2), YEARS)
+    ]
+    assert len(checks) == len(CASES) * 2 * YEARS
+    try:
+        problems = [p for p in await asyncio.gather(*checks) if p]
+    finally:
+        await asyncio.gather(*(h.delete() for h in created))
+    assert not problems, "\n".join(problems)
+
+
+async def test_temporal_alone_gets_dst_wrong_which_is_why_specs_are_compiled(client, task_queue):
+    """Measured on the 1.32 dev server: plain cron strings in the job's zone."""
+    created: list = []
+
+    async def raw(cron: str, zone: str, start_at: datetime) -> list[datetime]:
+        spec = ScheduleSpec(cron_expressions=[cron], time_zone_name=zone, start_at=start_at)
+        times, _ = await next_times(client, spec, task_queue, created)
+        return times
+
+    def utc(*args: int) -> datetime:
+        return datetime(*args, tzinfo=UTC)
+
+    try:
+        skipped = await raw("30 2 * * *", NY, utc(2027, 3, 13))
+        twice = await raw("30 1 * * *", NY, utc(2027, 11, 6))
+        midnight = await raw("0 0 * * *", LONDON, utc(2027, 10, 30))
+    finally:
+        await asyncio.gather(*(h.delete() for h in created))
+    # 02:30 on 2027-03-14 does not exist in New York: Temporal skips the day.
+    assert utc(2027, 3, 14, 7) not in skipped and skipped[1] == utc(2027, 3, 15, 6, 30)
+    # 01:30 happens twice on 2027-11-07: Temporal runs both.
+    assert twice[1:3] == [utc(2027, 11, 7, 5, 30), utc(2027, 11, 7, 6, 30)]
+    # London midnight on 2027-10-31 (23:00Z) runs again at 00:00Z (01:00 BST).
+    assert midnight[:2] == [utc(2027, 10, 30, 23), utc(2027, 10, 31, 0)]
+
+
+async def test_sync_recompiles_a_dst_spec_once_its_horizon_is_a_year_short(client, task_queue):
+    job_id = f"dst-nightly-{uuid.uuid4().hex[:8]}"
+    (job,) = parse_catalog(
+        {job_id: {"kind": "invoice-reminders", "cron": "30 2 * * *", "timezone": NY}}
+    )
+    handle = client.get_schedule_handle(job_id)
+
+    async def change():
+        report, _ = await plan(client, [job], task_queue, prune=False)
+        return report.changes[0]
+
+    try:
+        await sync(client, [job], task_queue, prune=False)
+        described = await handle.describe()
+        assert described.schedule.spec.time_zone_name == "UTC"
+        assert compiled_until(described.schedule.spec).year == datetime.now(UTC).year + 10
+        assert (await change()).action == "unchanged"
+
+        last_year = compile_spec(
+            job.cron, job.timezone, now=datetime.now(UTC) - timedelta(days=366)
+        )
+        await handle.update(
+            lambda given: ScheduleUpdate(
+                schedule=dataclasses.replace(given.description.schedule, spec=last_year)
+            )
+        )
+        stale = await change()
+        assert stale.action == "update" and list(stale.fields) == ["calendars"]
+        old, new = stale.fields["calendars"]
+        assert old.endswith(f"until {compiled_until(last_year)}")
+        assert new.endswith(f"in UTC until {datetime.now(UTC).year + 10}-12-31")
+
+        await sync(client, [job], task_queue, prune=False)
+        assert (await change()).action == "unchanged"
+    finally:
+        await handle.delete()
+
+
+async def test_sync_refuses_a_cron_temporal_cannot_express_before_sending_anything(
+    client, task_queue
+):
+    job_id = f"dst-last-day-{uuid.uuid4().hex[:8]}"
+    (good, bad) = parse_catalog(
+        {
+            f"{job_id}-ok": {"kind": "invoice-reminders", "cron": "0 9 * * *", "timezone": NY},
+            job_id: {"kind": "invoice-reminders", "cron": "0 9 L * *", "timezone": NY},
+        }
+    )
+    with pytest.raises(CatalogError, match=rf"job '{job_id}': cron '0 9 L \* \*'"):
+        await sync(client, [good, bad], task_queue, prune=False)
+    report, _ = await plan(client, [good], task_queue, prune=False)
+    assert report.created == [good.id]  # nothing was sent for the good job either

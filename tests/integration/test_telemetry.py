@@ -1,0 +1,319 @@
+"""Traces, metrics and logs of real runs: schedule-started workflows on real servers.
+
+The in-process test installs the global tracer and meter providers once for the session
+(OpenTelemetry allows one of each per process) with in-memory exporters; the others scrape
+and read a real `python -m worker` process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from collections import defaultdict
+from datetime import UTC, date, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from zoneinfo import ZoneInfo
+
+import pytest
+from opentelemetry import metrics, trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client.parser import text_string_to_metric_families
+from psycopg_pool import AsyncConnectionPool
+from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
+
+from activities.telemetry import record_catchup_gap
+from tests.helpers import assert_eventually
+from tests.integration.jobs import executions, insert_invoices, invoice_job, registered
+from worker import metric_names
+from worker.client import connect
+from worker.localstack import free_port
+from worker.run import build_worker
+from worker.telemetry import tracing_interceptors
+from worker.tracing import run_trace_id
+
+JOB = "invoice-reminders"
+OVERDUE = date.today() - timedelta(days=10)
+
+
+@pytest.fixture(scope="session")
+def otel():
+    """The process's tracer and meter providers, in memory, installed once per session."""
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    trace.set_tracer_provider(tracer_provider)
+    reader = InMemoryMetricReader()
+    metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+    yield spans, reader
+    spans.shutdown()  # later in-process tests record nothing more
+
+
+def points(reader: InMemoryMetricReader, name: str) -> dict[frozenset, object]:
+    """The data points of metric `name`, keyed by their attributes."""
+    found = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else []:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name == name:
+                    for point in metric.data.data_points:
+                        found[frozenset(point.attributes.items())] = point
+    return found
+
+
+def completed(db, job: str = JOB, n: int = 1):
+    async def check():
+        rows = [r for r in executions(db, job) if r["status"] == "completed"]
+        assert len(rows) == n
+        return rows
+
+    return check
+
+
+async def test_a_schedule_started_run_is_one_trace_from_workflow_to_postgres(
+    otel, settings, db, database_url
+):
+    spans, reader = otel
+    spans.clear()
+    insert_invoices(db, 30, due=OVERDUE)
+    client = await connect(settings, interceptors=tracing_interceptors())
+    job = invoice_job(chunk_size=10)
+    async with AsyncConnectionPool(database_url, min_size=1, max_size=4, open=False) as pool:
+        await pool.wait()
+        async with (
+            build_worker(client, settings, pool),
+            registered(client, job, settings.temporal_task_queue),
+        ):
+            await client.get_schedule_handle(job.id).trigger()
+            (row,) = await assert_eventually(completed(db), timeout=60)
+
+            async def run_spans():
+                finished = spans.get_finished_spans()
+                assert "CompleteWorkflow:ScheduledJobWorkflow" in [s.name for s in finished]
+                return finished
+
+            finished = await assert_eventually(run_spans, timeout=30)
+
+    workflow_id = row["workflow_id"]
+    (root,) = [
+        s
+        for s in finished
+        if s.name == "RunWorkflow:ScheduledJobWorkflow"
+        and s.attributes["temporalWorkflowID"] == workflow_id
+    ]
+    trace_id = root.context.trace_id
+    in_trace = [s for s in finished if s.context.trace_id == trace_id]
+    ids = {s.context.span_id: s for s in in_trace}
+    by_name = defaultdict(list)
+    for span in in_trace:
+        by_name[span.name].append(span)
+    # The schedule started it with no trace context: the trace is derived from the run.
+    assert format(trace_id, "032x") == run_trace_id(workflow_id, row["run_id"])
+    assert root.parent.is_remote and root.parent.span_id not in ids
+    for name in (
+        "StartActivity:claim_execution",
+        "RunActivity:claim_execution",
+        "db.claim_execution",
+        "StartActivity:send_invoice_reminders",
+        "RunActivity:send_invoice_reminders",
+        "CompleteWorkflow:ScheduledJobWorkflow",
+    ):
+        assert len(by_name[name]) == 1, (name, sorted(by_name))
+    # Planning, then 3 chunks of 10, the last of which also completes the row.
+    fenced = by_name["db.fenced_transaction"]
+    assert len(fenced) == 1 + 3
+
+    def parent_name(span):
+        return ids[span.parent.span_id].name
+
+    assert parent_name(by_name["db.claim_execution"][0]) == "RunActivity:claim_execution"
+    assert {parent_name(s) for s in fenced} == {"RunActivity:send_invoice_reminders"}
+    labels = {
+        "job": JOB,
+        "scheduled_at": row["scheduled_at"].isoformat(),
+        "execution_id": row["id"],
+    }
+    claim = by_name["db.claim_execution"][0]
+    assert {k: claim.attributes[k] for k in labels} == labels
+    for span in fenced:
+        assert {k: span.attributes[k] for k in labels} == labels
+        assert span.attributes["attempt"] == row["attempt"] == 1
+    # Ids, times and counts only: no customer data on any span.
+    for span in in_trace:
+        assert not any("@" in str(v) for v in span.attributes.values()), span.name
+
+    # The same run, counted by the in-process meter provider.
+    runs = points(reader, metric_names.RUNS)
+    assert runs[frozenset({"job": JOB, "status": "completed"}.items())].value >= 1
+    assert points(reader, metric_names.DURATION)[frozenset({"job": JOB}.items())].count >= 1
+    assert points(reader, metric_names.LATENESS)[frozenset({"job": JOB}.items())].count >= 1
+    record_catchup_gap("catchup-demo", 3)
+    gaps = points(reader, metric_names.CATCHUP_GAPS)
+    assert gaps[frozenset({"job": "catchup-demo"}.items())].value == 3
+
+
+def scrape(port: int) -> dict[str, list]:
+    """The worker's /metrics, parsed: metric family name -> samples."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return {f.name: f.samples for f in text_string_to_metric_families(text)} | {"": text}
+
+
+def sample(families: dict, name: str, **labels: str) -> float | None:
+    """The value of the sample `name` whose labels include `labels`."""
+    for samples in families.values():
+        if isinstance(samples, str):
+            continue
+        for s in samples:
+            if s.name == name and labels.items() <= s.labels.items():
+                return s.value
+    return None
+
+
+def two_thirty_london(days_ago: int) -> datetime:
+    london = ZoneInfo("Europe/London")
+    day = datetime.now(london).date() - timedelta(days=days_ago)
+    return datetime(day.year, day.month, day.day, 2, 30, tzinfo=london).astimezone(UTC)
+
+
+async def test_the_worker_serves_job_outbox_and_sdk_metrics_and_logs_json(
+    client, db, task_queue, start_workers
+):
+    insert_invoices(db, 40, due=OVERDUE)
+    port = free_port()
+    (worker,) = start_workers(1, METRICS_PORT=str(port), LOG_FORMAT="json")
+    job = invoice_job().model_copy(update={"starting_deadline": timedelta(seconds=60)})
+    async with registered(client, job, task_queue):
+        handle = client.get_schedule_handle(job.id)
+        await handle.trigger()
+        (row,) = await assert_eventually(completed(db), timeout=60)
+        # A backfilled night, days past its 60 s starting deadline: recorded skipped.
+        slot = two_thirty_london(days_ago=3)
+        await handle.backfill(
+            ScheduleBackfill(
+                start_at=slot - timedelta(minutes=1),
+                end_at=slot + timedelta(minutes=1),
+                overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+            )
+        )
+
+        async def skipped_and_scraped():
+            assert [r["status"] for r in executions(db, job.id)] == ["skipped", "completed"]
+            families = scrape(port)
+            assert sample(families, metric_names.SKIPS, job=JOB, reason="starting_deadline") == 1
+            # The SDK's metrics reach the endpoint at its next drain, within a second.
+            assert sample(families, "temporal_workflow_completed_total") == 2
+            return families
+
+        families = await assert_eventually(skipped_and_scraped, timeout=60)
+
+    assert sample(families, metric_names.RUNS, job=JOB, status="completed") == 1
+    assert sample(families, metric_names.RUNS, job=JOB, status="skipped") == 1
+    assert sample(families, metric_names.DURATION + "_count", job=JOB) == 1
+    assert sample(families, metric_names.LATENESS + "_count", job=JOB) == 2
+    # The skipped night started days late; the triggered run within seconds.
+    assert sample(families, metric_names.LATENESS + "_sum", job=JOB) > 2 * 86400
+    assert sample(families, metric_names.LAST_SUCCESS, job=JOB) == pytest.approx(
+        row["finished_at"].timestamp(), abs=0.01
+    )
+    assert sample(families, metric_names.OUTBOX_PENDING) == 40
+    assert sample(families, metric_names.OUTBOX_DEAD) == 0
+    text = families[""]
+    for name in metric_names.ALL:
+        if name != metric_names.CATCHUP_GAPS:  # none happened: no series yet
+            assert f"# TYPE {name} " in text, name
+    # The Temporal SDK's own metrics, through the same endpoint.
+    assert sample(families, "temporal_request_total", service_name="temporal-core-sdk") >= 1
+    assert sample(families, "temporal_worker_start_total", task_queue=task_queue) == 1
+    # No scope labels: alert rules match on job, status and reason only.
+    assert "otel_scope_name" not in text
+
+    worker.stop()
+    lines = [line for line in worker.log.read_text().splitlines() if line.strip()]
+    entries = [json.loads(line) for line in lines]  # every line is one JSON object
+    (claimed,) = [e for e in entries if e["message"] == "execution claimed"]
+    assert claimed["job"] == JOB
+    assert claimed["scheduled_at"] == row["scheduled_at"].isoformat()
+    assert claimed["workflow_id"] == row["workflow_id"]
+    assert claimed["execution_id"] == row["id"]
+    assert claimed["activity_type"] == "claim_execution" and claimed["attempt"] == 1
+    assert len(claimed["trace_id"]) == 32 and len(claimed["span_id"]) == 16
+    assert {"time", "level", "logger"} <= claimed.keys()
+
+
+class _Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP trace receiver: keeps every request body it is sent."""
+
+    bodies: list[bytes]
+
+    def do_POST(self) -> None:
+        length = int(self.headers["Content-Length"])
+        type(self).bodies.append((self.path, self.rfile.read(length)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def collector():
+    handler = type("Collector", (_Collector,), {"bodies": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], handler.bodies
+    server.shutdown()
+    server.server_close()
+
+
+async def test_the_worker_exports_one_trace_per_run_over_otlp_when_asked(
+    client, db, task_queue, start_workers, collector
+):
+    port, bodies = collector
+    insert_invoices(db, 10, due=OVERDUE)
+    start_workers(
+        1,
+        OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}",
+        OTEL_BSP_SCHEDULE_DELAY="100",
+        OTEL_SERVICE_NAME="jobs-under-test",
+    )
+    job = invoice_job()
+    async with registered(client, job, task_queue):
+        await client.get_schedule_handle(job.id).trigger()
+        (row,) = await assert_eventually(completed(db), timeout=60)
+
+        async def exported():
+            spans, services = [], set()
+            for path, body in list(bodies):
+                assert path == "/v1/traces"
+                request = ExportTraceServiceRequest.FromString(body)
+                for resource_spans in request.resource_spans:
+                    services |= {
+                        a.value.string_value
+                        for a in resource_spans.resource.attributes
+                        if a.key == "service.name"
+                    }
+                    for scope_spans in resource_spans.scope_spans:
+                        spans.extend(scope_spans.spans)
+            names = {s.name for s in spans}
+            assert {"CompleteWorkflow:ScheduledJobWorkflow", "db.fenced_transaction"} <= names
+            return spans, services
+
+        spans, services = await assert_eventually(exported, timeout=30)
+    assert services == {"jobs-under-test"}
+    (root,) = [s for s in spans if s.name == "RunWorkflow:ScheduledJobWorkflow"]
+    run = [s for s in spans if s.trace_id == root.trace_id]
+    assert {"db.claim_execution", "RunActivity:send_invoice_reminders"} <= {s.name for s in run}
+    assert len(run) == len(spans)
+    claim = next(s for s in run if s.name == "db.claim_execution")
+    attributes = {a.key: a.value for a in claim.attributes}
+    assert attributes["execution_id"].int_value == row["id"]
+    assert attributes["job"].string_value == JOB

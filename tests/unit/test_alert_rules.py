@@ -1,0 +1,275 @@
+"""deploy/prometheus/alerts.yml: valid, documented, on exported metrics, in line with the catalog."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+from schedules.catalog import load_catalog
+from schedules.check import DEFAULT_GRACE, Kind
+from schedules.firetimes import fire_times
+from worker import metric_names
+
+RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"
+PROMTOOL = shutil.which("promtool")
+HISTOGRAMS = {metric_names.DURATION, metric_names.LATENESS}
+BUILTIN = {"up"}  # made by Prometheus itself for every scrape target
+THRESHOLD = "scheduled_job:alert_after_seconds"
+
+# Which Prometheus alert stands for each alert of `python -m schedules check`.
+ALERT_FOR_KIND = {
+    Kind.NOT_COMPLETED: "ScheduledJobNotCompleted",
+    Kind.MISSED_RUNS: "ScheduledJobNotCompleted",
+    Kind.LAST_RUN_FAILED: "ScheduledJobRunFailed",
+    Kind.CATCHUP_GAP: "ScheduledJobCatchupGap",
+    Kind.SLOW_RUN: "ScheduledJobDurationTrendingUp",
+    Kind.DEAD_OUTBOX: "OutboxDeadMessages",
+    Kind.SCHEDULE_NOT_REGISTERED: None,  # Temporal state, not a worker metric
+}
+
+
+def rules() -> list[dict]:
+    data = yaml.safe_load(RULES.read_text())
+    return [rule for group in data["groups"] for rule in group["rules"]]
+
+
+def alerts() -> list[dict]:
+    return [rule for rule in rules() if "alert" in rule]
+
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_MATCHERS = re.compile(r"\{[^}]*\}")
+_RANGES = re.compile(r"\[[^\]]*\]")
+_LABEL_LISTS = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
+_NAME = re.compile(r"(?<![\w:.])([a-zA-Z_:][\w:]*)(\s*\()?")
+_KEYWORDS = {"and", "or", "unless", "offset", "bool", "by", "on", "without", "ignoring"}
+
+
+def metric_names_in(expr: str) -> set[str]:
+    """The series names an expression selects (not functions, keywords or label names)."""
+    for pattern in (_STRINGS, _MATCHERS, _RANGES, _LABEL_LISTS):
+        expr = pattern.sub(" ", expr)
+    return {
+        name
+        for name, call in _NAME.findall(expr)
+        if not call and name not in _KEYWORDS and name.lower() not in {"inf", "nan"}
+    }
+
+
+def exported(name: str, recorded: set[str]) -> bool:
+    if name in metric_names.ALL or name in recorded or name in BUILTIN:
+        return True
+    base, _, suffix = name.rpartition("_")
+    return suffix in {"bucket", "sum", "count"} and base in HISTOGRAMS
+
+
+def test_the_metric_name_extractor_sees_through_promql():
+    expr = (
+        'sum by (job, le) (rate(scheduled_job_duration_seconds_bucket{status="x"}[7d] '
+        'offset 1d)) > on (job) scheduled_job:alert_after_seconds and absent(up{job="w"} == 1)'
+        ' or label_replace(vector(1), "job", "a", "", "") unless scheduled_job_runs_totl'
+    )
+    assert metric_names_in(expr) == {
+        "scheduled_job_duration_seconds_bucket",
+        "scheduled_job:alert_after_seconds",
+        "up",
+        "scheduled_job_runs_totl",
+    }
+    assert not exported("scheduled_job_runs_totl", set())
+    assert not exported("scheduled_job_last_success_timestamp_seconds_bucket", set())
+
+
+def test_every_metric_in_the_rules_is_one_the_workers_export():
+    recorded = {rule["record"] for rule in rules() if "record" in rule}
+    for rule in rules():
+        unknown = {n for n in metric_names_in(rule["expr"]) if not exported(n, recorded)}
+        assert not unknown, f"{rule.get('alert') or rule['record']}: unknown metrics {unknown}"
+
+
+def test_every_alert_has_a_severity_a_summary_a_description_and_a_runbook():
+    names = [rule["alert"] for rule in alerts()]
+    assert len(names) == len(set(names))
+    for rule in alerts():
+        assert rule["labels"]["severity"] in {"critical", "warning"}, rule["alert"]
+        for key in ("summary", "description", "runbook"):
+            assert len(rule["annotations"].get(key, "").strip()) > 20, (rule["alert"], key)
+
+
+def test_every_check_alert_has_a_prometheus_counterpart():
+    assert set(ALERT_FOR_KIND) == set(Kind)
+    names = {rule["alert"] for rule in alerts()}
+    assert {name for name in ALERT_FOR_KIND.values() if name} <= names
+
+
+def expected_thresholds() -> dict[str, int]:
+    """Per catalog job: longest gap between fire times in a year + jitter + alert grace."""
+    thresholds = {}
+    for job in load_catalog():
+        interval = getattr(job, "interval", None)
+        if interval is not None:
+            gap = interval
+        else:
+            year = fire_times(
+                job.cron,
+                job.timezone,
+                datetime(2027, 1, 1, tzinfo=UTC),
+                datetime(2028, 1, 1, tzinfo=UTC),
+            )
+            gap = max(b - a for a, b in itertools.pairwise(year))
+        extra = getattr(job, "jitter", timedelta(0)) + getattr(job, "alert_grace", DEFAULT_GRACE)
+        thresholds[job.id] = int((gap + extra).total_seconds())
+    return thresholds
+
+
+def test_the_not_completed_thresholds_match_the_catalog():
+    pattern = re.compile(r'label_replace\(vector\((\d+)\), "job", "([a-z0-9-]+)", "", ""\)')
+    recorded = {}
+    for rule in rules():
+        if rule.get("record") == THRESHOLD:
+            ((seconds, job),) = pattern.findall(rule["expr"])
+            recorded[job] = int(seconds)
+    expected = expected_thresholds()
+    paste = "\n".join(
+        f"      - record: {THRESHOLD}\n"
+        f'        expr: label_replace(vector({seconds}), "job", "{job}", "", "")'
+        for job, seconds in expected.items()
+    )
+    assert recorded == expected, f"update {RULES.name}, group scheduled-jobs-thresholds:\n{paste}"
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package prometheus)")
+def test_promtool_accepts_the_rules():
+    done = subprocess.run(
+        [PROMTOOL, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# Series and expected alerts for `promtool test rules`. The annotations are left out of the
+# copy of the rules under test (promtool would compare them whole); `check rules` above
+# validates their templates. Week-long series are evaluated hourly, to stay fast.
+PROMTOOL_WEEK_TESTS = """
+rule_files: [rules.yml]
+evaluation_interval: 1h
+tests:
+  - name: duration trending up against the week before
+    interval: 1h
+    input_series:
+      - {series: 'scheduled_job_duration_seconds_bucket{job="j", le="10"}', values: '0x208'}
+      - {series: 'scheduled_job_duration_seconds_bucket{job="j", le="30"}', values: '0+1x168 168x39'}
+      - {series: 'scheduled_job_duration_seconds_bucket{job="j", le="120"}', values: '0+1x168 168x39'}
+      - {series: 'scheduled_job_duration_seconds_bucket{job="j", le="300"}', values: '0+1x208'}
+      - {series: 'scheduled_job_duration_seconds_bucket{job="j", le="+Inf"}', values: '0+1x208'}
+      - {series: 'scheduled_job_duration_seconds_count{job="j"}', values: '0+1x208'}
+      - {series: 'scheduled_job_duration_seconds_sum{job="j"}', values: '0+25x168 4450+250x39'}
+    alert_rule_test:
+      - {alertname: ScheduledJobDurationTrendingUp, eval_time: 150h, exp_alerts: []}
+      - alertname: ScheduledJobDurationTrendingUp
+        eval_time: 200h
+        exp_alerts: [{exp_labels: {severity: warning, job: j}}]
+"""
+
+PROMTOOL_TESTS = """
+rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - name: not completed after the longest gap + grace
+    interval: 10m
+    input_series:
+      - series: 'scheduled_job_last_success_timestamp_seconds{job="invoice-reminders", instance="a"}'
+        values: '0x200'
+      - series: 'scheduled_job_last_success_timestamp_seconds{job="invoice-reminders", instance="b"}'
+        values: '0x200'
+    alert_rule_test:
+      - {alertname: ScheduledJobNotCompleted, eval_time: 25h10m, exp_alerts: []}
+      - alertname: ScheduledJobNotCompleted
+        eval_time: 25h20m
+        exp_alerts: [{exp_labels: {severity: critical, job: invoice-reminders}}]
+
+  - name: failed runs, including a counter series born at its first failure
+    interval: 10m
+    input_series:
+      - series: 'scheduled_job_runs_total{job="invoice-reminders", status="failed", instance="a"}'
+        values: '0x12 1x30'
+      - series: 'scheduled_job_runs_total{job="other-job", status="failed", instance="b"}'
+        values: '_x24 1x20'
+      - series: 'scheduled_job_runs_total{job="invoice-reminders", status="completed", instance="a"}'
+        values: '0+1x44'
+    alert_rule_test:
+      - {alertname: ScheduledJobRunFailed, eval_time: 1h, exp_alerts: []}
+      - alertname: ScheduledJobRunFailed
+        eval_time: 2h20m
+        exp_alerts: [{exp_labels: {severity: critical, job: invoice-reminders}}]
+      - alertname: ScheduledJobRunFailed
+        eval_time: 4h10m
+        exp_alerts: [{exp_labels: {severity: critical, job: other-job}}]
+      - {alertname: ScheduledJobRunFailed, eval_time: 6h, exp_alerts: []}
+
+  - name: catch-up gaps
+    interval: 10m
+    input_series:
+      - series: 'scheduled_job_catchup_gap_runs_total{job="invoice-reminders", instance="a"}'
+        values: '0x6 40x30'
+    alert_rule_test:
+      - alertname: ScheduledJobCatchupGap
+        eval_time: 1h30m
+        exp_alerts: [{exp_labels: {severity: warning, job: invoice-reminders}}]
+      - {alertname: ScheduledJobCatchupGap, eval_time: 4h, exp_alerts: []}
+
+  - name: dead outbox messages
+    interval: 1m
+    input_series:
+      - {series: 'outbox_messages_dead{instance="a"}', values: '0 0 3 3'}
+      - {series: 'outbox_messages_dead{instance="b"}', values: '0 0 3 3'}
+    alert_rule_test:
+      - {alertname: OutboxDeadMessages, eval_time: 1m, exp_alerts: []}
+      - alertname: OutboxDeadMessages
+        eval_time: 3m
+        exp_alerts: [{exp_labels: {severity: warning}}]
+
+  - name: workers down, then none at all, then no database gauges
+    interval: 1m
+    input_series:
+      - {series: 'up{job="scheduled-jobs-worker", instance="a"}', values: '1x5 0x20'}
+      - {series: 'up{job="scheduled-jobs-worker", instance="b"}', values: '1x12 0x13'}
+      - {series: 'outbox_messages_pending{instance="a"}', values: '0x5'}
+    alert_rule_test:
+      - alertname: ScheduledJobsWorkerDown
+        eval_time: 12m
+        exp_alerts:
+          - exp_labels: {severity: warning, job: scheduled-jobs-worker, instance: a}
+      - {alertname: ScheduledJobsNoWorker, eval_time: 12m, exp_alerts: []}
+      - alertname: ScheduledJobsNoWorker
+        eval_time: 19m
+        exp_alerts: [{exp_labels: {severity: critical}}]
+      - {alertname: ScheduledJobsMetricsMissing, eval_time: 12m, exp_alerts: []}
+      - alertname: ScheduledJobsMetricsMissing
+        eval_time: 22m
+        exp_alerts: [{exp_labels: {severity: warning}}]
+"""
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package prometheus)")
+def test_promtool_rule_tests_fire_each_alert_when_they_should(tmp_path):
+    data = yaml.safe_load(RULES.read_text())
+    for group in data["groups"]:
+        for rule in group["rules"]:
+            rule.pop("annotations", None)
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (tmp_path / "tests.yml").write_text(PROMTOOL_TESTS)
+    (tmp_path / "week.yml").write_text(PROMTOOL_WEEK_TESTS)
+    done = subprocess.run(
+        [PROMTOOL, "test", "rules", "tests.yml", "week.yml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

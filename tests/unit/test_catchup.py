@@ -1,0 +1,78 @@
+"""Catch-up policy and the repeated-hour rule, as pure decisions with times as parameters."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from activities.catchup import PlanInput, decide, repeated_hour_reason, second_occurrence_of
+
+T0 = datetime(2027, 1, 1, 12, 0, tzinfo=UTC)
+EVERY = timedelta(minutes=5)
+MISSED = [T0 + i * EVERY for i in range(5)]
+
+
+def plan(**fields) -> PlanInput:
+    base = {
+        "job_name": "j",
+        "scheduled_at": T0,
+        "started_at": T0,
+        "workflow_id": "w",
+        "run_id": "r",
+        "interval_seconds": 300,
+    }
+    return PlanInput(**(base | fields))
+
+
+def test_nothing_missed_runs_the_slot():
+    decision = decide(T0, T0, [T0], plan())
+    assert decision.run == [T0] and decision.skip == []
+
+
+def test_skip_runs_none_of_the_missed():
+    late_start = MISSED[-1] + timedelta(minutes=1)
+    decision = decide(T0, late_start, MISSED, plan(catchup="skip"))
+    assert decision.run == []
+    assert [s for s, _ in decision.skip] == MISSED
+    assert all("policy 'skip'" in reason for _, reason in decision.skip)
+
+
+def test_skip_still_runs_an_on_time_latest_slot():
+    decision = decide(MISSED[-1], MISSED[-1] + timedelta(seconds=2), MISSED, plan(catchup="skip"))
+    assert decision.run == [MISSED[-1]]
+    assert len(decision.skip) == 4
+
+
+def test_latest_runs_only_the_most_recent():
+    decision = decide(T0, MISSED[-1], MISSED, plan(catchup="latest"))
+    assert decision.run == [MISSED[-1]]
+    assert [s for s, _ in decision.skip] == MISSED[:-1]
+
+
+def test_all_runs_the_newest_n_oldest_first_and_records_the_gap():
+    decision = decide(T0, MISSED[-1], MISSED, plan(catchup="all", max_missed=2))
+    assert decision.run == MISSED[-2:]
+    assert decision.gap == 3
+    assert all(reason.startswith("catch-up gap: 3 missed") for _, reason in decision.skip)
+
+
+def test_all_with_fewer_missed_than_the_cap_runs_them_all():
+    decision = decide(T0, MISSED[-1], MISSED, plan(catchup="all", max_missed=10))
+    assert decision.run == MISSED and decision.gap == 0 and decision.skip == []
+
+
+def test_the_second_0130_of_a_fall_back_night_is_recognised():
+    first = datetime(2027, 11, 7, 5, 30, tzinfo=UTC)  # 01:30 EDT
+    second = datetime(2027, 11, 7, 6, 30, tzinfo=UTC)  # 01:30 EST
+    assert second_occurrence_of(second, "America/New_York") == first
+    assert second_occurrence_of(first, "America/New_York") is None
+    assert second_occurrence_of(second, "UTC") is None
+
+    fixed = plan(cron="30 1 * * *", interval_seconds=None, timezone="America/New_York")
+    reason = repeated_hour_reason(second, {first}, fixed)
+    assert reason == (
+        "repeated local time 01:30 America/New_York (fall back): "
+        "the job already ran at 2027-11-07T05:30:00Z"
+    )
+    assert repeated_hour_reason(second, set(), fixed) is None  # the first one never ran
+    hourly = fixed.model_copy(update={"cron": "30 * * * *"})
+    assert repeated_hour_reason(second, {first}, hourly) is None  # elapsed-time job: runs

@@ -1,0 +1,115 @@
+"""Gauges read from PostgreSQL when Prometheus scrapes: outbox backlog and last successes.
+
+These describe the shared database, not one process, so they are read, not counted: every
+replica reports the same values (alert on `max by (job)`), and a restarted worker reports
+them at once. One query serves all three gauges and is reused for `max_age` seconds, so
+several scrapes, or a scrape of every replica, cost one query each interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import psycopg
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
+
+from activities.queries import queries
+from worker import metric_names
+
+logger = logging.getLogger(__name__)
+
+_Q = queries("telemetry")
+
+
+@dataclass(frozen=True)
+class Reading:
+    outbox_pending: int
+    outbox_dead: int
+    # job name -> Unix time of its last completed run
+    last_success: dict[str, float] = field(default_factory=dict)
+
+
+class DatabaseGauges:
+    """Observable gauges backed by one cached query on a dedicated connection."""
+
+    def __init__(self, conninfo: str, max_age: float = 5.0, timeout: float = 5.0) -> None:
+        self._conninfo = conninfo
+        self._max_age = max_age
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection | None = None
+        self._reading: Reading | None = None
+        self._read_at = float("-inf")
+
+    def register(self, meter: Meter) -> None:
+        """Create the gauges on `meter`; they query the database when collected."""
+        meter.create_observable_gauge(
+            metric_names.OUTBOX_PENDING,
+            callbacks=[self._observe_pending],
+            description="Outbox messages waiting for delivery.",
+        )
+        meter.create_observable_gauge(
+            metric_names.OUTBOX_DEAD,
+            callbacks=[self._observe_dead],
+            description="Outbox messages given up on.",
+        )
+        meter.create_observable_gauge(
+            metric_names.LAST_SUCCESS,
+            callbacks=[self._observe_last_success],
+            description="Unix time of the job's last completed run, from job_executions.",
+        )
+
+    def read(self) -> Reading | None:
+        """The current values, at most `max_age` seconds old; None if the database is away."""
+        with self._lock:
+            if time.monotonic() - self._read_at < self._max_age:
+                return self._reading
+            try:
+                self._reading = self._query()
+            except psycopg.Error as exc:
+                logger.warning("metrics: cannot read the database gauges: %s", _first_line(exc))
+                self._reading = None
+                self.close()
+            self._read_at = time.monotonic()
+            return self._reading
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _query(self) -> Reading:
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(
+                self._conninfo,
+                autocommit=True,
+                connect_timeout=max(1, int(self._timeout)),
+                # A monitoring query must not take every core from the jobs it watches.
+                options=f"-c statement_timeout={int(self._timeout * 1000)} "
+                "-c max_parallel_workers_per_gather=0",
+                application_name="scheduled-jobs-metrics",
+            )
+        pending, dead, last_success = self._conn.execute(_Q["gauges"]).fetchone()
+        return Reading(int(pending), int(dead), {k: float(v) for k, v in last_success.items()})
+
+    def _observe_pending(self, _options: CallbackOptions) -> Iterable[Observation]:
+        reading = self.read()
+        return [Observation(reading.outbox_pending)] if reading else []
+
+    def _observe_dead(self, _options: CallbackOptions) -> Iterable[Observation]:
+        reading = self.read()
+        return [Observation(reading.outbox_dead)] if reading else []
+
+    def _observe_last_success(self, _options: CallbackOptions) -> Iterable[Observation]:
+        reading = self.read()
+        if not reading:
+            return []
+        return [Observation(at, {"job": job}) for job, at in sorted(reading.last_success.items())]
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
