@@ -139,17 +139,32 @@ class EmbeddedPostgres:
                     raise
                 time.sleep(0.2)
 
-    def stop(self, mode: str = "fast") -> None:
-        """Stop the server this object started; `mode` is pg_ctl's: smart, fast or immediate."""
+    def stop(self, mode: str = "fast", timeout: float = 60.0) -> None:
+        """Stop the server this object started; `mode` is pg_ctl's: smart, fast or immediate.
+
+        Returns once the server has exited and released its port.
+        """
         if not self.started:
             return
         self.started = False
-        subprocess.run(
-            [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(self.data_dir), "-m", mode, "-w", "stop"],
+        done = subprocess.run(
+            [
+                *(str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(self.data_dir)),
+                *("-m", mode, "-w", "-t", str(int(timeout)), "stop"),
+            ],
             check=False,
             capture_output=True,
+            text=True,
             **self._run_as(),
         )
+        pid_file = self.data_dir / "postmaster.pid"
+        deadline = time.monotonic() + timeout
+        while pid_file.exists() and _pid_alive(pid_file):
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"PostgreSQL in {self.data_dir} did not stop: {done.stderr.strip()}"
+                )
+            time.sleep(0.1)
 
     def create_database(self, name: str, template: str | None = None) -> str:
         """Create database `name` (optionally from `template`) if missing; return its URL."""
