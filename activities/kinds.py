@@ -6,19 +6,34 @@ Temporal, and the worker registers every kind's activity.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
-from activities.invoices import InvoiceReminderParams
+from activities.invoices import InvoiceActivities, InvoiceReminderParams
 
 
 @dataclass(frozen=True)
 class JobKind:
+    """A kind of job: its work activity (a method of `owner`, built with the pool)."""
+
     name: str
     activity: str
     params: type[BaseModel]
     description: str
+    owner: type
+
+
+def build_kind_activities(pool: Any) -> list[Callable]:
+    """Every kind's work activity, one owner instance per class, bound to `pool`."""
+    owners: dict[type, Any] = {}
+    found = []
+    for kind in KINDS.values():
+        owner = owners.setdefault(kind.owner, kind.owner(pool))
+        found.append(getattr(owner, kind.activity))
+    return found
 
 
 KINDS: dict[str, JobKind] = {
@@ -29,6 +44,7 @@ KINDS: dict[str, JobKind] = {
             activity="send_invoice_reminders",
             params=InvoiceReminderParams,
             description="remind overdue unpaid invoices, one outbox message each",
+            owner=InvoiceActivities,
         ),
     )
 }

@@ -13,7 +13,7 @@ from temporalio.worker import Worker
 
 from activities.catchup import CatchupActivities
 from activities.executions import ExecutionActivities
-from activities.invoices import InvoiceActivities
+from activities.kinds import build_kind_activities
 from worker.client import connect
 from worker.migrate import apply_migrations
 from worker.settings import Settings
@@ -27,12 +27,11 @@ def build_activities(pool: AsyncConnectionPool) -> list:
     """Every activity the fleet serves, bound to one connection pool."""
     executions = ExecutionActivities(pool)
     catchup = CatchupActivities(pool)
-    invoices = InvoiceActivities(pool)
     return [
         executions.claim_execution,
         executions.record_failure,
         catchup.plan_run,
-        invoices.send_invoice_reminders,
+        *build_kind_activities(pool),
     ]
 
 

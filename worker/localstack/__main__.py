@@ -90,7 +90,11 @@ class LocalStack:
         applied = apply_migrations(url)
         _say(f"migrations applied: {len(applied)} new")
         with psycopg.connect(url) as conn:
-            conn.execute(resources.files("worker.localstack").joinpath("demo_data.sql").read_text())
+            # Each job family brings its own demo_NN_<family>.sql; each loads only once.
+            demo = resources.files("worker.localstack")
+            for entry in sorted(demo.iterdir(), key=lambda e: e.name):
+                if entry.name.startswith("demo_") and entry.name.endswith(".sql"):
+                    conn.execute(entry.read_text())
             (overdue,) = conn.execute(
                 "SELECT count(*) FROM invoices WHERE status = 'Unpaid' AND due_date < current_date"
             ).fetchone()
