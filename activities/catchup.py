@@ -29,6 +29,7 @@ from temporalio import activity
 
 from activities.executions import Clock, utcnow
 from activities.queries import queries
+from activities.telemetry import record_catchup_gap, record_skip
 from schedules.firetimes import fire_times, fixed_hour
 
 _Q = queries("catchup")
@@ -52,6 +53,7 @@ class PlanInput(BaseModel):
     catchup: Literal["skip", "latest", "all"] = "latest"
     max_missed: int | None = None
     timing_since: datetime | None = None
+    start_at: datetime | None = None  # the schedule fires nothing before this
     jitter_seconds: float = 0.0
 
 
@@ -141,7 +143,9 @@ class CatchupActivities:
                 t
                 for t in (
                     last and last + timedelta(microseconds=1),
-                    plan.timing_since,
+                    # Sync stamps the second it compiled in; the schedule existed only after.
+                    plan.timing_since and plan.timing_since + timedelta(seconds=1),
+                    plan.start_at,
                     now - LOOKBACK,
                 )
                 if t is not None
@@ -169,6 +173,13 @@ class CatchupActivities:
                         "reason": reason,
                     },
                 )
+        # Counted once the skipped rows are committed.
+        for _, reason in decision.skip:
+            record_skip(
+                plan.job_name,
+                "repeated_local_time" if reason.startswith("repeated") else "catchup_policy",
+            )
+        record_catchup_gap(plan.job_name, decision.gap)
         own = next((r for s, r in decision.skip if s == slot), None)
         if decision.skip:
             activity.logger.info(

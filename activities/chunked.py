@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.executions import Fence, take_over
 from activities.models import ExecutionRef, WorkResult
-from activities.telemetry import fenced_span, record_completed, record_run
+from activities.telemetry import db_span, fenced_span, record_completed, record_run
 
 Progress = dict[str, Any]
 # plan(conn) -> the first progress; step(conn, progress) -> (next progress, finished?)
@@ -55,7 +55,8 @@ async def run_in_chunks(
     `plan` fixes the work's bounds once, on the first attempt, so retries cover the same
     rows. Progress must hold a `counts` dict; it becomes the result.
     """
-    taken = await take_over(pool, execution.execution_id)
+    with db_span("db.take_over", execution):
+        taken = await take_over(pool, execution.execution_id)
     if not isinstance(taken, Fence):
         status, result = taken
         if status == "completed":

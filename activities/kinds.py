@@ -12,7 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from activities.cleanup import CleanupActivities, CleanupParams
+from activities.hourly_sync import HourlySyncActivities, HourlySyncParams
 from activities.invoices import InvoiceActivities, InvoiceReminderParams
+from activities.reconcile import ReconcileActivities, ReconcileParams
+from activities.relay import RelayActivities, RelayParams
+from activities.settlement import SettlementActivities, SettlementParams
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,41 @@ KINDS: dict[str, JobKind] = {
             params=InvoiceReminderParams,
             description="remind overdue unpaid invoices, one outbox message each",
             owner=InvoiceActivities,
+        ),
+        JobKind(
+            name="outbox-relay",
+            activity="relay_outbox",
+            params=RelayParams,
+            description="deliver due outbox messages by email or webhook, at least once",
+            owner=RelayActivities,
+        ),
+        JobKind(
+            name="card-settlement",
+            activity="settle_card_payments",
+            params=SettlementParams,
+            description="settle captured card payments up to the slot's time, one batch a run",
+            owner=SettlementActivities,
+        ),
+        JobKind(
+            name="nightly-reconcile",
+            activity="reconcile_ledger",
+            params=ReconcileParams,
+            description="reconcile the ledger with settled payments for the previous local day",
+            owner=ReconcileActivities,
+        ),
+        JobKind(
+            name="hourly-sync",
+            activity="sync_hourly_totals",
+            params=HourlySyncParams,
+            description="aggregate the slot's own hour of events per account, once per window",
+            owner=HourlySyncActivities,
+        ),
+        JobKind(
+            name="weekly-cleanup",
+            activity="delete_expired_records",
+            params=CleanupParams,
+            description="delete delivered outbox messages and old executions, in short batches",
+            owner=CleanupActivities,
         ),
     )
 }

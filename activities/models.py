@@ -36,9 +36,18 @@ class ExecutionRef(BaseModel):
     scheduled_at: datetime
 
 
+class JobTiming(BaseModel):
+    """When the job fires, as its schedule was built: for work that depends on its window."""
+
+    cron: str | None = None
+    interval_seconds: float | None = None
+    timezone: str = "UTC"
+
+
 class WorkInput(BaseModel):
     execution: ExecutionRef
     params: dict[str, Any] = Field(default_factory=dict)
+    timing: JobTiming = Field(default_factory=JobTiming)
 
 
 class WorkResult(BaseModel):

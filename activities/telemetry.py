@@ -85,14 +85,21 @@ def traced(
     def decorate(method: Callable[[Any, A], Awaitable[R]]) -> Callable[[Any, A], Awaitable[R]]:
         @functools.wraps(method)
         async def wrapper(self: Any, arg: A) -> R:
-            with _tracer.start_as_current_span(
-                name, kind=trace.SpanKind.CLIENT, attributes=_span_attributes(arg)
-            ):
+            with db_span(name, arg):
                 return await method(self, arg)
 
         return wrapper
 
     return decorate
+
+
+@contextmanager
+def db_span(name: str, model: Any) -> Iterator[trace.Span]:
+    """A span `name` around a unit of Postgres work, labelled from `model` (input or ref)."""
+    with _tracer.start_as_current_span(
+        name, kind=trace.SpanKind.CLIENT, attributes=_span_attributes(model)
+    ) as span:
+        yield span
 
 
 @contextmanager

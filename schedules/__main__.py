@@ -8,6 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
+import schedules.operate  # noqa: F401  (registers list, describe, next, trigger ...)
 from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
 from schedules.cli import Context, register
@@ -37,6 +38,7 @@ async def _sync(args: argparse.Namespace, ctx: Context) -> int:
             ctx.settings.temporal_task_queue,
             prune=not args.no_prune,
             dry_run=args.dry_run,
+            full=args.full,
         )
     )
     print(format_report(report, args.dry_run))
@@ -93,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-prune",
         action="store_true",
         help="keep managed schedules that the catalog no longer has",
+    )
+    sync_cmd.add_argument(
+        "--full",
+        action="store_true",
+        help="describe every schedule instead of trusting the digest each one carries; "
+        "finds and undoes edits made by other means than sync",
     )
     sync_cmd.set_defaults(handler=_sync)
 

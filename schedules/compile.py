@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from datetime import UTC, datetime
 
 from temporalio.client import (
@@ -13,6 +16,7 @@ from temporalio.client import (
     ScheduleSpec,
     ScheduleState,
 )
+from temporalio.common import SearchAttributeKey
 
 from schedules.catalog import JobSpec
 from schedules.timing import compile_spec
@@ -21,6 +25,13 @@ from workflows import JobRun, ScheduledJobWorkflow
 # Marks schedules this project owns, so sync never touches anyone else's.
 MANAGED_MEMO_KEY = "managed-by"
 MANAGED_MEMO_VALUE = "scheduled-jobs"
+
+# A Keyword search attribute on each schedule: the digest of what sync last set it to
+# (`schedule_digest`), read from the schedule listing so an unchanged job needs no describe.
+DIGEST_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsDigest")
+# Part of every digest: bump it when the digest's inputs change meaning, so the next sync
+# describes every job once and stamps the new digest.
+DIGEST_VERSION = 1
 
 OVERLAP = {
     "skip": ScheduleOverlapPolicy.SKIP,
@@ -64,10 +75,14 @@ def compile_schedule(
     task_queue: str,
     timing_since: datetime | None = None,
     now: datetime | None = None,
+    *,
+    spec: ScheduleSpec | None = None,
 ) -> Schedule:
     """Build the schedule: schedule id and workflow id are the job id.
 
     A cron job's spec comes from `schedules.timing` (DST-exact; `now` places its horizon).
+    `spec`, when given, is one `compile_spec` already made for this job (sync compiles each
+    job once per run: the plan compares it, then creates or updates with it).
     """
     return Schedule(
         action=ScheduleActionStartWorkflow(
@@ -76,7 +91,9 @@ def compile_schedule(
             id=job.id,
             task_queue=task_queue,
         ),
-        spec=compile_spec(
+        spec=spec
+        if spec is not None
+        else compile_spec(
             job.cron,
             job.timezone,
             start_at=job.start_at,
@@ -95,3 +112,29 @@ def compile_schedule(
         policy=SchedulePolicy(overlap=OVERLAP[job.overlap], catchup_window=job.catchup_window),
         state=ScheduleState(paused=job.paused, note=job.note or None),
     )
+
+
+def schedule_digest(schedule: Schedule) -> str:
+    """A fingerprint of everything sync sets on a schedule: workflow, id, task queue, the
+    job's run input (its catalog definition included), spec, policy and the catalog's
+    paused / note. The run's `timing_since` is left out: sync keeps it from the server.
+
+    Two schedules compiled from the same catalog entry, task queue and year (a UTC-compiled
+    spec's horizon moves with the year) have the same digest.
+    """
+    action = schedule.action
+    assert isinstance(action, ScheduleActionStartWorkflow)
+    (run,) = action.args
+    assert isinstance(run, JobRun)
+    content = {
+        "version": DIGEST_VERSION,
+        "workflow": action.workflow,
+        "id": action.id,
+        "task_queue": action.task_queue,
+        "run": run.model_dump(mode="json", exclude={"timing_since"}),
+        "spec": dataclasses.asdict(schedule.spec),
+        "policy": dataclasses.asdict(schedule.policy),
+        "state": {"paused": schedule.state.paused, "note": schedule.state.note},
+    }
+    text = json.dumps(content, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

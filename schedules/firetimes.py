@@ -115,7 +115,9 @@ def fire_times(
                 break
             continue
         if limit is not None and len(found) >= limit:
-            if instant < min(found) - _MARGIN:
+            # Going back in time: stop once past the limit-th newest by more than any
+            # offset shift could reorder.
+            if instant < sorted(found)[-limit] - _MARGIN:
                 break
         found.add(instant)
     ordered = sorted(found)

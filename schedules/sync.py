@@ -4,6 +4,24 @@ Sync creates missing schedules, updates only those that differ, deletes the sche
 manages that the catalog no longer has (unless told not to), and never touches a schedule
 it does not manage. Each schedule's action carries the catalog entry it was built from, so
 the difference is computed field by field, and a sync with nothing to change sends nothing.
+
+A re-sync of a large catalog stays cheap because each schedule also carries a digest of
+everything sync set on it (`schedules.compile.schedule_digest`) in the `ScheduledJobsDigest`
+search attribute. Sync lists the schedules once and describes only the jobs that the listing
+does not show as managed, carrying the digest of the job as compiled now, and in the
+catalog's paused state; the others are unchanged without another call. Each job is compiled
+once per sync. What that means:
+
+- The listing comes from visibility, which lags a little behind the server. A stale entry
+  shows an older digest (or none), so the job is described: the slow path, never a wrong one.
+- An operator's pause shows in the listing and is reported as drift on either path.
+- Sync trusts the digest. A schedule edited by other means (`temporal schedule update`,
+  the Web UI, a sync from before the digest existed) keeps its digest, so sync does not
+  notice the edit until the job's catalog entry changes. `sync --full` describes every job
+  and puts such a schedule back.
+- Sync registers the search attribute in the namespace when it is missing. Where it cannot
+  (a hosted namespace without operator permissions), every job is described, as before the
+  digest existed: correct, only slower. That is logged once per process.
 """
 
 from __future__ import annotations
@@ -15,21 +33,30 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
 from temporalio.client import (
     Client,
+    Schedule,
     ScheduleAlreadyRunningError,
     ScheduleDescription,
     ScheduleUpdate,
     ScheduleUpdateInput,
 )
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
 from schedules.catalog import JobSpec
 from schedules.compile import (
+    DIGEST_ATTRIBUTE,
     MANAGED_MEMO_KEY,
     MANAGED_MEMO_VALUE,
     TIMING_FIELDS,
     compile_schedule,
+    schedule_digest,
 )
 from schedules.timing import describe_spec, spec_outdated
 from worker.errors import CatalogError
@@ -39,6 +66,16 @@ logger = logging.getLogger(__name__)
 
 # Describe calls in flight at once: enough for 1,000 schedules in seconds, not a flood.
 _CONCURRENCY = 16
+
+# Errors that say the server is not (yet) reachable: the caller retries the whole sync.
+_TRANSIENT = {
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+    RPCStatusCode.INTERNAL,
+}
+_KEYWORD = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+_warned: set[str] = set()  # namespaces whose missing digest attribute was logged
 
 
 @dataclass
@@ -54,6 +91,8 @@ class Change:
 @dataclass
 class SyncReport:
     changes: list[Change] = field(default_factory=list)
+    described: int = 0
+    """Schedules the plan described; the listing's digests vouched for the other jobs."""
 
     def ids(self, action: str) -> list[str]:
         return [c.job_id for c in self.changes if c.action == action]
@@ -75,6 +114,31 @@ class SyncReport:
         return [c for c in self.changes if c.drift]
 
 
+@dataclass
+class Target:
+    """One catalog job compiled for this sync: what its schedule should be."""
+
+    job: JobSpec
+    task_queue: str
+    schedule: Schedule  # with timing_since None; `build` puts in the one the plan chose
+    digest: str
+    since: datetime | None = None
+
+    def build(self) -> Schedule:
+        """A fresh copy of the schedule to send (callers change its state), spec reused."""
+        return compile_schedule(self.job, self.task_queue, self.since, spec=self.schedule.spec)
+
+
+@dataclass(frozen=True)
+class _Listed:
+    """A schedule as the listing (visibility) shows it."""
+
+    managed: bool
+    digest: str | None
+    paused: bool
+    note: str | None
+
+
 def check_unique(jobs: Iterable[JobSpec]) -> None:
     seen: set[str] = set()
     for job in jobs:
@@ -83,13 +147,85 @@ def check_unique(jobs: Iterable[JobSpec]) -> None:
         seen.add(job.id)
 
 
+async def _list_schedules(client: Client) -> dict[str, _Listed]:
+    """Every schedule on the server by id, as the listing shows it."""
+    found = {}
+    async for entry in await client.list_schedules():
+        state = entry.schedule.state if entry.schedule else None
+        found[entry.id] = _Listed(
+            managed=await entry.memo_value(MANAGED_MEMO_KEY, default=None) == MANAGED_MEMO_VALUE,
+            digest=entry.typed_search_attributes.get(DIGEST_ATTRIBUTE),
+            paused=bool(state and state.paused),
+            note=state.note if state else None,
+        )
+    return found
+
+
 async def managed_schedule_ids(client: Client) -> set[str]:
     """Ids of the schedules on the server that this project manages."""
-    ids = set()
-    async for entry in await client.list_schedules():
-        if await entry.memo_value(MANAGED_MEMO_KEY, default=None) == MANAGED_MEMO_VALUE:
-            ids.add(entry.id)
-    return ids
+    return {job_id for job_id, entry in (await _list_schedules(client)).items() if entry.managed}
+
+
+async def digest_attribute(client: Client, register: bool) -> bool:
+    """Whether schedules in the client's namespace can carry the digest search attribute.
+
+    With `register`, a missing attribute is added (a namespace change, so a dry run does
+    not). False where it is missing and cannot be added, or cannot even be listed (a
+    hosted namespace without operator permissions): sync then describes every job, and
+    says so once per process.
+    """
+    namespace, name = client.namespace, DIGEST_ATTRIBUTE.name
+    operator = client.operator_service
+
+    async def registered() -> IndexedValueType.ValueType | None:
+        listed = await operator.list_search_attributes(
+            ListSearchAttributesRequest(namespace=namespace)
+        )
+        return listed.custom_attributes.get(name)
+
+    try:
+        found = await registered()
+        if found is None and register:
+            try:
+                await operator.add_search_attributes(
+                    AddSearchAttributesRequest(
+                        namespace=namespace, search_attributes={name: _KEYWORD}
+                    )
+                )
+                found = _KEYWORD
+            except RPCError:
+                found = await registered()
+                if found is None:  # not added by a concurrent sync either
+                    raise
+    except RPCError as err:
+        if err.status in _TRANSIENT:
+            raise
+        _warn_once(namespace, f"cannot list or register it ({err.status.name}: {err.message})")
+        return False
+    if found is None:  # not registered, and not asked to
+        return False
+    if found != _KEYWORD:
+        kind = IndexedValueType.Name(found)
+        _warn_once(namespace, f"it exists with type {kind}, not Keyword")
+        return False
+    return True
+
+
+def _warn_once(namespace: str, why: str) -> None:
+    if namespace in _warned:
+        return
+    _warned.add(namespace)
+    logger.warning(
+        "search attribute %s is not usable in namespace %s: %s; sync describes every "
+        "schedule instead (correct, slower). To fix: temporal operator search-attribute "
+        "create --namespace %s --name %s --type Keyword",
+        DIGEST_ATTRIBUTE.name,
+        namespace,
+        why,
+        namespace,
+        DIGEST_ATTRIBUTE.name,
+        extra={"namespace": namespace, "search_attribute": DIGEST_ATTRIBUTE.name},
+    )
 
 
 async def _describe(client: Client, job_id: str) -> ScheduleDescription | None:
@@ -120,24 +256,88 @@ def _field_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, tuple[
     }
 
 
-async def plan(
-    client: Client, jobs: Iterable[JobSpec], task_queue: str, prune: bool = True
-) -> tuple[SyncReport, dict[str, datetime | None]]:
-    """Compare the catalog with the server; return the changes and each job's timing_since."""
+def _drift(job: JobSpec, paused: bool, note: str | None) -> list[str]:
+    if paused and not job.paused:
+        return [
+            f"paused on the server ({note or 'no note'}) but not in the catalog; "
+            f"kept paused: resume with `python -m schedules resume {job.id}`"
+        ]
+    return []
+
+
+def compile_jobs(jobs: Iterable[JobSpec], task_queue: str, now: datetime) -> dict[str, Target]:
+    """Compile every job, before anything is sent: a cron Temporal cannot express (or a
+    duplicate id) stops the whole sync."""
     jobs = list(jobs)
     check_unique(jobs)
-    limit = asyncio.Semaphore(_CONCURRENCY)
-    now = datetime.now(UTC).replace(microsecond=0)
-
-    async def one(job: JobSpec) -> tuple[Change, datetime | None]:
-        try:  # before anything is sent: a cron Temporal cannot express stops the whole sync
-            compiled = compile_schedule(job, task_queue, now=now).spec
+    targets = {}
+    for job in jobs:
+        try:
+            schedule = compile_schedule(job, task_queue, now=now)
         except CatalogError as exc:
             raise CatalogError(f"job {job.id!r}: {exc}") from None
+        targets[job.id] = Target(job, task_queue, schedule, schedule_digest(schedule))
+    return targets
+
+
+async def plan(
+    client: Client,
+    jobs: Iterable[JobSpec],
+    task_queue: str,
+    prune: bool = True,
+    *,
+    full: bool = False,
+    now: datetime | None = None,
+) -> tuple[SyncReport, dict[str, Target]]:
+    """Compare the catalog with the server; change nothing.
+
+    Returns the changes and each job's compiled `Target` (its `since` set for the jobs to
+    create or update). `full` describes every job instead of trusting the listed digests;
+    `now` (default: the clock) places the horizon of DST-compiled specs.
+    """
+    now = (now or datetime.now(UTC)).replace(microsecond=0)
+    targets = compile_jobs(jobs, task_queue, now)
+    stamp = await digest_attribute(client, register=False)
+    report = await _plan(client, targets, now, prune=prune, full=full, stamp=stamp)
+    return report, targets
+
+
+async def _plan(
+    client: Client,
+    targets: dict[str, Target],
+    now: datetime,
+    *,
+    prune: bool,
+    full: bool,
+    stamp: bool,
+) -> SyncReport:
+    """The plan against one listing of the server's schedules.
+
+    `stamp`: schedules carry the digest attribute; without it no listed digest is trusted
+    (an update that cannot rewrite it would leave a stale one behind).
+    """
+    listed = await _list_schedules(client)
+    report = SyncReport()
+    limit = asyncio.Semaphore(_CONCURRENCY)
+
+    async def one(target: Target) -> Change:
+        job = target.job
+        entry = listed.get(job.id)
+        if (
+            stamp
+            and not full
+            and entry is not None
+            and entry.managed
+            and entry.digest == target.digest
+            and (entry.paused or not job.paused)  # else the catalog's pause must be applied
+        ):
+            return Change(job.id, "unchanged", drift=_drift(job, entry.paused, entry.note))
         async with limit:
+            report.described += 1
             description = await _describe(client, job.id)
         if description is None:
-            return Change(job.id, "create"), now
+            target.since = now
+            return Change(job.id, "create")
         if await description.memo_value(MANAGED_MEMO_KEY, default=None) != MANAGED_MEMO_VALUE:
             raise CatalogError(
                 f"schedule {job.id!r} exists but is not managed by this project; "
@@ -145,39 +345,38 @@ async def plan(
             )
         current = await _current_run(client, description)
         old = current.definition if current else {}
-        new = job.model_dump(mode="json")
-        fields = _field_changes(old, new)
-        if description.schedule.action.task_queue != task_queue:
-            fields["task_queue"] = (description.schedule.action.task_queue, task_queue)
+        fields = _field_changes(old, job.model_dump(mode="json"))
+        task_queue = description.schedule.action.task_queue
+        if task_queue != target.task_queue:
+            fields["task_queue"] = (task_queue, target.task_queue)
         # A DST-compiled spec is good for about ten years; it is recompiled once a year, and
         # when the tz database or the compiler changed (schedules/timing.py).
-        stored = description.schedule.spec
+        stored, compiled = description.schedule.spec, target.schedule.spec
         if spec_outdated(stored, compiled):
             fields["calendars"] = (describe_spec(stored), describe_spec(compiled))
         state = description.schedule.state
-        drift = []
-        if state.paused and not job.paused:
-            drift.append(
-                f"paused on the server ({state.note or 'no note'}) but not in the catalog; "
-                f"kept paused: resume with `python -m schedules resume {job.id}`"
-            )
-        elif job.paused and not state.paused:
+        if job.paused and not state.paused:
             fields["paused (on the server)"] = (False, True)
         timing_changed = any(name in fields for name in TIMING_FIELDS)
         since = now if timing_changed or current is None else current.timing_since
         if current is not None and current.timing_since is None:
             fields.setdefault("timing_since", (None, since))
+        digest = description.typed_search_attributes.get(DIGEST_ATTRIBUTE)
+        if stamp and not fields and digest != target.digest:
+            # Nothing the diff shows, yet not what this sync would send (a schedule from
+            # before the digest, or an action this code builds differently): resend it so
+            # the next sync can trust the listing.
+            fields["digest"] = (digest, target.digest)
+        target.since = since
         action = "update" if fields else "unchanged"
-        return Change(job.id, action, fields, drift), since
+        return Change(job.id, action, fields, _drift(job, state.paused, state.note))
 
-    results = await asyncio.gather(*(one(job) for job in jobs))
-    report = SyncReport([change for change, _ in results])
-    since = {change.job_id: s for change, s in results}
+    report.changes = list(await asyncio.gather(*(one(t) for t in targets.values())))
     if prune:
-        wanted = {job.id for job in jobs}
-        for job_id in sorted(await managed_schedule_ids(client) - wanted):
+        managed = {job_id for job_id, entry in listed.items() if entry.managed}
+        for job_id in sorted(managed - set(targets)):
             report.changes.append(Change(job_id, "delete"))
-    return report, since
+    return report
 
 
 async def sync(
@@ -186,10 +385,20 @@ async def sync(
     task_queue: str,
     prune: bool = True,
     dry_run: bool = False,
+    *,
+    full: bool = False,
+    now: datetime | None = None,
 ) -> SyncReport:
-    """Apply the catalog: create, update what differs, delete what it no longer has."""
-    jobs = {job.id: job for job in jobs} if not isinstance(jobs, dict) else jobs
-    report, since = await plan(client, list(jobs.values()), task_queue, prune)
+    """Apply the catalog: create, update what differs, delete what it no longer has.
+
+    `full` describes every job rather than trusting the digests the listing shows, and so
+    also repairs schedules edited by other means than sync. `now` as in `plan`.
+    """
+    jobs = jobs.values() if isinstance(jobs, dict) else jobs
+    now = (now or datetime.now(UTC)).replace(microsecond=0)
+    targets = compile_jobs(jobs, task_queue, now)
+    stamp = await digest_attribute(client, register=not dry_run)
+    report = await _plan(client, targets, now, prune=prune, full=full, stamp=stamp)
     if dry_run:
         return report
     limit = asyncio.Semaphore(_CONCURRENCY)
@@ -197,9 +406,9 @@ async def sync(
     async def apply(change: Change) -> None:
         async with limit:
             if change.action == "create":
-                await _create(client, jobs[change.job_id], task_queue, since[change.job_id])
+                await _create(client, targets[change.job_id], stamp)
             elif change.action == "update":
-                await _update(client, jobs[change.job_id], task_queue, since[change.job_id])
+                await _update(client, targets[change.job_id], stamp)
             elif change.action == "delete":
                 try:
                     await client.get_schedule_handle(change.job_id).delete()
@@ -208,33 +417,79 @@ async def sync(
                         raise
 
     await asyncio.gather(*(apply(change) for change in report.changes))
+    logger.info(
+        "sync: %d job(s), %d described, %d created, %d updated, %d deleted",
+        len(targets),
+        report.described,
+        len(report.created),
+        len(report.updated),
+        len(report.deleted),
+    )
     return report
 
 
-async def _create(client: Client, job: JobSpec, task_queue: str, since: datetime | None) -> None:
+def _with_digest(attributes: TypedSearchAttributes, digest: str) -> TypedSearchAttributes:
+    """The schedule's search attributes with the digest set (an update replaces them all)."""
+    kept = [pair for pair in attributes if pair.key.name != DIGEST_ATTRIBUTE.name]
+    return TypedSearchAttributes([*kept, SearchAttributePair(DIGEST_ATTRIBUTE, digest)])
+
+
+def _without_digest(target: Target, err: RPCError) -> None:
+    # Right after the attribute is registered a server may not accept it yet; the schedule
+    # is written without it and described again by the next sync.
+    logger.warning(
+        "schedule %s: written without search attribute %s (%s); the next sync describes it",
+        target.job.id,
+        DIGEST_ATTRIBUTE.name,
+        err.message,
+        extra={"job": target.job.id},
+    )
+
+
+async def _create(client: Client, target: Target, stamp: bool) -> None:
+    job_id, memo = target.job.id, {MANAGED_MEMO_KEY: MANAGED_MEMO_VALUE}
     try:
-        await client.create_schedule(
-            job.id,
-            compile_schedule(job, task_queue, since),
-            memo={MANAGED_MEMO_KEY: MANAGED_MEMO_VALUE},
-        )
+        try:
+            await client.create_schedule(
+                job_id,
+                target.build(),
+                memo=memo,
+                search_attributes=_with_digest(TypedSearchAttributes.empty, target.digest)
+                if stamp
+                else None,
+            )
+        except RPCError as err:
+            if not stamp or err.status != RPCStatusCode.INVALID_ARGUMENT:
+                raise
+            _without_digest(target, err)
+            await client.create_schedule(job_id, target.build(), memo=memo)
     except ScheduleAlreadyRunningError:
         # A concurrent sync created it first: make sure it matches.
-        await _update(client, job, task_queue, since)
+        await _update(client, target, stamp)
 
 
-async def _update(client: Client, job: JobSpec, task_queue: str, since: datetime | None) -> None:
-    schedule = compile_schedule(job, task_queue, since)
-
-    def replace(current: ScheduleUpdateInput) -> ScheduleUpdate:
+async def _update(client: Client, target: Target, stamp: bool) -> None:
+    def replace(current: ScheduleUpdateInput, digest: bool = stamp) -> ScheduleUpdate:
+        schedule = target.build()
         # An operator's pause survives; the catalog can only add a pause, not lift one.
         state = current.description.schedule.state
         if state.paused and not schedule.state.paused:
             schedule.state.paused = True
             schedule.state.note = state.note
-        return ScheduleUpdate(schedule=schedule)
+        attributes = current.description.typed_search_attributes
+        return ScheduleUpdate(
+            schedule=schedule,
+            search_attributes=_with_digest(attributes, target.digest) if digest else None,
+        )
 
-    await client.get_schedule_handle(job.id).update(replace)
+    handle = client.get_schedule_handle(target.job.id)
+    try:
+        await handle.update(replace)
+    except RPCError as err:
+        if not stamp or err.status != RPCStatusCode.INVALID_ARGUMENT:
+            raise
+        _without_digest(target, err)
+        await handle.update(lambda current: replace(current, digest=False))
 
 
 def _show(value: Any) -> str:
@@ -244,7 +499,6 @@ def _show(value: Any) -> str:
 
 def format_report(report: SyncReport, dry_run: bool) -> str:
     """The human-readable account of a sync, field by field."""
-    verb = {"create": "create", "update": "update", "delete": "delete"}
     if dry_run:
         verb = {"create": "would create", "update": "would update", "delete": "would delete"}
     else:

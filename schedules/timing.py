@@ -39,7 +39,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, time, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from itertools import pairwise
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -279,41 +279,59 @@ def _fires_within(expr: Cron, low: datetime, high: datetime) -> bool:
 def _utc_boxes(expr: Cron, zone: ZoneInfo, fixed: bool, first: date, last: date) -> list[Box]:
     """Boxes, in UTC, matching exactly the job's fire times on local dates [first, last].
 
-    On most days one UTC offset holds all day: consecutive matching days with the same
-    offset form a *run*, whose fire times are the local ones moved by that offset (some to
-    the day before or after). A day next to an offset change whose times do not all move
-    by one offset gets boxes of its own, from `firetimes.instants`.
+    Between two days touched by an offset change one UTC offset holds all day: the matching
+    days of such a stretch form a *run*, whose fire times are the local ones moved by that
+    offset (some to the day before or after). A run needs only its first and last matching
+    day, so a stretch costs a few `matches_day` calls at each end, not one per day. A change
+    day whose times all move by one offset extends the run around it; one whose times do not
+    gets boxes of its own, from `firetimes.instants`, and interrupts the run.
     """
-    change_days = {
-        day
-        for low, high, *_ in _changes(zone, first, last)
-        for day in _days(low.date(), high.date())
-    }
-    runs: list[list] = []  # [offset, first day, last day]
+    change_days = sorted(
+        {
+            day
+            for low, high, *_ in _changes(zone, first, last)
+            for day in _days(max(low.date(), first), min(high.date(), last))
+        }
+    )
+    runs: list[list] = []  # [offset, first day, last day]; offset None: an odd day
     odd_days: dict[tuple[date, int], set[tuple[int, int, int]]] = defaultdict(set)
-    for day in _days(first, last):
-        if not expr.matches_day(day):
-            continue
-        if day in change_days:
-            fires = {
-                clock: instants(datetime.combine(day, time(*clock)), zone, fixed)
-                for clock in expr.times
-            }
-            offset = _one_offset(day, fires)
-            if offset is None:
-                for moments in fires.values():
-                    for moment in moments:
-                        utc = moment.replace(tzinfo=None)
-                        key = (day, (utc.date() - day).days)
-                        odd_days[key].add((utc.hour, utc.minute, utc.second))
-                runs.append([None, day, day])  # interrupts the run around it
-                continue
-        else:
-            offset = datetime.combine(day, time(12), tzinfo=zone).utcoffset()
+
+    def extend(offset: timedelta, start: date, stop: date) -> None:
         if runs and runs[-1][0] == offset:
-            runs[-1][2] = day
+            runs[-1][2] = stop
         else:
-            runs.append([offset, day, day])
+            runs.append([offset, start, stop])
+
+    cursor = first
+    for change_day in [*change_days, None]:
+        stretch_end = last if change_day is None else change_day - _ONE_DAY
+        start = cursor
+        while start <= stretch_end and not expr.matches_day(start):
+            start += _ONE_DAY
+        if start <= stretch_end:
+            stop = stretch_end
+            while not expr.matches_day(stop):
+                stop -= _ONE_DAY
+            extend(datetime.combine(start, time(12), tzinfo=zone).utcoffset(), start, stop)
+        if change_day is None:
+            break
+        cursor = change_day + _ONE_DAY
+        if not expr.matches_day(change_day):
+            continue
+        fires = {
+            clock: instants(datetime.combine(change_day, time(*clock)), zone, fixed)
+            for clock in expr.times
+        }
+        offset = _one_offset(change_day, fires)
+        if offset is not None:
+            extend(offset, change_day, change_day)
+            continue
+        for moments in fires.values():
+            for moment in moments:
+                utc = moment.replace(tzinfo=None)
+                key = (change_day, (utc.date() - change_day).days)
+                odd_days[key].add((utc.hour, utc.minute, utc.second))
+        runs.append([None, change_day, change_day])  # interrupts the run around it
 
     boxes: list[Box] = []
     for offset, start, stop in runs:
@@ -457,8 +475,12 @@ def _calendar(box: Box) -> ScheduleCalendarSpec:
     )
 
 
-def _ranges(values: Iterable[int]) -> tuple[ScheduleRange, ...]:
-    """Compact ranges: one stepped range for an arithmetic series, else runs of neighbours."""
+@lru_cache(maxsize=4096)
+def _ranges(values: frozenset[int]) -> tuple[ScheduleRange, ...]:
+    """Compact ranges: one stepped range for an arithmetic series, else runs of neighbours.
+
+    Cached: a compilation asks for the same few sets again and again (every hour, every
+    day of the month ...), and `ScheduleRange` is frozen, so the tuples can be shared."""
     ordered = sorted(set(values))
     if len(ordered) >= 3:
         step = ordered[1] - ordered[0]

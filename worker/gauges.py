@@ -2,8 +2,11 @@
 
 These describe the shared database, not one process, so they are read, not counted: every
 replica reports the same values (alert on `max by (job)`), and a restarted worker reports
-them at once. One query serves all three gauges and is reused for `max_age` seconds, so
-several scrapes, or a scrape of every replica, cost one query each interval.
+them at once. One query serves all three gauges and is reused for `max_age` seconds, so a
+replica queries at most once per `max_age` however often it is scraped. The counts read
+indexes only; right after a burst of new outbox rows (before autovacuum marks their pages
+all-visible) a count also checks each new row's visibility, which is what bounds it: about
+0.3-0.8 s for a million fresh pending messages, 30 ms once vacuumed.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class Reading:
 class DatabaseGauges:
     """Observable gauges backed by one cached query on a dedicated connection."""
 
-    def __init__(self, conninfo: str, max_age: float = 5.0, timeout: float = 5.0) -> None:
+    def __init__(self, conninfo: str, max_age: float = 15.0, timeout: float = 5.0) -> None:
         self._conninfo = conninfo
         self._max_age = max_age
         self._timeout = timeout

@@ -42,11 +42,35 @@ class Settings(BaseSettings):
     worker_max_concurrent_activities: int = Field(default=20, ge=1)
     worker_identity: str | None = None
     migrate_on_start: bool = True
+    # `python -m schedules backfill` starts at most this many runs without --yes.
+    backfill_max_runs: int = Field(default=50, ge=1)
 
     # Telemetry (worker/telemetry.py): a Prometheus scrape endpoint on this port, off when
     # unset; log lines as text or JSON. Trace export follows the standard OTEL_* variables.
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     log_format: Literal["text", "json"] = "text"
+
+    # Outbox relay (activities/relay.py, the `outbox-relay` job). Email types go over SMTP,
+    # by default to the local stack's mail sink; every other type is POSTed to WEBHOOK_URL,
+    # and waits in the outbox while it is unset.
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int = Field(default=8025, ge=1, le=65535)
+    smtp_username: str | None = None
+    smtp_password: SecretStr | None = None
+    smtp_from: str = "Billing <billing@scheduled-jobs.localhost>"
+    smtp_starttls: bool = False
+    smtp_tls: bool = False
+    smtp_timeout_seconds: float = Field(default=30.0, gt=0)
+    webhook_url: SecretStr | None = None
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0)
+    outbox_email_types: str = "InvoiceReminder"  # comma-separated message types
+    outbox_message_id_domain: str | None = None  # default: SMTP_FROM's domain
+    outbox_batch_size: int = Field(default=100, ge=1, le=10_000)
+    outbox_concurrency: int = Field(default=10, ge=1, le=500)
+    outbox_lease_seconds: float = Field(default=120.0, ge=10)
+    outbox_max_attempts: int = Field(default=12, ge=1)
+    outbox_backoff_base_seconds: float = Field(default=5.0, gt=0)
+    outbox_backoff_max_seconds: float = Field(default=3600.0, gt=0)
 
     @field_validator("database_url")
     @classmethod
@@ -62,6 +86,25 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
 
+    @field_validator(
+        "smtp_username", "smtp_password", "webhook_url", "outbox_message_id_domain", mode="before"
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _http_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")  # no value: may hold a token
+        return value
+
+    @property
+    def outbox_email_type_set(self) -> frozenset[str]:
+        """The message types delivered by email (`OUTBOX_EMAIL_TYPES`)."""
+        return frozenset(t.strip() for t in self.outbox_email_types.split(",") if t.strip())
+
     @field_validator("temporal_address")
     @classmethod
     def _host_port(cls, value: str) -> str:
@@ -75,7 +118,7 @@ class Settings(BaseSettings):
         return timedelta(seconds=self.worker_graceful_shutdown_seconds)
 
 
-_SECRET_FIELDS = {"database_url", "temporal_api_key"}
+_SECRET_FIELDS = {"database_url", "temporal_api_key", "smtp_password", "webhook_url"}
 
 
 def load_settings() -> Settings:

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         ClaimInput,
         ExecutionRef,
         FailureInput,
+        JobTiming,
         WorkInput,
         WorkResult,
     )
@@ -132,6 +133,7 @@ class ScheduledJobWorkflow:
                     catchup=job.catchup,
                     max_missed=job.max_missed,
                     timing_since=job.timing_since,
+                    start_at=job.definition.get("start_at"),
                     jitter_seconds=job.jitter_seconds,
                 ),
                 start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
@@ -200,7 +202,13 @@ class ScheduledJobWorkflow:
         try:
             work = await workflow.execute_activity(
                 job.activity,
-                WorkInput(execution=execution, params=job.params),
+                WorkInput(
+                    execution=execution,
+                    params=job.params,
+                    timing=JobTiming(
+                        cron=job.cron, interval_seconds=job.interval_seconds, timezone=job.timezone
+                    ),
+                ),
                 result_type=WorkResult,
                 start_to_close_timeout=timedelta(seconds=job.start_to_close_seconds),
                 heartbeat_timeout=(

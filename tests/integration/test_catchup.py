@@ -77,6 +77,12 @@ async def test_a_run_whose_workers_were_down_honours_its_starting_deadline(
     client, db, task_queue, start_workers
 ):
     every = 30
+    # Register while no worker polls: `fire` starts a workflow nobody runs yet. The
+    # schedules start just before it, so no earlier fire time muddles the record.
+    now = datetime.now(UTC)
+    fire = datetime.fromtimestamp((now.timestamp() // every + 1) * every, UTC)
+    if fire - now < timedelta(seconds=8):  # room to register before it
+        fire += timedelta(seconds=every)
     catalog = jobs(
         **{
             name: {
@@ -84,16 +90,12 @@ async def test_a_run_whose_workers_were_down_honours_its_starting_deadline(
                 "interval": f"{every}s",
                 "timezone": "UTC",
                 "catchup": "latest",
+                "start_at": (fire - timedelta(seconds=1)).isoformat(),
                 **extra,
             }
             for name, extra in {"strict": {"starting_deadline": "2s"}, "lenient": {}}.items()
         }
     )
-    # Register while no worker polls: the next fire starts a workflow nobody runs yet.
-    now = datetime.now(UTC)
-    fire = datetime.fromtimestamp((now.timestamp() // every + 1) * every, UTC)
-    if fire - now < timedelta(seconds=8):  # room to register before it
-        fire += timedelta(seconds=every)
     await sync(client, catalog.values(), task_queue)
     try:
         wait_until(fire + timedelta(seconds=5))  # the fleet comes back 5 s late

@@ -10,7 +10,6 @@ down, so the day it stops being true is noticed.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import uuid
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -22,12 +21,12 @@ from temporalio.client import (
     ScheduleActionStartWorkflow,
     ScheduleSpec,
     ScheduleState,
-    ScheduleUpdate,
 )
 
 from schedules.catalog import parse_catalog
 from schedules.sync import plan, sync
 from schedules.timing import compile_spec, compiled_until, next_fire_times
+from tests.helpers import assert_eventually
 from worker.errors import CatalogError
 
 NY, LONDON = "America/New_York", "Europe/London"
@@ -152,16 +151,18 @@ async def test_sync_recompiles_a_dst_spec_once_its_horizon_is_a_year_short(clien
         assert compiled_until(described.schedule.spec).year == datetime.now(UTC).year + 10
         assert (await change()).action == "unchanged"
 
-        last_year = compile_spec(
-            job.cron, job.timezone, now=datetime.now(UTC) - timedelta(days=366)
-        )
-        await handle.update(
-            lambda given: ScheduleUpdate(
-                schedule=dataclasses.replace(given.description.schedule, spec=last_year)
-            )
-        )
-        stale = await change()
-        assert stale.action == "update" and list(stale.fields) == ["calendars"]
+        a_year_ago = datetime.now(UTC) - timedelta(days=366)
+        last_year = compile_spec(job.cron, job.timezone, now=a_year_ago)
+        # What a sync a year ago left: last year's spec, and the digest of last year's schedule
+        # (which is what makes a sync without --full describe the job again).
+        await sync(client, [job], task_queue, prune=False, now=a_year_ago)
+
+        async def noticed():  # once the listing (visibility) shows that digest
+            found = await change()
+            assert found.action == "update" and list(found.fields) == ["calendars"]
+            return found
+
+        stale = await assert_eventually(noticed, timeout=20)
         old, new = stale.fields["calendars"]
         assert old.endswith(f"until {compiled_until(last_year)}")
         assert new.endswith(f"in UTC until {datetime.now(UTC).year + 10}-12-31")

@@ -17,7 +17,7 @@ from worker.localstack.temporal import temporal_binary
 
 
 def start_stack(state, log, ports) -> subprocess.Popen:
-    pg, temporal, ui = ports
+    pg, temporal, ui, smtp = ports
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
     with log.open("wb") as out:
         return subprocess.Popen(
@@ -29,6 +29,7 @@ def start_stack(state, log, ports) -> subprocess.Popen:
                 f"--pg-port={pg}",
                 f"--temporal-port={temporal}",
                 f"--ui-port={ui}",
+                f"--smtp-port={smtp}",
             ],
             cwd=ROOT,
             env=env | {"PYTHONUNBUFFERED": "1"},
@@ -43,7 +44,7 @@ def interrupt(proc: subprocess.Popen) -> int:
 
 
 async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_path):
-    ports = (free_port(), free_port(), free_port())
+    ports = (free_port(), free_port(), free_port(), free_port())
     state, log = tmp_path / "dev", tmp_path / "run.log"
     db_url = f"postgresql://postgres@127.0.0.1:{ports[0]}/scheduled_jobs"
     address = f"127.0.0.1:{ports[1]}"
@@ -103,12 +104,18 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
                 check=True,
             ).stdout
 
-        async def reminders_in_outbox():
-            shown = outbox()
-            assert f"total: {overdue} pending" in shown, shown
-            return shown
+        async def reminders_delivered():
+            # The outbox-relay job mails each reminder to the local SMTP sink.
+            with psycopg.connect(db_url) as conn:
+                delivered = conn.execute(
+                    "SELECT count(*) FILTER (WHERE dispatched_at IS NOT NULL), count(*) "
+                    "FROM outbox_messages WHERE type = 'InvoiceReminder'"
+                ).fetchone()
+            assert delivered == (overdue, overdue)
+            assert len(list((state / "mail").glob("*.eml"))) == overdue
 
-        shown = await assert_eventually(reminders_in_outbox, timeout=60)
+        await assert_eventually(reminders_delivered, timeout=120)
+        shown = outbox()
         assert "InvoiceReminder" in shown and "@" not in shown  # no customer emails printed
     finally:
         assert interrupt(stack) == 0
@@ -124,6 +131,9 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
         assert "schedules synced: no changes" in text
         with psycopg.connect(db_url) as conn:
             assert conn.execute("SELECT count(*) FROM invoices").fetchone()[0] == 1200
-            assert conn.execute("SELECT count(*) FROM job_executions").fetchone()[0] == 1
+            reminder_runs = (
+                "SELECT count(*) FROM job_executions WHERE job_name = 'invoice-reminders'"
+            )
+            assert conn.execute(reminder_runs).fetchone()[0] == 1
     finally:
         assert interrupt(again) == 0

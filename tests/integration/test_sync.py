@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import subprocess
 import sys
@@ -12,10 +13,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from croniter import croniter
-from temporalio.client import Schedule, ScheduleActionStartWorkflow, ScheduleSpec
+from temporalio.client import Schedule, ScheduleActionStartWorkflow, ScheduleSpec, ScheduleUpdate
 from temporalio.service import RPCError, RPCStatusCode
 
 from schedules.catalog import load_catalog
+from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
 from schedules.sync import managed_schedule_ids, sync
 from tests.conftest import ROOT, settings_env
 from tests.helpers import assert_eventually
@@ -56,6 +58,22 @@ async def managed_ids_become(client, expected: set[str]) -> None:
         assert await managed_schedule_ids(client) == expected
 
     await assert_eventually(check, timeout=20)
+
+
+async def listing_shows_paused(client, job_id: str) -> None:
+    async def check():
+        async for entry in await client.list_schedules():
+            if entry.id == job_id:
+                assert entry.schedule.state.paused
+                return
+        raise AssertionError(f"{job_id} is not listed yet")
+
+    await assert_eventually(check, timeout=20)
+
+
+async def last_updated(client, ids) -> dict[str, datetime | None]:
+    handles = [client.get_schedule_handle(job_id) for job_id in ids]
+    return {h.id: (await h.describe()).info.last_updated_at for h in handles}
 
 
 @pytest.fixture
@@ -125,6 +143,7 @@ async def test_operator_pause_is_kept_and_reported_as_drift(client, settings, tm
     assert run_cli(settings, "--catalog", str(path), "sync").returncode == 0
     handle = client.get_schedule_handle("pausable")
     await handle.pause(note="paused by on-call: ledger migration")
+    await listing_shows_paused(client, "pausable")  # sync reads the pause from the listing
     done = run_cli(settings, "--catalog", str(path), "sync")
     assert done.returncode == 0, done.stderr
     assert "drift         pausable: paused on the server (paused by on-call" in done.stdout
@@ -204,6 +223,100 @@ async def test_an_invalid_catalog_changes_nothing_and_exits_2(client, settings, 
     await managed_ids_become(client, {"fine-job"})
     described = await client.get_schedule_handle("fine-job").describe()
     assert described.info.next_action_times[0].hour == 1  # not updated to 05:00
+
+
+async def test_a_no_change_sync_describes_nothing_yet_still_sees_a_pause(
+    client, task_queue, tmp_path, clean
+):
+    jobs = load_catalog(
+        catalog(
+            tmp_path,
+            *[(f"quiet-{i}", f"{i} 5 * * *", "Europe/Berlin") for i in range(4)],
+            ("quiet-dst", "30 2 * * *", "America/New_York"),  # compiled to UTC calendars
+        )
+    )
+    ids = {job.id for job in jobs}
+    assert set((await sync(client, jobs, task_queue)).created) == ids
+    await managed_ids_become(client, ids)
+    before = await last_updated(client, ids)
+
+    again = await sync(client, jobs, task_queue)
+    assert again.created == again.updated == again.deleted == [] and not again.drift
+    assert again.described == 0  # the listed digests vouched for every job
+    assert await last_updated(client, ids) == before
+
+    await client.get_schedule_handle("quiet-2").pause(note="on-call: disk full")
+    await listing_shows_paused(client, "quiet-2")
+    paused = await sync(client, jobs, task_queue)
+    assert [c.job_id for c in paused.drift] == ["quiet-2"] and "on-call: disk full" in (
+        paused.drift[0].drift[0]
+    )
+    assert paused.updated == [] and paused.described == 0
+    assert (await client.get_schedule_handle("quiet-2").describe()).schedule.state.paused
+
+
+async def test_sync_trusts_the_digest_over_an_edit_made_by_hand_and_full_undoes_it(
+    client, settings, tmp_path, clean
+):
+    path = catalog(tmp_path, ("edited-by-hand", "0 6 * * *", "UTC"))
+    assert run_cli(settings, "--catalog", str(path), "sync").returncode == 0
+    handle = client.get_schedule_handle("edited-by-hand")
+    await handle.update(
+        lambda given: ScheduleUpdate(
+            schedule=dataclasses.replace(
+                given.description.schedule, spec=ScheduleSpec(cron_expressions=["0 7 * * *"])
+            )
+        )
+    )
+    edited = (await handle.describe()).info.last_updated_at
+
+    # Documented: the edit keeps the schedule's digest, so sync does not look at it again.
+    trusting = run_cli(settings, "--catalog", str(path), "sync")
+    assert trusting.returncode == 0 and trusting.stdout.strip() == "no changes"
+    assert (await handle.describe()).info.last_updated_at == edited
+
+    full = run_cli(settings, "--catalog", str(path), "sync", "--full")
+    assert full.returncode == 0, full.stderr
+    assert "updated       edited-by-hand\n    calendars: " in full.stdout
+    assert (await handle.describe()).info.next_action_times[0].hour == 6
+    again = run_cli(settings, "--catalog", str(path), "sync", "--full")
+    assert again.stdout.strip() == "no changes"
+
+
+async def test_a_schedule_from_before_the_digest_gets_one_then_is_trusted(
+    client, task_queue, tmp_path, clean
+):
+    (job,) = load_catalog(catalog(tmp_path, ("from-before", "0 8 * * *", "UTC")))
+    await client.create_schedule(
+        job.id,
+        compile_schedule(job, task_queue, datetime.now(UTC)),
+        memo={MANAGED_MEMO_KEY: MANAGED_MEMO_VALUE},
+    )
+    await managed_ids_become(client, {job.id})
+    stamped = await sync(client, [job], task_queue)
+    assert stamped.updated == [job.id] and list(stamped.changes[0].fields) == ["digest"]
+
+    async def trusted():
+        report = await sync(client, [job], task_queue)
+        assert report.updated == [] and report.described == 0
+
+    await assert_eventually(trusted, timeout=20)
+
+
+async def test_without_the_digest_attribute_sync_describes_every_job(
+    client, task_queue, tmp_path, clean, monkeypatch
+):
+    async def unusable(client, register):  # a hosted namespace without operator permissions
+        return False
+
+    monkeypatch.setattr("schedules.sync.digest_attribute", unusable)
+    jobs = load_catalog(
+        catalog(tmp_path, *[(f"plain-{i}", f"0 {i} * * *", "UTC") for i in range(3)])
+    )
+    assert len((await sync(client, jobs, task_queue)).created) == 3
+    await managed_ids_become(client, {job.id for job in jobs})
+    again = await sync(client, jobs, task_queue)
+    assert again.updated == again.created == [] and again.described == 3
 
 
 def test_sync_with_temporal_unreachable_fails_with_one_line():

@@ -122,6 +122,7 @@ async def test_a_schedule_started_run_is_one_trace_from_workflow_to_postgres(
         "db.claim_execution",
         "StartActivity:send_invoice_reminders",
         "RunActivity:send_invoice_reminders",
+        "db.take_over",
         "CompleteWorkflow:ScheduledJobWorkflow",
     ):
         assert len(by_name[name]) == 1, (name, sorted(by_name))
@@ -133,16 +134,17 @@ async def test_a_schedule_started_run_is_one_trace_from_workflow_to_postgres(
         return ids[span.parent.span_id].name
 
     assert parent_name(by_name["db.claim_execution"][0]) == "RunActivity:claim_execution"
-    assert {parent_name(s) for s in fenced} == {"RunActivity:send_invoice_reminders"}
+    db_work = [*fenced, by_name["db.take_over"][0]]
+    assert {parent_name(s) for s in db_work} == {"RunActivity:send_invoice_reminders"}
     labels = {
         "job": JOB,
         "scheduled_at": row["scheduled_at"].isoformat(),
         "execution_id": row["id"],
     }
     claim = by_name["db.claim_execution"][0]
-    assert {k: claim.attributes[k] for k in labels} == labels
-    for span in fenced:
+    for span in [claim, *db_work]:
         assert {k: span.attributes[k] for k in labels} == labels
+    for span in fenced:
         assert span.attributes["attempt"] == row["attempt"] == 1
     # Ids, times and counts only: no customer data on any span.
     for span in in_trace:

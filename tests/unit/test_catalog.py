@@ -45,7 +45,7 @@ def problems(**jobs) -> str:
         ),
         (
             {"kind": "payroll"},
-            "job 'j': kind: unknown job kind 'payroll'; known kinds: invoice-reminders",
+            "job 'j': kind: unknown job kind 'payroll'; known kinds: ",
         ),
         (
             {"start_at": "2027-02-01T00:00:00Z", "end_at": "2027-01-01T00:00:00Z"},

@@ -23,6 +23,7 @@ from schedules.catalog import load_catalog
 from schedules.sync import format_report, sync
 from worker.client import connect
 from worker.errors import SchedulerError
+from worker.localstack.mailsink import MailSink
 from worker.localstack.postgres import EmbeddedPostgres
 from worker.localstack.temporal import TemporalDevServer
 from worker.migrate import apply_migrations
@@ -33,6 +34,7 @@ DATABASE = "scheduled_jobs"
 PG_PORT = 55432
 TEMPORAL_PORT = 7233
 UI_PORT = 8233
+SMTP_PORT = 8025  # the default SMTP_PORT: the workers mail the sink without configuration
 
 logger = logging.getLogger("localstack")
 
@@ -65,8 +67,17 @@ def _spawn_worker(env: dict[str, str], prefix: str) -> tuple[subprocess.Popen, t
 
 
 class LocalStack:
-    def __init__(self, state: Path, replicas: int, pg_port: int, temporal_port: int, ui_port: int):
+    def __init__(
+        self,
+        state: Path,
+        replicas: int,
+        pg_port: int,
+        temporal_port: int,
+        ui_port: int,
+        smtp_port: int = SMTP_PORT,
+    ):
         self.state = state
+        self.mail = MailSink(smtp_port, directory=state / "mail", keep=False)
         self.replicas = replicas
         self.ui_port = ui_port
         self.postgres = EmbeddedPostgres(state / "postgres", pg_port)
@@ -109,7 +120,11 @@ class LocalStack:
         summary = format_report(report, dry_run=False).replace("\n", "; ")
         _say(f"schedules synced: {summary}")
 
+        self.mail.start()
+        _say(f"SMTP mail sink on 127.0.0.1:{self.mail.port}, messages in {self.mail.directory}")
         env = os.environ | {
+            "SMTP_HOST": self.mail.host,
+            "SMTP_PORT": str(self.mail.port),
             "TEMPORAL_ADDRESS": settings.temporal_address,
             "TEMPORAL_TASK_QUEUE": settings.temporal_task_queue,
             "DATABASE_URL": settings.database_url.get_secret_value(),
@@ -137,6 +152,7 @@ class LocalStack:
                 proc.wait(60)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        self.mail.stop()
         self.temporal.stop()
         self.postgres.stop()
         _say("stopped")
@@ -159,6 +175,7 @@ def _instructions(stack: LocalStack) -> str:
   Temporal Web UI:   http://localhost:{stack.ui_port}/namespaces/default/schedules
   Run a job now:     {bin_dir}/temporal schedule trigger --schedule-id invoice-reminders{address}
   See the outbox:    {db_env}{bin_dir}/python -m worker outbox
+  Read the mail:     {bin_dir}/python -m worker.localstack.mailsink --dir {stack.mail.directory}
 {_metrics_line(stack.replicas)}  Ctrl-C stops everything; the next `make run` reuses the state in {stack.state}.
 """
 
@@ -172,7 +189,12 @@ def _metrics_line(replicas: int) -> str:
 
 async def main(args: argparse.Namespace) -> int:
     stack = LocalStack(
-        args.state.resolve(), args.replicas, args.pg_port, args.temporal_port, args.ui_port
+        args.state.resolve(),
+        args.replicas,
+        args.pg_port,
+        args.temporal_port,
+        args.ui_port,
+        args.smtp_port,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -198,6 +220,7 @@ if __name__ == "__main__":
     parser.add_argument("--pg-port", type=int, default=PG_PORT)
     parser.add_argument("--temporal-port", type=int, default=TEMPORAL_PORT)
     parser.add_argument("--ui-port", type=int, default=UI_PORT)
+    parser.add_argument("--smtp-port", type=int, default=SMTP_PORT, help="the mail sink's port")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     exit_process(asyncio.run(main(args)))

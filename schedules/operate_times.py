@@ -1,0 +1,178 @@
+"""Fire times as operators read them: a job's runs in a range, in local time and UTC, with DST notes.
+
+Pure functions of the job and the clock (passed in), so DST changes years ahead are tested
+today. When a job fires is `schedules.firetimes`' business (classic cron DST rules; interval
+jobs every `interval` from the Unix epoch, as Temporal's interval specs); this module only
+bounds, counts and explains those times.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from croniter import CroniterBadDateError
+
+from schedules.catalog import JobSpec
+from schedules.durations import format_duration
+from schedules.firetimes import _croniter, fire_times, fixed_hour
+
+_TICK = timedelta(microseconds=1)
+_FIRST_WINDOW = timedelta(hours=1)
+_FAR = datetime(2101, 1, 1, tzinfo=UTC)  # Temporal's calendars match no later year
+# No zone changes its UTC offset twice within this long, so one step finds every change.
+_STEP = timedelta(hours=6)
+
+
+def upcoming(job: JobSpec, after: datetime, count: int) -> list[datetime]:
+    """The next `count` fire times of `job` (UTC) strictly after `after`, within its
+    `start_at` / `end_at` (inclusive, as Temporal's)."""
+    return between(job, after + _TICK, _FAR, count)
+
+
+def between(job: JobSpec, start: datetime, end: datetime, limit: int) -> list[datetime]:
+    """The fire times of `job` in `[start, end)` and its own bounds: the oldest `limit`.
+
+    Asking for one more than you will accept tells "too many" apart from "exactly enough"
+    without listing a year of minutely runs: the range is read in windows that double from
+    an hour, so the work follows the times found, not the length of the range.
+    """
+    if job.start_at is not None:
+        start = max(start, job.start_at)
+    if job.end_at is not None:
+        end = min(end, job.end_at + _TICK)
+    found: list[datetime] = []
+    window = _FIRST_WINDOW
+    while start < end and len(found) < limit:
+        stop = min(end, start + window)
+        found += fire_times(job.cron, job.timezone, start, stop, interval=job.interval)
+        start, window = stop, window * 2
+    return found[:limit]
+
+
+# --- DST notes ----------------------------------------------------------------------------
+
+
+def _offset_changes(zone: ZoneInfo, low: datetime, high: datetime) -> list[datetime]:
+    """Instants in (low, high] at which `zone` changes its UTC offset, to the second."""
+    found = []
+    moment = low
+    offset = moment.astimezone(zone).utcoffset()
+    while moment < high:
+        following = min(moment + _STEP, high)
+        new = following.astimezone(zone).utcoffset()
+        if new != offset:
+            lo, hi = int(moment.timestamp()), int(following.timestamp())
+            while hi - lo > 1:  # first second with the new offset
+                mid = (lo + hi) // 2
+                if datetime.fromtimestamp(mid, zone).utcoffset() == new:
+                    hi = mid
+                else:
+                    lo = mid
+            found.append(datetime.fromtimestamp(hi, UTC))
+            offset = new
+        moment = following
+    return found
+
+
+def _clock(value: datetime | time) -> str:
+    return value.strftime("%H:%M" if value.second == 0 else "%H:%M:%S")
+
+
+def _name_times(times: list[datetime]) -> str:
+    if len(times) == 1:
+        return f"{_clock(times[0])} does not exist"
+    if len(times) == 2:
+        return f"{_clock(times[0])} and {_clock(times[1])} do not exist"
+    return f"{_clock(times[0])} to {_clock(times[-1])} ({len(times)} times) do not exist"
+
+
+def _skipped(cron: str, gap_start: datetime, gap_end: datetime) -> list[datetime]:
+    """The naive local times in [gap_start, gap_end) that `cron` names."""
+    it = _croniter(cron, gap_start - timedelta(seconds=1))
+    found = []
+    try:
+        while (local := it.get_next(datetime)) < gap_end:
+            found.append(local)
+    except CroniterBadDateError:  # the cron never fires again
+        pass
+    return found
+
+
+def dst_note(job: JobSpec, instant: datetime, previous: datetime) -> str | None:
+    """What a DST change does to the run of `job` at `instant` (UTC), or None.
+
+    `previous` is the fire time before it (or the time the listing starts from): local
+    times that a spring-forward change skipped between the two are reported on this run.
+    """
+    if job.cron is None:
+        return None  # interval jobs run on elapsed time; the zone does not move them
+    zone = ZoneInfo(job.timezone)
+    fixed = fixed_hour(job.cron)
+    local = instant.astimezone(zone)
+    wall = local.replace(tzinfo=None)
+    first = wall.replace(tzinfo=zone, fold=0)
+    if first.utcoffset() != wall.replace(tzinfo=zone, fold=1).utcoffset():
+        # A wall time the fall-back change repeats (a real instant is never in a gap).
+        if fixed:
+            return f"fall back: runs once, at the first {_clock(wall)} ({first.tzname()})"
+        which = "second" if local.fold else "first"
+        return f"fall back: {_clock(wall)} happens twice; this is the {which} ({local.tzname()})"
+    for change in _offset_changes(zone, previous, instant):
+        before = (change - timedelta(seconds=1)).astimezone(zone).utcoffset()
+        after = change.astimezone(zone).utcoffset()
+        if before is None or after is None or after <= before:
+            continue  # a fall-back change skips nothing
+        naive = change.replace(tzinfo=None)
+        skipped = _skipped(job.cron, naive + before, naive + after)
+        if not skipped:
+            continue
+        if fixed and instant == change:
+            return f"spring forward: {_name_times(skipped)}, runs at {_clock(wall)}"
+        if not fixed:
+            return f"spring forward: {_name_times(skipped)}, skipped"
+    return None
+
+
+# --- reading and showing times ------------------------------------------------------------
+
+
+def parse_time(text: str, timezone: str, now: datetime) -> datetime:
+    """An operator's time as a UTC instant: "now", an ISO date, or an ISO date and time.
+
+    A time without a UTC offset (and a bare date, read as its midnight) is in the job's
+    time zone. Raises ValueError with the text it could not read.
+    """
+    value = text.strip()
+    if value.lower() == "now":
+        return now.astimezone(UTC)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a time like 2026-11-20, 2026-11-20T02:30 or 2026-11-20T02:30:00Z"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=ZoneInfo(timezone))
+    return parsed.astimezone(UTC)
+
+
+def utc_text(instant: datetime) -> str:
+    """`2027-03-14T07:00:00Z`."""
+    return instant.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def local_text(instant: datetime, timezone: str) -> str:
+    """`2027-03-14 03:00 EDT`: the wall-clock time in `timezone` with its abbreviation."""
+    local = instant.astimezone(ZoneInfo(timezone))
+    return f"{local:%Y-%m-%d} {_clock(local)} {local.tzname()}"
+
+
+def local_iso(instant: datetime, timezone: str) -> str:
+    """`2027-03-14T03:00:00-04:00`."""
+    return instant.astimezone(ZoneInfo(timezone)).isoformat(timespec="seconds")
+
+
+def schedule_text(job: JobSpec) -> str:
+    """`30 2 * * *` or `every 15m`."""
+    return job.cron if job.cron else f"every {format_duration(job.interval or timedelta(0))}"

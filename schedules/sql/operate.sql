@@ -1,0 +1,22 @@
+-- Queries of the operator commands (`python -m schedules list | describe`): read-only.
+
+-- name: last_runs
+-- The newest execution of each job: one index probe per job (job_executions_job_recent).
+SELECT j.job_name, e.scheduled_at, e.status, e.attempt, e.trigger, e.started_at,
+       e.finished_at, e.error
+FROM unnest(%(jobs)s::text[]) AS j(job_name)
+CROSS JOIN LATERAL (
+    SELECT scheduled_at, status, attempt, trigger, started_at, finished_at, error
+    FROM job_executions
+    WHERE job_name = j.job_name
+    ORDER BY scheduled_at DESC
+    LIMIT 1
+) AS e
+
+-- name: recent_executions
+SELECT scheduled_at, status, attempt, trigger, workflow_id, started_at, finished_at,
+       duplicate_runs, result -> 'counts' AS counts, error
+FROM job_executions
+WHERE job_name = %(job)s
+ORDER BY scheduled_at DESC
+LIMIT %(limit)s

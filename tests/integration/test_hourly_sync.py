@@ -1,0 +1,207 @@
+"""hourly-sync end to end: each run aggregates exactly its own hour of events, once."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
+
+from schedules.catalog import JobSpec, default_catalog
+from schedules.compile import job_run
+from tests.helpers import assert_eventually
+from tests.integration.jobs import FAST_RETRY, executions, registered
+from workflows import ScheduledJobWorkflow
+
+HOUR = timedelta(hours=1)
+ACCOUNTS = range(1, 8)
+
+
+def hourly_job(**params) -> JobSpec:
+    """The catalog's hourly-sync job, with test-sized timeouts and params."""
+    job = default_catalog()["hourly-sync"]
+    return job.model_copy(
+        update={
+            "params": job.params | params,
+            "heartbeat": timedelta(seconds=3),
+            "retry": FAST_RETRY,
+        }
+    )
+
+
+def this_hour() -> datetime:
+    return datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def insert_events(db: psycopg.Connection, first: datetime, last: datetime, seed: int) -> list:
+    """Random events in [first, last), plus one on each hour boundary; return them."""
+    rng = random.Random(seed)
+    span = int((last - first).total_seconds())
+    rows = [
+        (
+            first + timedelta(seconds=rng.randrange(span)),
+            rng.choice(ACCOUNTS),
+            rng.randrange(1, 10_000),
+        )
+        for _ in range(span // 60)
+    ]
+    hour = first
+    while hour < last:  # exactly on a window's start: belongs to that window, not the one before
+        rows.append((hour, 1, 1))
+        rows.append((hour - timedelta(microseconds=1), 2, 10))
+        hour += HOUR
+    with db.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO events (occurred_at, account_id, amount_cents) VALUES (%s, %s, %s)", rows
+        )
+    return rows
+
+
+def expected_totals(rows: list, windows: list[datetime]) -> dict:
+    """{(window_start, account): (total_cents, count)} for the hour starting at each window."""
+    totals: dict = defaultdict(lambda: (0, 0))
+    for occurred_at, account, amount in rows:
+        start = occurred_at.replace(minute=0, second=0, microsecond=0)
+        if start in windows:
+            total, count = totals[start, account]
+            totals[start, account] = (total + amount, count + 1)
+    return dict(totals)
+
+
+def stored_totals(db: psycopg.Connection) -> dict:
+    rows = db.execute(
+        "SELECT window_start, account_id, total_cents, event_count FROM hourly_account_totals"
+    ).fetchall()
+    return {(w, a): (t, c) for w, a, t, c in rows}
+
+
+def sync_windows(db: psycopg.Connection) -> list[dict]:
+    cur = db.cursor(row_factory=psycopg.rows.dict_row)
+    return cur.execute("SELECT * FROM sync_windows ORDER BY window_start").fetchall()
+
+
+async def backfill(client, job_id: str, slots: list[datetime]) -> None:
+    await client.get_schedule_handle(job_id).backfill(
+        ScheduleBackfill(
+            start_at=slots[0] - timedelta(minutes=1),
+            end_at=slots[-1] + timedelta(minutes=1),
+            overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+        )
+    )
+
+
+async def test_backfill_over_five_hours_processes_each_window_once(
+    client, db, task_queue, start_workers
+):
+    slots = [this_hour() - timedelta(hours=10 - i) for i in range(5)]
+    windows = [slot - HOUR for slot in slots]
+    # Events from an hour before the first window to an hour after the last one.
+    rows = insert_events(db, windows[0] - HOUR, slots[-1] + HOUR, seed=4)
+    expected = expected_totals(rows, windows)
+    per_window = {w: sum(c for (s, _), (_, c) in expected.items() if s == w) for w in windows}
+
+    start_workers(1)
+    job = hourly_job(chunk_size=7)  # several chunks per window
+    async with registered(client, job, task_queue):
+        await backfill(client, job.id, slots)
+
+        async def five_completed():
+            found = executions(db, job.id)
+            assert [r["status"] for r in found] == ["completed"] * 5
+            return found
+
+        runs = await assert_eventually(five_completed, timeout=90)
+        assert [r["scheduled_at"] for r in runs] == slots
+        done = sync_windows(db)
+        assert [(w["window_start"], w["window_end"]) for w in done] == list(
+            zip(windows, slots, strict=True)
+        )
+        assert [w["status"] for w in done] == ["done"] * 5
+        assert [w["execution_id"] for w in done] == [r["id"] for r in runs]
+        assert [w["event_count"] for w in done] == [per_window[w] for w in windows]
+        assert stored_totals(db) == expected  # exact, and nothing outside the five windows
+        for run in runs:
+            counts = run["result"]["counts"]
+            assert counts["windows"] == 1 and counts["already_done"] == 0
+            assert counts["events"] == per_window[run["scheduled_at"] - HOUR]
+            assert counts["chunks"] == counts["events"] // 7 + 1
+
+        # The same five hours again: every slot is a recorded no-op, nothing changes.
+        await backfill(client, job.id, slots)
+
+        async def five_duplicates():
+            again = executions(db, job.id)
+            assert [r["duplicate_runs"] for r in again] == [1] * 5
+            return again
+
+        again = await assert_eventually(five_duplicates, timeout=60)
+        assert [r["result"] for r in again] == [r["result"] for r in runs]
+        assert sync_windows(db) == done
+        assert stored_totals(db) == expected
+
+
+async def test_another_run_of_a_window_changes_nothing_and_a_failed_holder_is_replaced(
+    client, db, task_queue, start_workers
+):
+    # Two runs started by hand between fire times both fall in this hour, so both process
+    # the last whole hour. Near the top of the hour, wait for the next one first.
+    if this_hour() + HOUR - datetime.now(UTC) < timedelta(seconds=45):
+        await asyncio.sleep((this_hour() + HOUR - datetime.now(UTC)).total_seconds() + 1)
+    window = this_hour() - HOUR
+    rows = insert_events(db, window - HOUR, window + 2 * HOUR, seed=7)
+    expected = expected_totals(rows, [window])
+
+    # An earlier run of this window failed half-way: its claim and partial totals remain.
+    (failed_id,) = db.execute(
+        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at)"
+        " VALUES ('hourly-sync', %s, 'failed', now()) RETURNING id",
+        (window + HOUR + timedelta(minutes=3),),
+    ).fetchone()
+    db.execute(
+        "INSERT INTO sync_windows (window_start, window_end, scheduled_at, execution_id)"
+        " VALUES (%s, %s, %s, %s)",
+        (window, window + HOUR, window + HOUR, failed_id),
+    )
+    db.execute(
+        "INSERT INTO hourly_account_totals VALUES (%s, 1, 999999, 1), (%s, 99, 5, 1)",
+        (window, window),
+    )
+
+    start_workers(1)
+    job = hourly_job(chunk_size=10)
+
+    async def run_by_hand(n: int):
+        handle = await client.start_workflow(
+            ScheduledJobWorkflow.run,
+            job_run(job),
+            id=f"hourly-sync-{n}-{task_queue}",
+            task_queue=task_queue,
+        )
+        return await asyncio.wait_for(handle.result(), timeout=60)
+
+    first = await run_by_hand(1)
+    assert first.outcome == "completed"
+    assert first.counts["windows"] == 1
+    assert first.counts["events"] == sum(c for _, c in expected.values())
+    assert stored_totals(db) == expected  # the failed run's partial totals are gone
+    (claim,) = sync_windows(db)
+    assert claim["execution_id"] == first.execution_id and claim["status"] == "done"
+
+    async def next_second():  # another slot: a run in the same second is the same slot
+        assert datetime.now(UTC).replace(microsecond=0) > first.scheduled_at
+
+    await assert_eventually(next_second, timeout=5)
+    second = await run_by_hand(2)
+    assert second.outcome == "completed" and second.execution_id != first.execution_id
+    assert second.counts == {
+        "windows": 0,
+        "already_done": 1,
+        "events": 0,
+        "accounts": 0,
+        "chunks": 0,
+    }
+    assert sync_windows(db) == [claim]
+    assert stored_totals(db) == expected

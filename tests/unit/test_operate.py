@@ -1,0 +1,161 @@
+"""The operator commands' pure parts: fire times in ranges, DST notes, times, output."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from schedules.catalog import JobSpec
+from schedules.operate_format import (
+    describe_entry,
+    format_describe,
+    format_list,
+    format_next,
+    list_entry,
+    next_entry,
+)
+from schedules.operate_server import ServerState
+from schedules.operate_times import between, dst_note, local_text, parse_time, upcoming
+
+NOW = datetime(2026, 11, 29, 16, 0, tzinfo=UTC)
+
+
+def job(cron: str | None = "30 2 * * *", timezone: str = "America/New_York", **fields) -> JobSpec:
+    timing = {"cron": cron} if cron else {}
+    return JobSpec(id="nightly", kind="invoice-reminders", timezone=timezone, **timing, **fields)
+
+
+def utc(*parts: int) -> datetime:
+    return datetime(*parts, tzinfo=UTC)
+
+
+def notes(spec: JobSpec, after: datetime, count: int) -> list[tuple[str, str | None]]:
+    entry = next_entry(spec, after, upcoming(spec, after, count))
+    return [(run["utc"], run["note"]) for run in entry["runs"]]
+
+
+def test_a_fixed_time_in_the_spring_forward_gap_runs_at_the_end_of_the_gap():
+    assert notes(job(), utc(2027, 3, 13, 12), 2) == [
+        ("2027-03-14T07:00:00Z", "spring forward: 02:30 does not exist, runs at 03:00"),
+        ("2027-03-15T06:30:00Z", None),
+    ]
+
+
+def test_a_fixed_time_in_the_repeated_hour_runs_once_at_the_first():
+    assert notes(job("30 1 * * *"), utc(2027, 11, 6, 12), 2) == [
+        ("2027-11-07T05:30:00Z", "fall back: runs once, at the first 01:30 (EDT)"),
+        ("2027-11-08T06:30:00Z", None),
+    ]
+
+
+def test_a_wildcard_hour_job_runs_twice_in_the_repeated_hour_and_skips_the_gap():
+    assert notes(job("30 * * * *"), utc(2027, 11, 7, 5), 3) == [
+        ("2027-11-07T05:30:00Z", "fall back: 01:30 happens twice; this is the first (EDT)"),
+        ("2027-11-07T06:30:00Z", "fall back: 01:30 happens twice; this is the second (EST)"),
+        ("2027-11-07T07:30:00Z", None),
+    ]
+    assert notes(job("*/30 * * * *"), utc(2027, 3, 14, 6, 45), 2) == [
+        ("2027-03-14T07:00:00Z", "spring forward: 02:00 and 02:30 do not exist, skipped"),
+        ("2027-03-14T07:30:00Z", None),
+    ]
+
+
+def test_no_note_where_dst_moves_nothing():
+    # London springs forward from 01:00 to 02:00: 02:30 exists, 01:30 does not.
+    assert notes(job(timezone="Europe/London"), utc(2027, 3, 27, 12), 1) == [
+        ("2027-03-28T01:30:00Z", None)
+    ]
+    assert notes(job("30 1 * * *", "Europe/London"), utc(2027, 3, 27, 12), 1) == [
+        ("2027-03-28T01:00:00Z", "spring forward: 01:30 does not exist, runs at 02:00")
+    ]
+    every = job(None, interval=timedelta(hours=1))
+    assert dst_note(every, utc(2027, 3, 14, 7), utc(2027, 3, 14, 6)) is None
+
+
+def test_between_is_start_inclusive_end_exclusive_and_bounded():
+    daily = job("0 3 * * *", "UTC")
+    times = between(daily, utc(2026, 10, 1, 3), utc(2026, 10, 6, 3), limit=100)
+    assert times == [utc(2026, 10, day, 3) for day in range(1, 6)]
+    assert between(daily, utc(2026, 10, 1, 3), utc(2026, 10, 6, 3), limit=3) == times[:3]
+    minutely = job("* * * * *", "UTC")
+    # A year of minutely runs is not listed to learn there are more than 1000.
+    assert len(between(minutely, utc(2026, 1, 1), utc(2027, 1, 1), limit=1001)) == 1001
+
+
+def test_between_and_upcoming_respect_the_jobs_own_bounds():
+    bounded = job("0 3 * * *", "UTC", start_at=utc(2026, 10, 3), end_at=utc(2026, 10, 4, 3))
+    assert between(bounded, utc(2026, 10, 1), utc(2026, 11, 1), 100) == [
+        utc(2026, 10, 3, 3),
+        utc(2026, 10, 4, 3),
+    ]
+    assert upcoming(bounded, utc(2026, 10, 1), 5) == [utc(2026, 10, 3, 3), utc(2026, 10, 4, 3)]
+
+
+def test_interval_jobs_count_from_the_epoch_in_utc():
+    every = job(None, interval=timedelta(minutes=90))
+    assert upcoming(every, utc(2026, 1, 1), 2) == [utc(2026, 1, 1, 1, 30), utc(2026, 1, 1, 3)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2027-03-13", utc(2027, 3, 13, 5)),  # midnight EST
+        ("2027-07-01T02:30", utc(2027, 7, 1, 6, 30)),  # EDT
+        ("2027-03-13T07:00:00Z", utc(2027, 3, 13, 7)),
+        ("2027-03-13T09:00:00+02:00", utc(2027, 3, 13, 7)),
+        ("now", NOW),
+    ],
+)
+def test_times_without_an_offset_are_in_the_jobs_zone(text, expected):
+    assert parse_time(text, "America/New_York", NOW) == expected
+
+
+def test_an_unreadable_time_names_itself():
+    with pytest.raises(ValueError, match="'next tuesday' is not a time like 2026-11-20"):
+        parse_time("next tuesday", "UTC", NOW)
+
+
+def test_list_shows_not_synced_paused_with_note_and_unknown_last_runs():
+    synced = ServerState(
+        exists=True,
+        managed=True,
+        paused=True,
+        note="ledger migration",
+        next_times=[utc(2026, 11, 30, 7, 30)],
+    )
+    last = {"scheduled_at": utc(2026, 11, 29, 7, 30), "status": "completed", "attempt": 1}
+    entries = [
+        list_entry(job(), synced, last),
+        list_entry(job().model_copy(update={"id": "later"}), ServerState(exists=False), None),
+    ]
+    assert entries[0]["next_run"] == {
+        "utc": "2026-11-30T07:30:00Z",
+        "local": "2026-11-30T02:30:00-05:00",
+    }
+    text = format_list(entries, database_ok=True).splitlines()
+    assert text[1].split("  ")[0] == "nightly"
+    assert "2026-11-30 02:30 EST  2026-11-30T07:30:00Z  2026-11-29 02:30 EST  completed" in text[1]
+    assert text[1].endswith("yes: ledger migration")
+    assert "not synced" in text[2] and "never ran" in text[2]
+    unknown = format_list(entries, database_ok=False).splitlines()
+    assert "?" in unknown[1] and "never ran" not in unknown[2]
+
+
+def test_describe_reports_drift_and_an_unavailable_database():
+    state = ServerState(exists=True, managed=True, definition={"cron": "0 1 * * *"})
+    entry = describe_entry(job(), state, None, "PostgreSQL is unavailable: refused")
+    assert entry["server"]["matches_catalog"] is False
+    text = format_describe(entry)
+    assert "drift         the schedule was built from a different catalog entry" in text
+    assert "  unavailable: PostgreSQL is unavailable: refused" in text
+
+
+def test_next_text_shows_local_utc_and_the_dst_column_only_when_needed():
+    spring = format_next(
+        next_entry(job(), utc(2027, 3, 13, 12), upcoming(job(), utc(2027, 3, 13, 12), 1))
+    )
+    assert "2027-03-14 03:00 EDT  2027-03-14T07:00:00Z  spring forward" in spring
+    plain = format_next(next_entry(job(), NOW, upcoming(job(), NOW, 1)))
+    assert "DST" not in plain and "2026-11-30 02:30 EST  2026-11-30T07:30:00Z" in plain
+    assert local_text(utc(2026, 11, 30, 7, 30, 5), "UTC") == "2026-11-30 07:30:05 UTC"
