@@ -62,6 +62,9 @@ class PlanResult(BaseModel):
     skipped: int = 0  # missed slots recorded as skipped
     gap: int = 0  # of those, beyond the catch-up cap
     reason: str | None = None  # why this run's own slot does not run, if it does not
+    # How this run came about, for people reading it in the Temporal UI.
+    kind: Literal["scheduled", "catch-up", "manual", "backfill"] = "scheduled"
+    local_time: str = ""  # the slot in the job's time zone, e.g. "2027-03-14 03:00 EDT"
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class Decision:
     run: list[datetime]
     skip: list[tuple[datetime, str]]
     gap: int
+    kind: Literal["scheduled", "catch-up", "manual", "backfill"] = "scheduled"
 
 
 def _fmt(instant: datetime) -> str:
@@ -188,8 +192,17 @@ class CatchupActivities:
                 len(decision.skip),
                 extra={"job": plan.job_name, "scheduled_at": slot.isoformat()},
             )
+        kind = decision.kind
+        if kind == "scheduled" and (decision.skip or decision.run != [slot]):
+            kind = "catch-up"
+        local = slot.astimezone(ZoneInfo(plan.timezone))
         return PlanResult(
-            run=decision.run, skipped=len(decision.skip), gap=decision.gap, reason=own
+            run=decision.run,
+            skipped=len(decision.skip),
+            gap=decision.gap,
+            reason=own,
+            kind=kind,
+            local_time=f"{local:%Y-%m-%d %H:%M} {local.tzname()}",
         )
 
 
@@ -211,9 +224,10 @@ def _decide_for(
     older = (last is not None and last >= slot) or (
         plan.timing_since is not None and slot < plan.timing_since
     )
-    if not on_grid or older:
-        # A manual trigger (off the grid), or a backfill or re-run of an older slot.
-        return Decision([slot], [], 0)
+    if not on_grid:
+        return Decision([slot], [], 0, "manual")  # a trigger: its slot is the trigger time
+    if older:
+        return Decision([slot], [], 0, "backfill")  # or a re-run of an older slot
     due = fire_times(
         plan.cron,
         plan.timezone,

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 from temporalio.client import (
     Schedule,
@@ -90,6 +91,13 @@ def compile_schedule(
             job_run(job, timing_since),
             id=job.id,
             task_queue=task_queue,
+            # Shown by the Temporal UI on the schedule and on every run it starts.
+            static_summary=f"{job.id}: {job.description}" if job.description else job.id,
+            static_details=(
+                f"owner: {job.owner or 'unset'}\n\n"
+                f"runs: {job.schedule_text} ({job.timezone}); catch-up {job.catchup}; "
+                f"overlap {job.overlap}"
+            ),
         ),
         spec=spec
         if spec is not None
@@ -132,9 +140,18 @@ def schedule_digest(schedule: Schedule) -> str:
         "id": action.id,
         "task_queue": action.task_queue,
         "run": run.model_dump(mode="json", exclude={"timing_since"}),
-        "spec": dataclasses.asdict(schedule.spec),
-        "policy": dataclasses.asdict(schedule.policy),
+        "spec": schedule.spec,
+        "policy": schedule.policy,
         "state": {"paused": schedule.state.paused, "note": schedule.state.note},
     }
-    text = json.dumps(content, sort_keys=True, default=str, separators=(",", ":"))
+    text = json.dumps(content, sort_keys=True, default=_plain, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _plain(value: Any) -> Any:
+    """What `json` cannot encode itself: a dataclass as its fields (shallow, `json` recurses;
+    much cheaper than `dataclasses.asdict` over hundreds of calendar ranges), anything else
+    (datetime, timedelta) as text."""
+    if dataclasses.is_dataclass(value) and hasattr(value, "__dict__"):
+        return vars(value)
+    return str(value)

@@ -75,7 +75,7 @@ _TRANSIENT = {
     RPCStatusCode.INTERNAL,
 }
 _KEYWORD = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
-_warned: set[str] = set()  # namespaces whose missing digest attribute was logged
+_warned: set[str] = set()  # what was logged once: namespaces without the attribute, "write"
 
 
 @dataclass
@@ -436,8 +436,11 @@ def _with_digest(attributes: TypedSearchAttributes, digest: str) -> TypedSearchA
 
 def _without_digest(target: Target, err: RPCError) -> None:
     # Right after the attribute is registered a server may not accept it yet; the schedule
-    # is written without it and described again by the next sync.
-    logger.warning(
+    # is written without it and described again by the next sync. Said once, not per job.
+    first = "write" not in _warned
+    _warned.add("write")
+    logger.log(
+        logging.WARNING if first else logging.DEBUG,
         "schedule %s: written without search attribute %s (%s); the next sync describes it",
         target.job.id,
         DIGEST_ATTRIBUTE.name,

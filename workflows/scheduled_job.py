@@ -103,6 +103,8 @@ class JobRunResult(BaseModel):
     caught_up: list[SlotRun] = Field(default_factory=list)
     missed_skipped: int = 0
     catchup_gap: int = 0
+    # scheduled | catch-up | manual | backfill | direct (started without a schedule)
+    kind: str = "scheduled"
 
 
 @workflow.defn
@@ -141,6 +143,11 @@ class ScheduledJobWorkflow:
                 retry_policy=_BOOKKEEPING_RETRY,
             )
 
+        kind = plan.kind if trigger == "schedule" else "direct"
+        when = plan.local_time or f"{scheduled_at:%Y-%m-%d %H:%M} UTC"
+        headline = f"**{job.job_name}** · {when} · {kind}"
+        workflow.set_current_details(f"{headline}\n\nrunning")
+
         own = SlotRun(scheduled_at=scheduled_at, outcome="skipped", reason=plan.reason)
         caught_up = []
         for slot in plan.run:
@@ -149,7 +156,18 @@ class ScheduledJobWorkflow:
                 own = done
             else:
                 caught_up.append(done)
+        counts = ", ".join(f"{k} {v}" for k, v in own.counts.items()) or "no counts"
+        lines = [headline, "", f"{own.outcome}: {counts}"]
+        if own.reason:
+            lines.append(own.reason)
+        if caught_up or plan.skipped:
+            lines.append(
+                f"caught up {len(caught_up)} missed run(s); {plan.skipped} recorded skipped"
+                + (f" ({plan.gap} beyond the catch-up cap)" if plan.gap else "")
+            )
+        workflow.set_current_details("\n".join(lines))
         return JobRunResult(
+            kind=kind,
             job_name=job.job_name,
             scheduled_at=scheduled_at,
             trigger=trigger,

@@ -191,3 +191,38 @@ async def test_a_failing_run_is_recorded_failed_and_fails_the_workflow(
     assert row["status"] == "failed"
     assert "chunk_size" in row["error"] and row["finished_at"] is not None
     assert outbox_count(db) == 0
+
+
+async def test_the_temporal_ui_shows_what_each_run_is_and_did(
+    client, db, task_queue, start_workers
+):
+    insert_invoices(db, 12, due=date.today() - timedelta(days=3))
+    start_workers(1)
+    job = invoice_job()
+    async with registered(client, job, task_queue):
+        action = (await client.get_schedule_handle(job.id).describe()).schedule.action
+        summary, details = await client.data_converter.decode(
+            [action.static_summary, action.static_details], [str, str]
+        )
+        assert summary == f"{job.id}: {job.description}"
+        assert f"owner: {job.owner}" in details
+
+        await client.get_schedule_handle(job.id).trigger()
+
+        async def one_completed():
+            rows = executions(db, job.id)
+            assert len(rows) == 1 and rows[0]["status"] == "completed"
+            return rows[0]
+
+        row = await assert_eventually(one_completed, timeout=60)
+        handle = client.get_workflow_handle_for(ScheduledJobWorkflow.run, row["workflow_id"])
+        result = await asyncio.wait_for(handle.result(), timeout=30)
+        assert result.kind == "manual"  # a trigger: off the cron's grid
+        description = await handle.describe()
+        assert await description.static_summary() == f"{job.id}: {job.description}"
+        metadata = await handle.query("__temporal_workflow_metadata")
+        local = row["scheduled_at"].astimezone(LONDON)
+        assert metadata.current_details.startswith(
+            f"**{job.id}** · {local:%Y-%m-%d %H:%M} {local.tzname()} · manual"
+        )
+        assert "completed: reminded 12, queued 12, chunks 1" in metadata.current_details
