@@ -123,9 +123,10 @@ def compile_schedule(
 
 
 def schedule_digest(schedule: Schedule) -> str:
-    """A fingerprint of everything sync sets on a schedule: workflow, id, task queue, the
-    job's run input (its catalog definition included), spec, policy and the catalog's
-    paused / note. The run's `timing_since` is left out: sync keeps it from the server.
+    """A fingerprint of everything sync sets on a schedule: workflow, id, task queue, the UI
+    summary and details, the job's run input (its catalog definition included), spec,
+    policy and the catalog's paused / note. The run's `timing_since` is left out: sync keeps
+    it from the server.
 
     Two schedules compiled from the same catalog entry, task queue and year (a UTC-compiled
     spec's horizon moves with the year) have the same digest.
@@ -139,6 +140,7 @@ def schedule_digest(schedule: Schedule) -> str:
         "workflow": action.workflow,
         "id": action.id,
         "task_queue": action.task_queue,
+        "summary": [action.static_summary, action.static_details],
         "run": run.model_dump(mode="json", exclude={"timing_since"}),
         "spec": schedule.spec,
         "policy": schedule.policy,
