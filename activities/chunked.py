@@ -43,6 +43,28 @@ async def fenced(
             yield conn
 
 
+async def begin_attempt(pool: AsyncConnectionPool, execution: ExecutionRef) -> Fence | WorkResult:
+    """Take the execution over with a new fencing token, or say it is already done.
+
+    Returns the attempt's `Fence`, or the recorded result when another run completed the
+    slot; raises a non-retryable error when the slot is neither running nor completed.
+    """
+    with db_span("db.take_over", execution):
+        taken = await take_over(pool, execution.execution_id)
+    if isinstance(taken, Fence):
+        return taken
+    status, result = taken
+    if status == "completed":
+        record_run(execution.job_name, "already_completed")
+        return WorkResult(counts=(result or {}).get("counts", {}), already_completed=True)
+    raise ApplicationError(
+        f"execution {execution.execution_id} of {execution.job_name} is {status}, "
+        "not running; nothing to do",
+        type="NotRunning",
+        non_retryable=True,
+    )
+
+
 async def run_in_chunks(
     pool: AsyncConnectionPool,
     execution: ExecutionRef,
@@ -55,20 +77,9 @@ async def run_in_chunks(
     `plan` fixes the work's bounds once, on the first attempt, so retries cover the same
     rows. Progress must hold a `counts` dict; it becomes the result.
     """
-    with db_span("db.take_over", execution):
-        taken = await take_over(pool, execution.execution_id)
-    if not isinstance(taken, Fence):
-        status, result = taken
-        if status == "completed":
-            record_run(execution.job_name, "already_completed")
-            return WorkResult(counts=(result or {}).get("counts", {}), already_completed=True)
-        raise ApplicationError(
-            f"execution {execution.execution_id} of {execution.job_name} is {status}, "
-            "not running; nothing to do",
-            type="NotRunning",
-            non_retryable=True,
-        )
-    fence = taken
+    fence = await begin_attempt(pool, execution)
+    if isinstance(fence, WorkResult):
+        return fence
     progress = fence.progress
     if not progress:
         async with fenced(pool, fence, execution) as conn:

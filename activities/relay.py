@@ -35,11 +35,11 @@ from pydantic import BaseModel, Field, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.chunked import fenced
-from activities.executions import Fence, holder_name, take_over
+from activities.chunked import begin_attempt, fenced
+from activities.executions import holder_name
 from activities.models import WorkInput, WorkResult
 from activities.queries import queries
-from activities.telemetry import db_span, record_completed, record_run
+from activities.telemetry import record_completed
 from activities.transports import (
     DeliveryError,
     OutboxMessage,
@@ -350,20 +350,9 @@ class RelayActivities:
             raise ApplicationError(
                 f"{execution.job_name}: invalid params: {exc}", non_retryable=True
             ) from None
-        with db_span("db.take_over", execution):
-            taken = await take_over(self.pool, execution.execution_id)
-        if not isinstance(taken, Fence):
-            status, result = taken
-            if status == "completed":
-                record_run(execution.job_name, "already_completed")
-                return WorkResult(counts=(result or {}).get("counts", {}), already_completed=True)
-            raise ApplicationError(
-                f"execution {execution.execution_id} of {execution.job_name} is {status}, "
-                "not running; nothing to do",
-                type="NotRunning",
-                non_retryable=True,
-            )
-        fence = taken
+        fence = await begin_attempt(self.pool, execution)
+        if isinstance(fence, WorkResult):
+            return fence
         # A retried attempt goes on counting from where the previous one checkpointed.
         saved = fence.progress.get("counts") or {}
         totals = RelayCounts(**{k: v for k, v in saved.items() if k in RelayCounts.__annotations__})
