@@ -1,0 +1,253 @@
+"""Record workflow histories for the replay tests (`tests/replay/test_replay.py`).
+
+Runs each scenario below on a throwaway Temporal dev server and PostgreSQL with the code as
+it is checked out, and saves every closed workflow's history as JSON under
+`tests/replay/histories/<label>/`. Record a new label before a release that changes workflow
+code, and keep the old ones: the replay test replays every recorded history against the new
+code, so a change that would break workflows still running at deploy time fails CI.
+
+    .venv/bin/python -m tests.replay.record_histories LABEL
+
+The scenarios cover every path through the workflow: an on-time run, catch-up of missed
+slots, a slot that already completed, the repeated fall-back hour, a starting deadline, a
+direct start without a schedule, a permanent failure, and each reference job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+from temporalio.client import (
+    Client,
+    ScheduleBackfill,
+    ScheduleOverlapPolicy,
+    ScheduleSpec,
+    WorkflowExecutionStatus,
+)
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from schedules.catalog import default_catalog, parse_catalog
+from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule, job_run
+from worker.localstack import EmbeddedPostgres, TemporalDevServer, free_port
+from worker.migrate import apply_migrations
+from worker.run import build_worker
+from worker.settings import Settings
+from workflows import ScheduledJobWorkflow
+
+HERE = Path(__file__).resolve().parent
+HOUR = timedelta(hours=1)
+
+
+def _job(job_id: str, **table):
+    return parse_catalog({job_id: table})[0]
+
+
+class Recorder:
+    def __init__(self, client: Client, db_url: str, task_queue: str, out: Path) -> None:
+        self.client, self.db_url, self.task_queue, self.out = client, db_url, task_queue, out
+
+    async def create(self, job, timing_since: datetime | None = None, *, raw: bool = False) -> None:
+        # As sync stamps it: the job's timing holds from now, so older slots are backfills.
+        since = timing_since or datetime.now(UTC).replace(microsecond=0)
+        schedule = compile_schedule(job, self.task_queue, since)
+        if raw:  # as Temporal alone would fire the cron: both 01:30s of a fall-back night
+            schedule.spec = ScheduleSpec(cron_expressions=[job.cron], time_zone_name=job.timezone)
+        schedule.state.paused = True  # only backfills start runs: nothing fires by chance
+        await self.client.create_schedule(
+            job.id, schedule, memo={MANAGED_MEMO_KEY: MANAGED_MEMO_VALUE}
+        )
+
+    async def backfill(self, job_id: str, *slots: datetime, name: str) -> None:
+        """Backfill `slots` one by one, waiting for each run to close; save each history."""
+        handle = self.client.get_schedule_handle(job_id)
+        for n, slot in enumerate(slots):
+            await handle.backfill(
+                ScheduleBackfill(
+                    start_at=slot - timedelta(seconds=1),
+                    end_at=slot + timedelta(seconds=1),
+                    overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+                )
+            )
+            workflow_id = f"{job_id}-{slot:%Y-%m-%dT%H:%M:%SZ}"
+            await self.save(workflow_id, f"{name}-{n}" if len(slots) > 1 else name, newest=True)
+
+    async def save(self, workflow_id: str, name: str, *, newest: bool = False) -> None:
+        """Wait for the workflow (its newest run) to close, then write its history."""
+        deadline = asyncio.get_running_loop().time() + 120
+        while True:
+            runs = [
+                w
+                async for w in self.client.list_workflows(f"WorkflowId = '{workflow_id}'")
+                if w.status != WorkflowExecutionStatus.RUNNING
+            ]
+            if runs and (not newest or len(runs) >= self._seen.get(workflow_id, 0) + 1):
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"{workflow_id} did not close")
+            await asyncio.sleep(0.2)
+        self._seen[workflow_id] = len(runs)
+        run = max(runs, key=lambda w: w.start_time)
+        history = await self.client.get_workflow_handle(
+            workflow_id, run_id=run.run_id
+        ).fetch_history()
+        (self.out / f"{name}.json").write_text(
+            json.dumps(json.loads(history.to_json()), indent=1) + "\n"
+        )
+        print(f"recorded {name}: {workflow_id} ({run.status.name})")
+
+    _seen: dict[str, int] = {}
+
+    def sql(self, statement: str, *args) -> None:
+        with psycopg.connect(self.db_url, autocommit=True) as conn:
+            conn.execute(statement, args)
+
+
+async def scenarios(rec: Recorder) -> None:
+    catalog = default_catalog()
+    now = datetime.now(UTC).replace(microsecond=0)
+    last_hour = now.replace(minute=0, second=0)
+
+    # Invoice reminders: an ordinary run, then the same slot again (already completed).
+    rec.sql(
+        "INSERT INTO invoices (invoice_number, customer_email, status, due_date) "
+        "SELECT 'INV-' || n, 'c' || n || '@example.com', 'Unpaid', %s::date "
+        "FROM generate_series(1, 30) AS n",
+        (now - timedelta(days=10)).date(),
+    )
+    reminders = catalog["invoice-reminders"].model_copy(update={"params": {"chunk_size": 10}})
+    await rec.create(reminders)
+    night = (now - timedelta(days=1)).replace(hour=2, minute=30, second=0)
+    await rec.backfill(reminders.id, night, name="invoice-reminders-completed")
+    await rec.backfill(reminders.id, night, name="invoice-reminders-already-completed")
+
+    # Catch-up: an hourly job whose record stops five hours ago runs the newest 3, records
+    # the older missed ones as a gap.
+    hourly = _job(
+        "replay-catchup-all",
+        kind="hourly-sync",
+        cron="0 * * * *",
+        timezone="UTC",
+        catchup="all",
+        max_missed=3,
+        catchup_window="3h",
+    )
+    await rec.create(hourly, timing_since=now - 8 * HOUR)
+    rec.sql(
+        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at) "
+        "VALUES (%s, %s, 'completed', now())",
+        hourly.id,
+        last_hour - 6 * HOUR,
+    )
+    await rec.backfill(hourly.id, last_hour, name="catchup-all")
+
+    latest = _job(
+        "replay-catchup-latest",
+        kind="invoice-reminders",
+        interval="10m",
+        timezone="UTC",
+        catchup="latest",
+    )
+    await rec.create(latest, timing_since=now - 2 * HOUR)
+    ten = now.replace(minute=now.minute // 10 * 10, second=0)
+    rec.sql(
+        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at) "
+        "VALUES (%s, %s, 'completed', now())",
+        latest.id,
+        ten - timedelta(minutes=50),
+    )
+    await rec.backfill(latest.id, ten, name="catchup-latest")
+
+    # The repeated fall-back hour: the second 01:30 is skipped when the first one ran.
+    fall = _job(
+        "replay-fall-back", kind="invoice-reminders", cron="30 1 * * *", timezone="America/New_York"
+    )
+    await rec.create(fall, raw=True)
+    first, second = (datetime(2027, 11, 7, h, 30, tzinfo=UTC) for h in (5, 6))
+    await rec.backfill(fall.id, first, second, name="fall-back")
+
+    # Starting deadline: a backfilled night long past its deadline is recorded skipped.
+    strict = _job(
+        "replay-deadline",
+        kind="invoice-reminders",
+        cron="30 2 * * *",
+        timezone="UTC",
+        starting_deadline="1m",
+    )
+    await rec.create(strict)
+    await rec.backfill(strict.id, night - timedelta(days=1), name="starting-deadline")
+
+    # Started without a schedule, once fine and once with params that fail for good.
+    for name, params in (("direct", {}), ("direct-failed", {"chunk_size": 0})):
+        job = catalog["invoice-reminders"].model_copy(update={"id": f"replay-{name}"})
+        run = job_run(job).model_copy(update={"params": params})
+        workflow_id = f"replay-{name}-{uuid.uuid4().hex[:6]}"
+        await rec.client.start_workflow(
+            ScheduledJobWorkflow.run, run, id=workflow_id, task_queue=rec.task_queue
+        )
+        await rec.save(workflow_id, name)
+
+    # Every other reference job, one ordinary run each.
+    for job_id, slot in (
+        ("card-settlement", now.replace(second=0) - timedelta(minutes=1)),
+        ("nightly-reconcile", night.replace(hour=7, minute=0)),
+        ("hourly-sync", last_hour - HOUR),
+        ("weekly-cleanup", last_hour),
+        ("outbox-relay", now.replace(second=0) - timedelta(minutes=1)),
+    ):
+        job = catalog[job_id]
+        if job_id == "card-settlement":  # its 30 s deadline would skip a backfilled minute
+            job = job.model_copy(update={"starting_deadline": None})
+        if job_id == "outbox-relay":
+            job = job.model_copy(update={"params": job.params | {"max_seconds": 1}})
+        if job_id == "weekly-cleanup":  # any hour: a backfill slot need not be on the grid
+            job = job.model_copy(update={"cron": "0 * * * *"})
+        await rec.create(job)
+        await rec.backfill(job.id, slot, name=job_id)
+
+
+async def record(label: str) -> None:
+    out = HERE / "histories" / label
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        pg = EmbeddedPostgres(Path(tmp) / "pg", free_port())
+        pg.start()
+        temporal = TemporalDevServer(free_port(), None, None, Path(tmp) / "temporal.log")
+        temporal.start()
+        try:
+            await temporal.wait_ready()
+            db_url = pg.create_database("replay")
+            apply_migrations(db_url)
+            client = await Client.connect(temporal.address, data_converter=pydantic_data_converter)
+            task_queue = f"replay-{uuid.uuid4().hex[:8]}"
+            settings = Settings(
+                temporal_address=temporal.address,
+                temporal_task_queue=task_queue,
+                database_url=db_url,
+                smtp_port=free_port(),
+            )
+            async with AsyncConnectionPool(db_url, min_size=1, max_size=8, open=False) as pool:
+                await pool.wait()
+                async with build_worker(client, settings, pool):
+                    await scenarios(Recorder(client, db_url, task_queue, out))
+        finally:
+            temporal.stop()
+            pg.stop("immediate")
+
+
+def main(run: Callable[[str], Awaitable[None]] = record) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("label", help="folder under tests/replay/histories, e.g. v1")
+    asyncio.run(run(parser.parse_args().label))
+
+
+if __name__ == "__main__":
+    main()

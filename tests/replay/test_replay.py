@@ -1,0 +1,32 @@
+"""Workflow code replays every recorded history: a change that would break running workflows
+at deploy time fails here, not in production.
+
+Histories are recorded by `tests/replay/record_histories.py` (one folder per label); a
+history recorded with older code must still replay with the current one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from workflows import ScheduledJobWorkflow
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*/*.json"))
+
+
+def test_histories_were_recorded():
+    labels = {path.parent.name for path in HISTORIES}
+    assert "v1" in labels and len(HISTORIES) >= 14
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[f"{p.parent.name}/{p.stem}" for p in HISTORIES])
+async def test_history_replays_without_nondeterminism(path: Path):
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    replayer = Replayer(workflows=[ScheduledJobWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure!r}"
