@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m worker.localstack
+	$(PY) -m devstack
 
 test: $(STAMP)
 	$(PY) -m pytest

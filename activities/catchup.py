@@ -28,11 +28,11 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities.executions import Clock, utcnow
-from activities.queries import queries
 from activities.telemetry import record_catchup_gap, record_skip
-from schedules.firetimes import fire_times, fixed_hour
+from core.sql import queries
+from timing.firetimes import fire_times, fixed_hour
 
-_Q = queries("catchup")
+_Q = queries("activities.sql", "catchup")
 
 # How far back missed runs are looked for at most, and how many are considered.
 LOOKBACK = timedelta(days=31)

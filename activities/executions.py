@@ -22,14 +22,14 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.models import ClaimInput, ClaimResult, FailureInput
-from activities.queries import queries
 from activities.telemetry import record_claim, record_duplicate, record_failed, traced
+from core.sql import queries
 
 Clock = Callable[[], datetime]
 
 STALE_ATTEMPT = "StaleAttempt"
 
-_Q = queries("executions")
+_Q = queries("activities.sql", "executions")
 
 
 def utcnow() -> datetime:

@@ -1,28 +1,32 @@
-"""What a job can run: each kind names its work activity and its typed params model.
+"""What a job kind is, and how the engine turns each kind into the activity Temporal runs.
 
-The catalog validates a job's `params` against its kind's model before anything reaches
-Temporal, and the worker registers every kind's activity.
+A job family's package (`jobs/<family>/`) declares its kinds as `JobKind` values: a name,
+a typed params model, and the method that does one slot's work. The engine owns the rest:
+the catalog validates a job's `params` against the model before anything reaches Temporal,
+and the worker registers each kind's work as one activity, named `kind.activity`, that
+validates the params again (a schedule written by an older catalog may carry stale ones) and
+calls the method with them. No job repeats that plumbing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from activities.cleanup import CleanupActivities, CleanupParams
-from activities.hourly_sync import HourlySyncActivities, HourlySyncParams
-from activities.invoices import InvoiceActivities, InvoiceReminderParams
-from activities.reconcile import ReconcileActivities, ReconcileParams
-from activities.relay import RelayActivities, RelayParams
-from activities.settlement import SettlementActivities, SettlementParams
+from activities.models import WorkInput, WorkResult
+
+Work = Callable[[WorkInput, Any], Awaitable[WorkResult]]
 
 
 @dataclass(frozen=True)
 class JobKind:
-    """A kind of job: its work activity (a method of `owner`, built with the pool)."""
+    """A kind of job: `activity` names the method of `owner` (a class the worker builds with
+    its connection pool) that does one slot's work, taking the `WorkInput` and the params."""
 
     name: str
     activity: str
@@ -31,60 +35,37 @@ class JobKind:
     owner: type
 
 
-def build_kind_activities(pool: Any) -> list[Callable]:
+def parse_params(kind: JobKind, work: WorkInput) -> BaseModel:
+    """The run's params as the kind's model; a permanent failure, naming the job, if invalid."""
+    try:
+        return kind.params.model_validate(work.params)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"params.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ApplicationError(
+            f"{work.execution.job_name}: invalid params: {problems}",
+            type="InvalidParams",
+            non_retryable=True,
+        ) from None
+
+
+def work_activity(kind: JobKind, method: Work) -> Callable[[WorkInput], Awaitable[WorkResult]]:
+    """The activity Temporal runs for `kind`: validate the params once, then do the work."""
+
+    async def run(work: WorkInput) -> WorkResult:
+        return await method(work, parse_params(kind, work))
+
+    run.__name__ = run.__qualname__ = kind.activity
+    run.__doc__ = method.__doc__
+    return activity.defn(name=kind.activity)(run)
+
+
+def build_kind_activities(kinds: Iterable[JobKind], pool: Any) -> list[Callable]:
     """Every kind's work activity, one owner instance per class, bound to `pool`."""
     owners: dict[type, Any] = {}
     found = []
-    for kind in KINDS.values():
+    for kind in kinds:
         owner = owners.setdefault(kind.owner, kind.owner(pool))
-        found.append(getattr(owner, kind.activity))
+        found.append(work_activity(kind, getattr(owner, kind.activity)))
     return found
-
-
-KINDS: dict[str, JobKind] = {
-    kind.name: kind
-    for kind in (
-        JobKind(
-            name="invoice-reminders",
-            activity="send_invoice_reminders",
-            params=InvoiceReminderParams,
-            description="remind overdue unpaid invoices, one outbox message each",
-            owner=InvoiceActivities,
-        ),
-        JobKind(
-            name="outbox-relay",
-            activity="relay_outbox",
-            params=RelayParams,
-            description="deliver due outbox messages by email or webhook, at least once",
-            owner=RelayActivities,
-        ),
-        JobKind(
-            name="card-settlement",
-            activity="settle_card_payments",
-            params=SettlementParams,
-            description="settle captured card payments up to the slot's time, one batch a run",
-            owner=SettlementActivities,
-        ),
-        JobKind(
-            name="nightly-reconcile",
-            activity="reconcile_ledger",
-            params=ReconcileParams,
-            description="reconcile the ledger with settled payments for the previous local day",
-            owner=ReconcileActivities,
-        ),
-        JobKind(
-            name="hourly-sync",
-            activity="sync_hourly_totals",
-            params=HourlySyncParams,
-            description="aggregate the slot's own hour of events per account, once per window",
-            owner=HourlySyncActivities,
-        ),
-        JobKind(
-            name="weekly-cleanup",
-            activity="delete_expired_records",
-            params=CleanupParams,
-            description="delete delivered outbox messages and old executions, in short batches",
-            owner=CleanupActivities,
-        ),
-    )
-}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import psycopg
 from psycopg.rows import dict_row
 
-from activities.queries import queries
+from core.sql import queries
 
-_Q = queries("outbox")
+_Q = queries("activities.sql", "outbox")
 
 
 def recent_messages(conninfo: str, limit: int = 20) -> tuple[list[dict], dict]:

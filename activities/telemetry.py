@@ -4,7 +4,7 @@ execution row changes state.
 Instruments come from the global OpenTelemetry providers, which only the worker's entry point
 configures (`worker/telemetry.py`). Until then, or when telemetry is off, every call here
 goes to the API's no-op implementation and costs next to nothing. Spans and metrics carry
-ids, times and counts, never customer data. The exported names are `worker/metric_names.py`.
+ids, times and counts, never customer data. The exported names are `core/metric_names.py`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from opentelemetry import metrics, trace
 from temporalio.exceptions import ApplicationError
 
-from worker import metric_names
+from core import metric_names
 
 if TYPE_CHECKING:
     from activities.executions import Fence

@@ -54,11 +54,11 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 # from whatever an (possibly stale) editable install maps.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from activities.invoices import InvoiceReminderParams, reminder_window
+from devstack import EmbeddedPostgres, TemporalDevServer, free_port
+from devstack.temporal import temporal_binary
+from jobs.invoice_reminders.activities import InvoiceReminderParams, reminder_window
 from schedules.catalog import JobSpec, default_catalog
 from schedules.compile import job_run
-from worker.localstack import EmbeddedPostgres, TemporalDevServer, free_port
-from worker.localstack.temporal import temporal_binary
 from worker.migrate import apply_migrations
 from worker.run import build_worker
 from worker.settings import Settings
@@ -501,7 +501,7 @@ def render_section(
         "starts from freshly loaded invoices (all unpaid, past due, never reminded), "
         "VACUUM ANALYZE, a CHECKPOINT and an OS `sync`, and times only the reminder work.",
         "PostgreSQL runs with **fsync=off**, as the local stack starts it "
-        "(worker/localstack/postgres.py): no commit waits for the disk.",
+        "(devstack/postgres.py): no commit waits for the disk.",
     ]
     if JOB in ran:
         chunks = next(m.chunks for m in results.of(JOB))

@@ -15,7 +15,7 @@ FROM generate_series(1, %(count)s::bigint) AS n
 
 -- name: set_based
 -- Baseline (a): the job's marks and outbox rows in one statement over every row, with the
--- payload and idempotency key of activities/sql/invoices.sql `remind_chunk`, no id ranges.
+-- payload and idempotency key of jobs/invoice_reminders/queries.sql `remind_chunk`, no id ranges.
 WITH reminded AS (
     UPDATE invoices
     SET last_reminder_at = now()

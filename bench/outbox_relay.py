@@ -2,10 +2,10 @@
 
 Each case starts from an outbox of `--messages` due messages (one type per transport:
 `InvoiceReminder` by email, `ReconciliationAlert` by webhook), then starts R relay processes
-that each run `activities.relay.Relay.drain` (the loop the `outbox-relay` job's activity
+that each run `jobs.outbox_relay.activities.Relay.drain` (the loop the `outbox-relay` job's activity
 runs) until nothing is due, and times from the moment all of them are told to go until the
 last has exited. The receivers run in processes of their own: the local stack's aiosmtpd
-sink (`worker.localstack.mailsink`, counting instead of writing files) and a small asyncio
+sink (`devstack.mailsink`, counting instead of writing files) and a small asyncio
 HTTP/1.1 server that answers 200 and counts `Idempotency-Key`s. After each case the
 database must show every message dispatched and none dead, and the receiver must have seen
 each message id exactly once. PostgreSQL is a throwaway embedded server (fsync off, as the
@@ -41,10 +41,10 @@ import psycopg
 # Run as `python bench/outbox_relay.py`: import the project from this checkout.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from activities.relay import Relay, RelayConfig
-from activities.transports import SmtpConfig, WebhookConfig
-from worker.localstack import EmbeddedPostgres, free_port
-from worker.localstack.mailsink import MailSink
+from devstack import EmbeddedPostgres, free_port
+from devstack.mailsink import MailSink
+from jobs.outbox_relay.activities import Relay, RelayConfig
+from jobs.outbox_relay.transports import SmtpConfig, WebhookConfig
 from worker.migrate import apply_migrations
 
 HERE = Path(__file__).resolve().parent

@@ -55,11 +55,11 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 # whatever an (possibly stale) editable install maps.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from devstack import TemporalDevServer, free_port
+from devstack.temporal import temporal_binary
 from schedules.catalog import parse_catalog
 from schedules.compile import compile_schedule
 from schedules.sync import _CONCURRENCY, SyncReport, managed_schedule_ids, sync
-from worker.localstack import TemporalDevServer, free_port
-from worker.localstack.temporal import temporal_binary
 from worker.settings import Settings
 
 HERE = Path(__file__).resolve().parent
@@ -90,7 +90,7 @@ class BenchError(Exception):
 # --- the catalog ------------------------------------------------------------------------
 
 
-# Zones where 02:xx local falls in the spring-forward gap, so `schedules.timing` compiles a
+# Zones where 02:xx local falls in the spring-forward gap, so `timing.calendars` compiles a
 # nightly 02:xx job to UTC calendars over a ten-year horizon: its slowest path.
 DST_GAP_ZONES = ("America/New_York", "Europe/Berlin", "America/Los_Angeles", "Australia/Sydney")
 
@@ -518,7 +518,7 @@ Checks (every one passed, or there would be no figures):
   the checks), and applies creates/updates/deletes ({_CONCURRENCY} in flight).
 - Generated jobs (`--catalog {args.catalog}`): kind invoice-reminders, distinct ids and
   params; {CATALOG_TEXT[args.catalog]} {rounds[0].utc_compiled:,} of the {args.jobs:,}
-  specs compile to UTC calendars with a ten-year horizon (`schedules.timing`), the rest
+  specs compile to UTC calendars with a ten-year horizon (`timing.calendars`), the rest
   to calendars in the job's zone.
 - The listing wait (visibility lag) is timed on its own and is in no sync's time. (2)
   starts right after it, before anything (this script included) has described an

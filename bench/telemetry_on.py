@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from worker.localstack import free_port
+from devstack import free_port
 from worker.settings import Settings
 from worker.telemetry import Telemetry, worker_telemetry
 

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import schedules.operate  # noqa: F401  (registers list, describe, next, trigger ...)
+from core.errors import SchedulerError
 from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
 from schedules.cli import Context, register
 from schedules.sync import format_report, sync
-from worker.errors import SchedulerError
 from worker.process import exit_process
 
 EXIT_CODES = (

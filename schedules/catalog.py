@@ -19,9 +19,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from activities.kinds import KINDS
+from core.errors import CatalogError
+from jobs import KINDS
 from schedules.durations import Duration
-from worker.errors import CatalogError
 from workflows import RetrySettings
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

@@ -17,7 +17,7 @@ last run, last success, next due, and an alert for each of
 
 `evaluate` is a pure function of rows, schedule states and `now`, so every alert and every DST
 case is unit-tested without servers; `run_check` loads the inputs from PostgreSQL and
-Temporal. Fire times follow `schedules.firetimes` (classic cron DST semantics). A fire time
+Temporal. Fire times follow `timing.firetimes` (classic cron DST semantics). A fire time
 is "covered" by any row scheduled between it and the next fire time, which absorbs jitter,
 manual triggers and DST compensation.
 """
@@ -37,9 +37,9 @@ import psycopg
 from psycopg.rows import dict_row
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.queries import queries
+from core.sql import queries
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
-from schedules.firetimes import fire_times, next_fire_time
+from timing.firetimes import fire_times, next_fire_time
 from worker.client import connect
 from workflows import JobRun
 
@@ -211,7 +211,7 @@ def evaluate_job(
 ) -> JobStatus:
     """Judge one job at `now` from its execution rows and its schedule's state.
 
-    `executions`: any superset of the rows `activities/sql/check.sql` loads (None: the
+    `executions`: any superset of the rows `schedules/sql/check.sql` loads (None: the
     database could not be read). `schedule`: None when Temporal could not be asked.
     """
     timing = _Timing(job)
@@ -456,7 +456,7 @@ async def load_database(
     conninfo: str, job_ids: Sequence[str], now: datetime, lookback: timedelta, timeout: float
 ) -> tuple[list[Execution], OutboxState]:
     """Read the rows `evaluate` needs and the dead outbox count, in a read-only session."""
-    q = queries("check")
+    q = queries("schedules.sql", "check")
     async with await psycopg.AsyncConnection.connect(
         conninfo, connect_timeout=max(2, int(timeout)), row_factory=dict_row
     ) as conn:

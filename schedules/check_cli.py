@@ -10,6 +10,7 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from core.errors import SchedulerError
 from schedules.catalog import load_catalog
 from schedules.check import (
     DEFAULT_LOOKBACK,
@@ -21,7 +22,6 @@ from schedules.check import (
     run_check,
 )
 from schedules.durations import format_duration, parse_duration
-from worker.errors import SchedulerError
 from worker.settings import load_settings
 
 logger = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
+from core.errors import TemporalUnreachableError
 from worker.client import connect
-from worker.errors import TemporalUnreachableError
 from worker.settings import Settings, load_settings
 
 T = TypeVar("T")

@@ -20,7 +20,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributeKey
 
 from schedules.catalog import JobSpec
-from schedules.timing import compile_spec
+from timing.calendars import compile_spec
 from workflows import JobRun, ScheduledJobWorkflow
 
 # Marks schedules this project owns, so sync never touches anyone else's.
@@ -81,7 +81,7 @@ def compile_schedule(
 ) -> Schedule:
     """Build the schedule: schedule id and workflow id are the job id.
 
-    A cron job's spec comes from `schedules.timing` (DST-exact; `now` places its horizon).
+    A cron job's spec comes from `timing.calendars` (DST-exact; `now` places its horizon).
     `spec`, when given, is one `compile_spec` already made for this job (sync compiles each
     job once per run: the plan compares it, then creates or updates with it).
     """

@@ -14,6 +14,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from core.errors import SchedulerError
 from schedules import cli
 from schedules.catalog import JobSpec, load_catalog
 from schedules.cli import Context
@@ -41,7 +42,6 @@ from schedules.operate_server import (
     usable_state,
 )
 from schedules.operate_times import between, local_text, parse_time, upcoming, utc_text
-from worker.errors import SchedulerError
 
 # Temporal buffers the starts of a trigger burst; past about a thousand it drops them.
 BACKFILL_HARD_LIMIT = 1000

@@ -9,13 +9,10 @@ starting cluster is waited for and an unreachable one is one clear error.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
-from importlib import resources
 from typing import Any
 
 import psycopg
@@ -36,14 +33,14 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from core.errors import SchedulerError
+from core.sql import queries as named_queries
 from schedules.cli import Context
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
-from worker.errors import SchedulerError
 from workflows import JobRun
 
 _TICK = timedelta(microseconds=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 # Describe calls in flight at once for `list`.
 _CONCURRENCY = 16
 _POLL = 0.1  # seconds between describe calls while waiting for the server
@@ -59,12 +56,9 @@ class DatabaseUnavailableError(OperationError):
     """PostgreSQL could not be read; the message never holds the connection URL."""
 
 
-@cache
 def queries() -> dict[str, str]:
-    """The named queries of `schedules/sql/operate.sql` (the activities' `-- name:` format)."""
-    text = resources.files("schedules").joinpath("sql/operate.sql").read_text()
-    parts = _HEADER.split(text)
-    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    """The named queries of `schedules/sql/operate.sql`."""
+    return named_queries("schedules.sql", "operate")
 
 
 # --- schedule state -----------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Fire times as operators read them: a job's runs in a range, in local time and UTC, with DST notes.
 
 Pure functions of the job and the clock (passed in), so DST changes years ahead are tested
-today. When a job fires is `schedules.firetimes`' business (classic cron DST rules; interval
+today. When a job fires is `timing.firetimes`' business (classic cron DST rules; interval
 jobs every `interval` from the Unix epoch, as Temporal's interval specs); this module only
 bounds, counts and explains those times.
 """
@@ -15,7 +15,7 @@ from croniter import CroniterBadDateError
 
 from schedules.catalog import JobSpec
 from schedules.durations import format_duration
-from schedules.firetimes import _croniter, fire_times, fixed_hour
+from timing.firetimes import _croniter, fire_times, fixed_hour
 
 _TICK = timedelta(microseconds=1)
 _FIRST_WINDOW = timedelta(hours=1)

@@ -49,6 +49,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
+from core.errors import CatalogError
 from schedules.catalog import JobSpec
 from schedules.compile import (
     DIGEST_ATTRIBUTE,
@@ -58,8 +59,7 @@ from schedules.compile import (
     compile_schedule,
     schedule_digest,
 )
-from schedules.timing import describe_spec, spec_outdated
-from worker.errors import CatalogError
+from timing.calendars import describe_spec, spec_outdated
 from workflows import JobRun
 
 logger = logging.getLogger(__name__)
@@ -350,7 +350,7 @@ async def _plan(
         if task_queue != target.task_queue:
             fields["task_queue"] = (task_queue, target.task_queue)
         # A DST-compiled spec is good for about ten years; it is recompiled once a year, and
-        # when the tz database or the compiler changed (schedules/timing.py).
+        # when the tz database or the compiler changed (timing/calendars.py).
         stored, compiled = description.schedule.spec, target.schedule.spec
         if spec_outdated(stored, compiled):
             fields["calendars"] = (describe_spec(stored), describe_spec(compiled))

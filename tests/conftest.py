@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,12 +18,29 @@ import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from devstack import EmbeddedPostgres, TemporalDevServer, free_port
 from tests.helpers import wait_for_text
-from worker.localstack import EmbeddedPostgres, TemporalDevServer, free_port
 from worker.migrate import apply_migrations
 from worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config) -> None:
+    """Keep this checkout's temporary files under a root of its own.
+
+    Every pytest session re-locks `/tmp/pytest-of-<user>` to mode 0700 when it starts, and
+    the embedded PostgreSQL runs as its own user, which must traverse into its data
+    directory: a test session of another checkout on the same machine would cut this
+    session's servers off ("could not access directory: Permission denied").
+    """
+    if "PYTEST_DEBUG_TEMPROOT" not in os.environ:
+        digest = hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]
+        root = Path(tempfile.gettempdir()) / f"sj-{digest}"  # short: a socket path has 107 bytes
+        root.mkdir(mode=0o755, exist_ok=True)
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(root)
+
+
 TEMPLATE_DB = "jobs_template"
 _db_numbers = itertools.count()
 

@@ -9,7 +9,7 @@ import sys
 
 import psycopg
 
-from worker.errors import SchedulerError
+from core.errors import SchedulerError
 from worker.logs import configure_logging
 from worker.migrate import apply_migrations
 from worker.process import exit_process

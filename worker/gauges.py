@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 import psycopg
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
-from activities.queries import queries
-from worker import metric_names
+from core import metric_names
+from core.sql import queries
 
 logger = logging.getLogger(__name__)
 
-_Q = queries("telemetry")
+_Q = queries("worker.sql", "gauges")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from importlib import resources
 
 import psycopg
 
-from worker.errors import MigrationError
+from core.errors import MigrationError
+from core.sql import queries
 
 logger = logging.getLogger(__name__)
 
@@ -53,14 +54,7 @@ def load_migrations() -> list[Migration]:
     return migrations
 
 
-_CREATE_TABLE = """
-CREATE TABLE IF NOT EXISTS schema_migrations (
-    version    integer PRIMARY KEY,
-    name       text NOT NULL,
-    checksum   text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)
-"""
+_Q = queries("worker.sql", "migrate")
 
 
 def apply_migrations(conninfo: str) -> list[Migration]:
@@ -68,13 +62,10 @@ def apply_migrations(conninfo: str) -> list[Migration]:
     migrations = load_migrations()
     applied_here = []
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+        conn.execute(_Q["lock"], {"key": MIGRATION_LOCK_KEY})
         try:
-            conn.execute(_CREATE_TABLE)
-            done = {
-                row[0]: row[1]
-                for row in conn.execute("SELECT version, checksum FROM schema_migrations")
-            }
+            conn.execute(_Q["create_table"])
+            done = dict(conn.execute(_Q["applied"]).fetchall())
             for migration in migrations:
                 if migration.version in done:
                     if done[migration.version] != migration.checksum:
@@ -86,9 +77,12 @@ def apply_migrations(conninfo: str) -> list[Migration]:
                 with conn.transaction():
                     conn.execute(migration.sql)
                     conn.execute(
-                        "INSERT INTO schema_migrations (version, name, checksum)"
-                        " VALUES (%s, %s, %s)",
-                        (migration.version, migration.name, migration.checksum),
+                        _Q["record"],
+                        {
+                            "version": migration.version,
+                            "name": migration.name,
+                            "checksum": migration.checksum,
+                        },
                     )
                 logger.info(
                     "applied migration",
@@ -96,5 +90,5 @@ def apply_migrations(conninfo: str) -> list[Migration]:
                 )
                 applied_here.append(migration)
         finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+            conn.execute(_Q["unlock"], {"key": MIGRATION_LOCK_KEY})
     return applied_here

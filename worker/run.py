@@ -13,7 +13,8 @@ from temporalio.worker import Worker
 
 from activities.catchup import CatchupActivities
 from activities.executions import ExecutionActivities
-from activities.kinds import build_kind_activities
+from core.sql import queries
+from jobs import kind_activities
 from worker.client import connect
 from worker.migrate import apply_migrations
 from worker.settings import Settings
@@ -21,6 +22,7 @@ from worker.telemetry import Telemetry, worker_telemetry
 from workflows import ScheduledJobWorkflow
 
 logger = logging.getLogger(__name__)
+_Q = queries("worker.sql", "pool")
 
 
 def build_activities(pool: AsyncConnectionPool) -> list:
@@ -31,7 +33,7 @@ def build_activities(pool: AsyncConnectionPool) -> list:
         executions.claim_execution,
         executions.record_failure,
         catchup.plan_run,
-        *build_kind_activities(pool),
+        *kind_activities(pool),
     ]
 
 
@@ -71,9 +73,7 @@ async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Tele
     idle_ms = int(settings.database_idle_in_transaction_timeout_seconds * 1000)
 
     async def configure(conn: AsyncConnection) -> None:
-        await conn.execute(
-            "SELECT set_config('idle_in_transaction_session_timeout', %s, false)", (str(idle_ms),)
-        )
+        await conn.execute(_Q["configure"], {"idle_ms": str(idle_ms)})
         await conn.commit()
 
     async with AsyncConnectionPool(

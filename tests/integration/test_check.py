@@ -12,11 +12,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from devstack import free_port
 from schedules.catalog import load_catalog
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
-from schedules.firetimes import fire_times
 from tests.conftest import ROOT, settings_env
-from worker.localstack import free_port
+from timing.firetimes import fire_times
 
 CATALOG = """
 [{job}]

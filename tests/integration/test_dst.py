@@ -1,4 +1,4 @@
-"""DST on the real server: compiled schedules fire what `schedules.firetimes` says, for every
+"""DST on the real server: compiled schedules fire what `timing.firetimes` says, for every
 New York and London change of the next five years.
 
 Each schedule is created paused (its action targets an unused task queue) with `start_at`
@@ -23,11 +23,11 @@ from temporalio.client import (
     ScheduleState,
 )
 
+from core.errors import CatalogError
 from schedules.catalog import parse_catalog
 from schedules.sync import plan, sync
-from schedules.timing import compile_spec, compiled_until, next_fire_times
 from tests.helpers import assert_eventually
-from worker.errors import CatalogError
+from timing.calendars import compile_spec, compiled_until, next_fire_times
 
 NY, LONDON = "America/New_York", "Europe/London"
 YEARS = 5

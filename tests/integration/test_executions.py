@@ -9,8 +9,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from activities.chunked import fenced
 from activities.executions import ExecutionActivities, StaleAttemptError, take_over
-from activities.invoices import remind_chunk, reminder_window
 from activities.models import ClaimInput, FailureInput
+from jobs.invoice_reminders.activities import remind_chunk, reminder_window
 from tests.integration.jobs import executions, insert_invoices, outbox_count
 
 SLOT = datetime(2026, 11, 20, 2, 30, tzinfo=UTC)

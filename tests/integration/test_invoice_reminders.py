@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy, WorkflowFailureError
 
+from devstack.temporal import temporal_binary
 from schedules.compile import job_run
 from tests.helpers import assert_eventually
 from tests.integration.jobs import (
@@ -19,7 +20,6 @@ from tests.integration.jobs import (
     outbox_count,
     registered,
 )
-from worker.localstack.temporal import temporal_binary
 from workflows import ScheduledJobWorkflow
 
 LONDON = ZoneInfo("Europe/London")

@@ -10,10 +10,10 @@ import urllib.request
 
 import psycopg
 
+from devstack import free_port
+from devstack.temporal import temporal_binary
 from tests.conftest import ROOT
 from tests.helpers import assert_eventually, wait_for_text
-from worker.localstack import free_port
-from worker.localstack.temporal import temporal_binary
 
 
 def start_stack(state, log, ports) -> subprocess.Popen:
@@ -24,7 +24,7 @@ def start_stack(state, log, ports) -> subprocess.Popen:
             [
                 sys.executable,
                 "-m",
-                "worker.localstack",
+                "devstack",
                 f"--state={state}",
                 f"--pg-port={pg}",
                 f"--temporal-port={temporal}",
@@ -68,7 +68,7 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
             [
                 sys.executable,
                 "-m",
-                "worker.localstack",
+                "devstack",
                 f"--state={state}",
                 f"--pg-port={ports[0]}",
             ],

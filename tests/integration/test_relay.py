@@ -24,13 +24,13 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from pydantic import SecretStr
 
-from activities.relay import Relay, RelayConfig
-from activities.transports import SmtpConfig, WebhookConfig
+from devstack import free_port
+from devstack.mailsink import MailSink
+from jobs.outbox_relay.activities import Relay, RelayConfig
+from jobs.outbox_relay.transports import SmtpConfig, WebhookConfig
 from schedules.catalog import default_catalog
 from tests.helpers import assert_eventually
 from tests.integration.jobs import FAST_RETRY, executions, registered
-from worker.localstack import free_port
-from worker.localstack.mailsink import MailSink
 
 DOMAIN = "billing.example.test"
 

@@ -14,12 +14,14 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.chunked import fenced
 from activities.executions import ExecutionActivities, Fence, StaleAttemptError
+from activities.kinds import build_kind_activities
 from activities.models import ClaimInput, ExecutionRef, WorkInput
-from activities.settlement import SettlementActivities, settle_chunk
+from devstack.temporal import temporal_binary
+from jobs import KINDS
+from jobs.card_settlement.activities import settle_chunk
 from schedules.catalog import JobSpec, default_catalog
 from tests.helpers import assert_eventually
 from tests.integration.jobs import FAST_RETRY, executions, registered
-from worker.localstack.temporal import temporal_binary
 
 JOB = "card-settlement"
 MINUTE = timedelta(minutes=1)
@@ -238,13 +240,13 @@ async def test_a_retry_resumes_after_the_last_committed_chunk_and_a_stale_attemp
         execution=ExecutionRef(execution_id=claim.execution_id, job_name=JOB, scheduled_at=slot),
         params={"chunk_size": 1000},
     )
-    activities = SettlementActivities(pool)
+    (settle,) = build_kind_activities([KINDS[JOB]], pool)
 
     # Attempt 1 is cancelled (its worker lost, say) after its first chunk committed.
     first = ActivityEnvironment()
     first.on_heartbeat = lambda *details: first.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await first.run(activities.settle_card_payments, work)
+        await first.run(settle, work)
     (row,) = executions(db, JOB)
     assert row["status"] == "running" and row["attempt"] == 1
     assert row["progress"]["counts"]["settled"] == 1000
@@ -253,7 +255,7 @@ async def test_a_retry_resumes_after_the_last_committed_chunk_and_a_stale_attemp
     }
 
     # Attempt 2 resumes after the first chunk and completes the batch.
-    result = await ActivityEnvironment().run(activities.settle_card_payments, work)
+    result = await ActivityEnvironment().run(settle, work)
     assert result.counts["settled"] == 2500 and result.counts["chunks"] == 3
     (row,) = executions(db, JOB)
     assert row["status"] == "completed" and row["attempt"] == 2

@@ -16,12 +16,12 @@ from croniter import croniter
 from temporalio.client import Schedule, ScheduleActionStartWorkflow, ScheduleSpec, ScheduleUpdate
 from temporalio.service import RPCError, RPCStatusCode
 
+from core.errors import CatalogError
 from schedules.catalog import load_catalog
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
 from schedules.sync import managed_schedule_ids, sync
 from tests.conftest import ROOT, settings_env
 from tests.helpers import assert_eventually
-from worker.errors import CatalogError
 
 JOB = """
 [{id}]

@@ -28,11 +28,11 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
 from activities.telemetry import record_catchup_gap
+from core import metric_names
+from devstack import free_port
 from tests.helpers import assert_eventually
 from tests.integration.jobs import executions, insert_invoices, invoice_job, registered
-from worker import metric_names
 from worker.client import connect
-from worker.localstack import free_port
 from worker.run import build_worker
 from worker.telemetry import tracing_interceptors
 from worker.tracing import run_trace_id

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from core import metric_names
 from schedules.catalog import load_catalog
 from schedules.check import DEFAULT_GRACE, Kind
-from schedules.firetimes import fire_times
-from worker import metric_names
+from timing.firetimes import fire_times
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"
 PROMTOOL = shutil.which("promtool")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from temporalio.client import ScheduleOverlapPolicy
 
+from core.errors import CatalogError
 from schedules.catalog import default_catalog, load_catalog, parse_catalog
 from schedules.compile import compile_schedule, job_run
 from schedules.durations import format_duration, parse_duration
-from worker.errors import CatalogError
 
 GOOD = {
     "kind": "invoice-reminders",

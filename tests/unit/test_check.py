@@ -16,7 +16,7 @@ from schedules.check import (
     evaluate_job,
 )
 from schedules.check_cli import format_report, to_json
-from schedules.firetimes import fire_times
+from timing.firetimes import fire_times
 
 NOW = datetime(2027, 11, 10, 12, 0, tzinfo=UTC)
 SINCE = NOW - timedelta(days=30)

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from psycopg.conninfo import conninfo_to_dict
 
-from worker.localstack.temporal import temporal_binary
+from devstack.temporal import temporal_binary
 from worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

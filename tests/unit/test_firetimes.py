@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from schedules.firetimes import fire_times, fixed_hour, next_fire_time
+from timing.firetimes import fire_times, fixed_hour, next_fire_time
 
 
 def utc(*args: int) -> datetime:

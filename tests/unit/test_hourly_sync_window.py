@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.hourly_sync import data_window, job_window
 from activities.models import ExecutionRef, JobTiming, WorkInput
+from jobs.hourly_sync.activities import data_window, job_window
 
 
 def utc(*args: int) -> datetime:

@@ -11,7 +11,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from worker.errors import SettingsError
+from core.errors import SettingsError
 from worker.logs import JsonFormatter, TextFormatter, TraceContextFilter, configure_logging
 from worker.settings import Settings
 from worker.telemetry import span_exporters_from_env

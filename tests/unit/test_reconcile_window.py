@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from activities.reconcile import ReconcileParams, previous_local_day
+from jobs.nightly_reconcile.activities import ReconcileParams, previous_local_day
 
 NEW_YORK = "America/New_York"
 

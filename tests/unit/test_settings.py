@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from core.errors import SettingsError
 from tests.conftest import ROOT
-from worker.errors import SettingsError
 from worker.settings import LOCAL_DATABASE_URL, load_settings
 
 

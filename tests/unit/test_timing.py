@@ -1,7 +1,7 @@
 """Cron + time zone -> ScheduleSpec, DST-exact, checked without servers for any `now`.
 
 UTC-compiled specs are evaluated here by plain calendar matching (UTC has no DST) and
-compared with `schedules.firetimes` over their whole horizon. Specs left in the job's own
+compared with `timing.firetimes` over their whole horizon. Specs left in the job's own
 time zone rely on Temporal's own reading, which tests/integration/test_dst.py checks
 against the real server across five years of changes.
 """
@@ -15,9 +15,7 @@ from temporalio.client import ScheduleCalendarSpec, ScheduleRange, ScheduleSpec
 
 from schedules.catalog import parse_catalog
 from schedules.compile import compile_schedule
-from schedules.cron import CronError, parse_cron
-from schedules.firetimes import fire_times
-from schedules.timing import (
+from timing.calendars import (
     HORIZON_YEARS,
     compile_spec,
     compiled_until,
@@ -26,6 +24,8 @@ from schedules.timing import (
     next_fire_times,
     spec_outdated,
 )
+from timing.cron import CronError, parse_cron
+from timing.firetimes import fire_times
 
 NOW = datetime(2026, 11, 29, 16, 30, tzinfo=UTC)
 NY, LONDON = "America/New_York", "Europe/London"

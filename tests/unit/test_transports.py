@@ -11,8 +11,8 @@ import aiosmtplib
 import pytest
 from pydantic import SecretStr
 
-from activities.relay import RelayConfig
-from activities.transports import (
+from jobs.outbox_relay.activities import RelayConfig
+from jobs.outbox_relay.transports import (
     DeliveryError,
     OutboxMessage,
     SmtpConfig,
@@ -128,7 +128,7 @@ def test_relay_settings_come_from_the_environment(monkeypatch):
 
 
 def test_a_bad_webhook_url_is_refused_without_showing_it(monkeypatch):
-    from worker.errors import SettingsError
+    from core.errors import SettingsError
     from worker.settings import load_settings
 
     monkeypatch.setenv("WEBHOOK_URL", "hooks.example.com/x?token=s3cret")

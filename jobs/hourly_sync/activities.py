@@ -16,16 +16,16 @@ from datetime import datetime, timedelta
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chunked import Progress, run_in_chunks
 from activities.models import ExecutionRef, WorkInput, WorkResult
-from activities.queries import queries
-from schedules.firetimes import fire_times
+from core.sql import queries
+from timing.firetimes import fire_times
 
-_Q = queries("hourly_sync")
+_Q = queries(__package__, "queries")
 
 WINDOW_BUSY = "WindowBusy"
 # The cursor before a window's first event: (occurred_at, id) > (-infinity, 0).
@@ -79,16 +79,9 @@ class HourlySyncActivities:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
 
-    @activity.defn
-    async def sync_hourly_totals(self, work: WorkInput) -> WorkResult:
+    async def sync_hourly_totals(self, work: WorkInput, params: HourlySyncParams) -> WorkResult:
         """Aggregate the slot's window of events per account, once per window."""
         execution = work.execution
-        try:
-            params = HourlySyncParams.model_validate(work.params)
-        except ValidationError as exc:
-            raise ApplicationError(
-                f"{execution.job_name}: invalid params: {exc}", non_retryable=True
-            ) from None
         start, end = job_window(work)
         window = {"start": start.isoformat(), "end": end.isoformat()}
 

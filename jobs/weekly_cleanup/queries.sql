@@ -1,4 +1,4 @@
--- Queries of the weekly-cleanup job (activities/cleanup.py). Each runs as one short batch
+-- Queries of the weekly-cleanup job (jobs/weekly_cleanup/activities.py). Each runs as one short batch
 -- in its own fenced transaction: SKIP LOCKED never waits for rows another transaction
 -- holds, and a batch locks at most `batch_size` rows.
 

@@ -14,15 +14,13 @@ from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from pydantic import BaseModel, Field, ValidationError
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from pydantic import BaseModel, Field
 
 from activities.chunked import Progress, run_in_chunks
 from activities.models import WorkInput, WorkResult
-from activities.queries import queries
+from core.sql import queries
 
-_Q = queries("settlement")
+_Q = queries(__package__, "queries")
 
 
 class SettlementParams(BaseModel):
@@ -69,15 +67,8 @@ class SettlementActivities:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
 
-    @activity.defn
-    async def settle_card_payments(self, work: WorkInput) -> WorkResult:
+    async def settle_card_payments(self, work: WorkInput, params: SettlementParams) -> WorkResult:
         """Settle the captured payments up to the slot's time in its batch, resuming on retry."""
-        try:
-            params = SettlementParams.model_validate(work.params)
-        except ValidationError as exc:
-            raise ApplicationError(
-                f"{work.execution.job_name}: invalid params: {exc}", non_retryable=True
-            ) from None
         execution = work.execution
 
         async def plan(conn: AsyncConnection) -> Progress:

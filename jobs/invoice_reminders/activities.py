@@ -11,15 +11,13 @@ from datetime import datetime, timedelta
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from pydantic import BaseModel, Field, ValidationError
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from pydantic import BaseModel, Field
 
 from activities.chunked import Progress, run_in_chunks
 from activities.models import WorkInput, WorkResult
-from activities.queries import queries
+from core.sql import queries
 
-_Q = queries("invoices")
+_Q = queries(__package__, "queries")
 
 
 class InvoiceReminderParams(BaseModel):
@@ -57,19 +55,14 @@ class InvoiceActivities:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
 
-    @activity.defn
-    async def send_invoice_reminders(self, work: WorkInput) -> WorkResult:
+    async def send_invoice_reminders(
+        self, work: WorkInput, params: InvoiceReminderParams
+    ) -> WorkResult:
         """Remind every overdue invoice once, resuming where a previous attempt stopped.
 
         "Overdue" and "recently reminded" are judged as of the scheduled time, so a late
         or backfilled run does that night's work, never a second reminder within the window.
         """
-        try:
-            params = InvoiceReminderParams.model_validate(work.params)
-        except ValidationError as exc:
-            raise ApplicationError(
-                f"{work.execution.job_name}: invalid params: {exc}", non_retryable=True
-            ) from None
         fixed = reminder_window(
             work.execution.job_name, work.execution.scheduled_at, params.remind_every_days
         )

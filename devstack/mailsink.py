@@ -4,8 +4,8 @@
 message to `.dev/mail/` as an `.eml` file; the tests start their own. It is aiosmtpd, a real
 SMTP server, so the relay's SMTP client is exercised end to end.
 
-    python -m worker.localstack.mailsink            # the newest messages in .dev/mail
-    python -m worker.localstack.mailsink -n 50 --dir .dev/mail
+    python -m devstack.mailsink            # the newest messages in .dev/mail
+    python -m devstack.mailsink -n 50 --dir .dev/mail
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from aiosmtpd.controller import Controller
 
-from worker.localstack.ports import require_free_port
+from devstack.ports import require_free_port
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MESSAGE_ID = re.compile(rb"^Message-ID:[ \t]*(\S+)", re.IGNORECASE | re.MULTILINE)
@@ -118,9 +118,7 @@ def newest(directory: Path, limit: int) -> list[str]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        prog="python -m worker.localstack.mailsink", description=__doc__
-    )
+    parser = argparse.ArgumentParser(prog="python -m devstack.mailsink", description=__doc__)
     parser.add_argument("--dir", type=Path, default=Path(".dev/mail"), help="the sink's folder")
     parser.add_argument("-n", type=int, default=20, help="how many messages")
     args = parser.parse_args()

@@ -1,4 +1,4 @@
--- Queries of the outbox relay (activities/relay.py). Each runs in its own short
+-- Queries of the outbox relay (jobs/outbox_relay/activities.py). Each runs in its own short
 -- transaction; no lock is held while a message is on the wire.
 
 -- name: claim

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from worker.errors import SchedulerError
+from core.errors import SchedulerError
 
 
 class PortInUseError(SchedulerError):

@@ -1,4 +1,4 @@
-"""Cron expressions as the sets of values each field allows, read as `schedules.firetimes` reads them.
+"""Cron expressions as the sets of values each field allows, read as `timing.firetimes` reads them.
 
 `firetimes` defines when a job fires (croniter's reading, Temporal's field layout); the
 schedule compiler needs the same expression as plain sets to build Temporal calendars. Both
@@ -20,7 +20,7 @@ from datetime import date
 
 from croniter import CroniterError, croniter
 
-from worker.errors import CatalogError
+from core.errors import CatalogError
 
 ALL_SECONDS = frozenset(range(60))
 ALL_MINUTES = frozenset(range(60))
@@ -89,7 +89,7 @@ def parse_cron(text: str) -> Cron:
         CronError: the expression is malformed or uses syntax Temporal cannot express.
     """
     fields = text.split()
-    # As schedules.firetimes: Temporal's 6th field is a year; its 7-field form is
+    # As timing.firetimes: Temporal's 6th field is a year; its 7-field form is
     # second-first. croniter reads both when given a leading second.
     form, seconds_first = text, len(fields) == 7
     if len(fields) == 6:

@@ -15,15 +15,13 @@ from datetime import datetime, timedelta
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from pydantic import BaseModel, Field, ValidationError
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from pydantic import BaseModel, Field
 
 from activities.chunked import Progress, run_in_chunks
 from activities.models import WorkInput, WorkResult
-from activities.queries import queries
+from core.sql import queries
 
-_Q = queries("cleanup")
+_Q = queries(__package__, "queries")
 
 
 class CleanupParams(BaseModel):
@@ -52,16 +50,9 @@ class CleanupActivities:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
 
-    @activity.defn
-    async def delete_expired_records(self, work: WorkInput) -> WorkResult:
+    async def delete_expired_records(self, work: WorkInput, params: CleanupParams) -> WorkResult:
         """Delete delivered outbox messages, then old executions, one batch at a time."""
         execution = work.execution
-        try:
-            params = CleanupParams.model_validate(work.params)
-        except ValidationError as exc:
-            raise ApplicationError(
-                f"{execution.job_name}: invalid params: {exc}", non_retryable=True
-            ) from None
         before = cutoffs(execution.scheduled_at, params)
 
         async def plan(conn: AsyncConnection) -> Progress:

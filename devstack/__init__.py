@@ -3,9 +3,9 @@
 Used by `make run` and by the test fixtures, so both start servers the same way.
 """
 
-from worker.localstack.ports import PortInUseError, free_port, require_free_port
-from worker.localstack.postgres import EmbeddedPostgres
-from worker.localstack.temporal import TemporalDevServer
+from devstack.ports import PortInUseError, free_port, require_free_port
+from devstack.postgres import EmbeddedPostgres
+from devstack.temporal import TemporalDevServer
 
 __all__ = [
     "EmbeddedPostgres",

@@ -17,15 +17,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from pydantic import BaseModel, Field, ValidationError, field_validator
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from pydantic import BaseModel, Field, field_validator
 
 from activities.chunked import Progress, run_in_chunks
 from activities.models import WorkInput, WorkResult
-from activities.queries import queries
+from core.sql import queries
 
-_Q = queries("reconcile")
+_Q = queries(__package__, "queries")
 
 
 class ReconcileParams(BaseModel):
@@ -114,15 +112,8 @@ class ReconcileActivities:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
 
-    @activity.defn
-    async def reconcile_ledger(self, work: WorkInput) -> WorkResult:
+    async def reconcile_ledger(self, work: WorkInput, params: ReconcileParams) -> WorkResult:
         """Reconcile the local day before the slot's time, once per slot."""
-        try:
-            params = ReconcileParams.model_validate(work.params)
-        except ValidationError as exc:
-            raise ApplicationError(
-                f"{work.execution.job_name}: invalid params: {exc}", non_retryable=True
-            ) from None
         execution = work.execution
         window = previous_local_day(execution.scheduled_at, params.ledger_timezone)
         slot = {"job_name": execution.job_name, "scheduled_at": execution.scheduled_at}

@@ -13,7 +13,10 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from worker.localstack.ports import require_free_port
+from core.sql import queries
+from devstack.ports import require_free_port
+
+_Q = queries("devstack.sql", "devstack")
 
 logger = logging.getLogger(__name__)
 
@@ -169,14 +172,10 @@ class EmbeddedPostgres:
     def create_database(self, name: str, template: str | None = None) -> str:
         """Create database `name` (optionally from `template`) if missing; return its URL."""
         with psycopg.connect(self.url(), autocommit=True) as conn:
-            exists = conn.execute(
-                "SELECT 1 FROM pg_database WHERE datname = %s", (name,)
-            ).fetchone()
-            if not exists:
-                stmt = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
-                if template:
-                    stmt += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
-                conn.execute(stmt)
+            if not conn.execute(_Q["database_exists"], {"name": name}).fetchone():
+                names = [sql.Identifier(n) for n in (name, template) if n]
+                query = _Q["create_database_from_template" if template else "create_database"]
+                conn.execute(sql.SQL(query).format(*names))
         return self.url(name)
 
 

@@ -7,7 +7,7 @@ One batch is three short steps, and no transaction stays open while a message is
    `claim_token` is stamped. Any number of relays claim side by side and never get the
    same message while its lease lasts.
 2. *Deliver* outside any transaction, `concurrency` at a time, through the message type's
-   transport (`activities.transports`), before the lease runs out.
+   transport (`jobs.outbox_relay.transports`), before the lease runs out.
 3. *Record* (one transaction): delivered messages get `dispatched_at`; failed ones get
    `attempts + 1`, `last_error` and an exponential backoff, or `dead_at` when the failure is
    permanent or the last allowed attempt; unstarted ones are released, due at once.
@@ -31,16 +31,15 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from psycopg_pool import AsyncConnectionPool
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from activities.chunked import begin_attempt, fenced
 from activities.executions import holder_name
 from activities.models import WorkInput, WorkResult
-from activities.queries import queries
 from activities.telemetry import record_completed
-from activities.transports import (
+from core.sql import queries
+from jobs.outbox_relay.transports import (
     DeliveryError,
     OutboxMessage,
     SmtpConfig,
@@ -52,7 +51,7 @@ from activities.transports import (
 
 logger = logging.getLogger(__name__)
 
-_Q = queries("relay")
+_Q = queries(__package__, "queries")
 
 # Deliveries of a batch must end this long before its lease does, so a slow batch is
 # recorded (as failed) before another relay may claim the same messages.
@@ -334,8 +333,7 @@ class RelayActivities:
         self.pool = pool
         self.config = config
 
-    @activity.defn
-    async def relay_outbox(self, work: WorkInput) -> WorkResult:
+    async def relay_outbox(self, work: WorkInput, params: RelayParams) -> WorkResult:
         """Deliver due outbox messages for up to `max_seconds`, then complete the run.
 
         Each message's outcome is committed on its own, under its claim, whatever happens to
@@ -344,12 +342,6 @@ class RelayActivities:
         it stops at its next batch.
         """
         execution = work.execution
-        try:
-            params = RelayParams.model_validate(work.params)
-        except ValidationError as exc:
-            raise ApplicationError(
-                f"{execution.job_name}: invalid params: {exc}", non_retryable=True
-            ) from None
         fence = await begin_attempt(self.pool, execution)
         if isinstance(fence, WorkResult):
             return fence

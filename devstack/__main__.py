@@ -14,18 +14,19 @@ import signal
 import subprocess
 import sys
 import threading
-from importlib import resources
 from pathlib import Path
 
 import psycopg
 
+from core.errors import SchedulerError
+from core.sql import queries
+from devstack.mailsink import MailSink
+from devstack.postgres import EmbeddedPostgres
+from devstack.temporal import TemporalDevServer
+from jobs import demo_data
 from schedules.catalog import load_catalog
 from schedules.sync import format_report, sync
 from worker.client import connect
-from worker.errors import SchedulerError
-from worker.localstack.mailsink import MailSink
-from worker.localstack.postgres import EmbeddedPostgres
-from worker.localstack.temporal import TemporalDevServer
 from worker.migrate import apply_migrations
 from worker.process import exit_process
 from worker.settings import Settings
@@ -36,7 +37,8 @@ TEMPORAL_PORT = 7233
 UI_PORT = 8233
 SMTP_PORT = 8025  # the default SMTP_PORT: the workers mail the sink without configuration
 
-logger = logging.getLogger("localstack")
+logger = logging.getLogger("devstack")
+_Q = queries("devstack.sql", "devstack")
 
 
 def _say(message: str) -> None:
@@ -101,14 +103,10 @@ class LocalStack:
         applied = apply_migrations(url)
         _say(f"migrations applied: {len(applied)} new")
         with psycopg.connect(url) as conn:
-            # Each job family brings its own demo_NN_<family>.sql; each loads only once.
-            demo = resources.files("worker.localstack")
-            for entry in sorted(demo.iterdir(), key=lambda e: e.name):
-                if entry.name.startswith("demo_") and entry.name.endswith(".sql"):
-                    conn.execute(entry.read_text())
-            (overdue,) = conn.execute(
-                "SELECT count(*) FROM invoices WHERE status = 'Unpaid' AND due_date < current_date"
-            ).fetchone()
+            # Each job family may bring a demo.sql; each guards itself to load only once.
+            for _family, demo in demo_data():
+                conn.execute(demo.read_text())
+            (overdue,) = conn.execute(_Q["overdue_invoices"]).fetchone()
         _say(f"demo billing data ready: {overdue} unpaid invoices past due")
 
         _say(f"starting the Temporal dev server on {self.temporal.address}, UI on :{self.ui_port}")
@@ -175,7 +173,7 @@ def _instructions(stack: LocalStack) -> str:
   Temporal Web UI:   http://localhost:{stack.ui_port}/namespaces/default/schedules
   Run a job now:     {bin_dir}/temporal schedule trigger --schedule-id invoice-reminders{address}
   See the outbox:    {db_env}{bin_dir}/python -m worker outbox
-  Read the mail:     {bin_dir}/python -m worker.localstack.mailsink --dir {stack.mail.directory}
+  Read the mail:     {bin_dir}/python -m devstack.mailsink --dir {stack.mail.directory}
 {_metrics_line(stack.replicas)}  Ctrl-C stops everything; the next `make run` reuses the state in {stack.state}.
 """
 
@@ -214,7 +212,7 @@ async def main(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m worker.localstack", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     parser.add_argument("--state", type=Path, default=Path(".dev"), help="where state lives")
     parser.add_argument("--replicas", type=int, default=2, help="worker processes to run")
     parser.add_argument("--pg-port", type=int, default=PG_PORT)

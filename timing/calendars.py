@@ -1,7 +1,7 @@
 """A job's cron and IANA time zone as a Temporal `ScheduleSpec` that fires on DST days as
 classic cron does.
 
-`schedules.firetimes` defines when a job fires (DESIGN.md, "Time zones and DST"): a
+`timing.firetimes` defines when a job fires (DESIGN.md, "Time zones and DST"): a
 fixed-hour job whose local time falls in the spring-forward gap runs once at the first valid
 instant after it; one in the repeated fall-back hour runs once, at the first occurrence; a
 job with a wildcard or stepped hour follows elapsed time (23 hourly runs on a 23-hour day,
@@ -45,9 +45,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from temporalio.client import ScheduleCalendarSpec, ScheduleRange, ScheduleSpec
 
-from schedules.cron import ALL_DAYS, ALL_HOURS, ALL_MONTHS, ALL_WEEKDAYS, Cron, parse_cron
-from schedules.firetimes import fixed_hour, instants, next_fire_time
-from worker.errors import CatalogError
+from core.errors import CatalogError
+from timing.cron import ALL_DAYS, ALL_HOURS, ALL_MONTHS, ALL_WEEKDAYS, Cron, parse_cron
+from timing.firetimes import fixed_hour, instants, next_fire_time
 
 HORIZON_YEARS = 10
 """A UTC-compiled spec covers the rest of the current year and this many more."""
@@ -63,7 +63,7 @@ Box = tuple[frozenset[int], ...]
 
 def is_fixed_time(cron: str) -> bool:
     """Whether the job keeps its wall-clock time across DST changes (its hour field names
-    hours outright: no `*`, no step), as `schedules.firetimes` decides it."""
+    hours outright: no `*`, no step), as `timing.firetimes` decides it."""
     return fixed_hour(cron)
 
 
@@ -99,7 +99,7 @@ def compile_spec(
     jitter: timedelta = timedelta(0),
     now: datetime,
 ) -> ScheduleSpec:
-    """The `ScheduleSpec` whose fire times are `schedules.firetimes`' for this job.
+    """The `ScheduleSpec` whose fire times are `timing.firetimes`' for this job.
 
     Pure: `now` (with `start_at`) only places the horizon of a UTC compilation.
 

@@ -1,4 +1,4 @@
--- Queries of the hourly-sync job (activities/hourly_sync.py). Every statement runs inside a
+-- Queries of the hourly-sync job (jobs/hourly_sync/activities.py). Every statement runs inside a
 -- fenced transaction; the sync_windows row is the window's claim.
 
 -- name: insert_window

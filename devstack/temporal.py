@@ -12,7 +12,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from worker.localstack.ports import require_free_port
+from devstack.ports import require_free_port
 
 
 def temporal_binary() -> str:

@@ -1,0 +1,32 @@
+"""The one SQL loader: named queries kept in `.sql` files next to the code that runs them.
+
+A file holds several queries, each introduced by a `-- name: query_name` line. Engine
+queries live in `activities/sql/`, each job's in `jobs/<family>/queries.sql`, the process's
+in `worker/sql/`, the CLI's in `schedules/sql/`; tables come from `worker/migrations/`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+
+
+@cache
+def queries(package: str, name: str) -> dict[str, str]:
+    """The queries of `<package>/<name>.sql` by name (e.g. `queries("activities.sql",
+    "executions")`, or `queries(__package__, "queries")` in a job's package)."""
+    text = resources.files(package).joinpath(f"{name}.sql").read_text()
+    parts = _HEADER.split(text)
+    if parts[0].strip() and not all(
+        line.startswith("--") for line in parts[0].strip().splitlines()
+    ):
+        raise ValueError(f"{package}/{name}.sql has SQL before its first '-- name:' line")
+    named = {}
+    for query, body in zip(parts[1::2], parts[2::2], strict=True):
+        if query in named:
+            raise ValueError(f"query {query!r} is defined twice in {package}/{name}.sql")
+        named[query] = body.strip()
+    return named

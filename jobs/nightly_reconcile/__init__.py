@@ -1,0 +1,17 @@
+"""Nightly reconciliation: the previous local day's ledger against its settled card payments.
+
+`activities.py` does the work, `queries.sql` holds its SQL.
+"""
+
+from activities.kinds import JobKind
+from jobs.nightly_reconcile.activities import ReconcileActivities, ReconcileParams
+
+KINDS = (
+    JobKind(
+        name="nightly-reconcile",
+        activity="reconcile_ledger",
+        params=ReconcileParams,
+        description="reconcile the ledger with settled payments for the previous local day",
+        owner=ReconcileActivities,
+    ),
+)

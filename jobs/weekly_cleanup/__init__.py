@@ -1,0 +1,17 @@
+"""Weekly cleanup: delivered outbox messages and old execution records deleted in short batches.
+
+`activities.py` does the work, `queries.sql` holds its SQL.
+"""
+
+from activities.kinds import JobKind
+from jobs.weekly_cleanup.activities import CleanupActivities, CleanupParams
+
+KINDS = (
+    JobKind(
+        name="weekly-cleanup",
+        activity="delete_expired_records",
+        params=CleanupParams,
+        description="delete delivered outbox messages and old executions, in short batches",
+        owner=CleanupActivities,
+    ),
+)

@@ -1,0 +1,23 @@
+-- Queries of the migration runner (worker/migrate.py). The migrations themselves are the
+-- numbered files in worker/migrations/.
+
+-- name: lock
+SELECT pg_advisory_lock(%(key)s)
+
+-- name: unlock
+SELECT pg_advisory_unlock(%(key)s)
+
+-- name: create_table
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    checksum   text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+
+-- name: applied
+SELECT version, checksum FROM schema_migrations
+
+-- name: record
+INSERT INTO schema_migrations (version, name, checksum)
+VALUES (%(version)s, %(name)s, %(checksum)s)
