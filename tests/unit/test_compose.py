@@ -16,6 +16,7 @@ import importlib.util
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -597,3 +598,21 @@ def test_dockerignore_lets_in_what_the_image_needs():
     assert lines[0] == "*", "an allow-list keeps .venv, .git and .env out of the context"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
     assert {"pyproject.toml", *project_packages()} <= allowed
+
+
+@pytest.mark.skipif(
+    shutil.which("promtool") is None, reason="promtool not installed (Debian package prometheus)"
+)
+def test_promtool_accepts_the_prometheus_config(tmp_path):
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+    # The rule file where the container sees it, here where the repository has it.
+    config["rule_files"] = [str(bind_mounts("prometheus")[config["rule_files"][0]])]
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    done = subprocess.run(
+        [shutil.which("promtool"), "check", "config", str(tmp_path / "prometheus.yml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
