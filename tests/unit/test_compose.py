@@ -28,7 +28,7 @@ import pytest
 import yaml
 from psycopg.conninfo import conninfo_to_dict
 
-from tests.unit.entry_points import help_probe
+from tests.unit.deploy_checks import dev_server_versions, help_probe
 from worker.localstack.temporal import temporal_binary
 from worker.settings import Settings
 
@@ -188,17 +188,6 @@ def project_packages() -> list[str]:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
     return [pattern.rstrip("*") for pattern in patterns]
-
-
-@functools.cache
-def dev_server_versions() -> dict[str, str]:
-    """The Temporal server and UI versions inside the dev server `make run` uses."""
-    out = subprocess.run(
-        [temporal_binary(), "--version"], capture_output=True, text=True, timeout=60, check=True
-    ).stdout
-    found = dict(re.findall(r"\b(Server|UI) (\d+\.\d+\.\d+)", out))
-    assert set(found) == {"Server", "UI"}, out
-    return found
 
 
 def image_tag(service: str) -> tuple[str, str]:

@@ -26,12 +26,13 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.unit.entry_points import help_probe
+from tests.unit.deploy_checks import dev_server_versions, help_probe
 from worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
 ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yml"
+HELM_VALUES = K8S / "temporal-helm-values.yaml"
 RULE_RENDERER = K8S / "components" / "prometheus-operator" / "render_rules.py"
 KUBECTL = shutil.which("kubectl")
 
@@ -638,3 +639,93 @@ def test_self_hosted_temporal_is_reached_in_its_own_namespace_only(workdir):
     assert peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "temporal"}
     address = settings_map(rendered("self-hosted", workdir))["TEMPORAL_ADDRESS"]
     assert address.split(".")[1] == "temporal", "the Helm release's namespace"
+
+
+# --- the Temporal cluster of the self-hosted overlay (official Helm chart) --------------
+
+
+def helm_values() -> dict[str, Any]:
+    return yaml.safe_load(HELM_VALUES.read_text())
+
+
+def test_helm_installs_the_temporal_version_the_tests_run():
+    values, versions = helm_values(), dev_server_versions()
+    assert values["server"]["image"] == {
+        "repository": "temporalio/server",
+        "tag": versions["Server"],
+    }
+    assert values["admintools"]["image"]["tag"] == versions["Server"]
+    assert values["web"]["image"] == {"repository": "temporalio/ui", "tag": versions["UI"]}
+
+
+def test_helm_persists_history_and_visibility_on_postgresql():
+    persistence = helm_values()["server"]["config"]["persistence"]
+    stores = persistence["datastores"]
+    assert set(stores) == {persistence["defaultStore"], persistence["visibilityStore"]}
+    databases = set()
+    for store in stores.values():
+        sql = store["sql"]
+        assert sql["pluginName"] == sql["driverName"] == "postgres12"
+        assert sql["createDatabase"] is True and sql["manageSchema"] is True
+        assert "password" not in sql, "the password comes from existingSecret"
+        assert sql["existingSecret"] and sql["secretKey"]
+        databases.add(sql["databaseName"])
+    assert len(databases) == 2
+
+
+def test_helm_creates_the_namespace_the_self_hosted_workers_poll(workdir):
+    namespaces = helm_values()["server"]["config"]["namespaces"]
+    assert namespaces["create"] is True
+    config = settings_map(rendered("self-hosted", workdir))
+    assert config["TEMPORAL_NAMESPACE"] in {n["name"] for n in namespaces["namespace"]}
+    # Release `temporal` of chart `temporal` in namespace `temporal`: <release>-frontend.
+    host, port = config["TEMPORAL_ADDRESS"].rsplit(":", 1)
+    assert host == "temporal-frontend.temporal.svc.cluster.local" and port == "7233"
+
+
+# --- docs/deploy.md: the steps name what the manifests have ------------------------------
+
+DEPLOY_DOC = ROOT / "docs" / "deploy.md"
+_KUBECTL_REF = re.compile(r"\b(job|deployment|cronjob|deploy)/([a-z0-9-]+)")
+
+
+def test_the_deploy_page_names_only_files_that_exist():
+    # `kubectl exec deploy/NAME` names a Deployment, not a file.
+    paths = set(re.findall(r"(?<!exec )(?<![\w/-])(deploy/[\w./-]*\w)", DEPLOY_DOC.read_text()))
+    assert paths
+    missing = sorted(p for p in paths if not (ROOT / p).exists())
+    assert not missing, missing
+
+
+def test_the_deploy_pages_commands_name_the_rendered_objects(workdir):
+    objects = rendered("self-hosted", workdir)
+    names = {(o["kind"].lower(), o["metadata"]["name"]) for o in objects}
+    kinds = {"job": "job", "deployment": "deployment", "deploy": "deployment", "cronjob": "cronjob"}
+    checked = 0
+    for line in DEPLOY_DOC.read_text().splitlines():
+        if f"-n {NAMESPACE} " not in line:
+            continue
+        for kind, name in _KUBECTL_REF.findall(line):
+            if name == "check-now":  # the Job the page creates itself
+                continue
+            assert (kinds[kind], name) in names, line
+            checked += 1
+    assert checked >= 5
+
+
+def test_the_deploy_page_creates_every_secret_the_manifests_read(workdir):
+    text = DEPLOY_DOC.read_text()
+    wanted: set[tuple[str, str]] = set()
+    for variant in VARIANTS:
+        objects = rendered(variant, workdir)
+        for _workload, spec, container in containers(objects):
+            for value in environment(objects, container).values():
+                if isinstance(value, dict):
+                    wanted.add((value["secretKeyRef"]["name"], value["secretKeyRef"]["key"]))
+            for volume in spec["volumes"]:
+                if "secret" in volume:
+                    wanted.add((volume["secret"]["secretName"], ""))
+    for secret, key in sorted(wanted):
+        assert f"create secret generic {secret}" in text or f"create secret tls {secret}" in text
+        if key:
+            assert f"--from-literal={key}=" in text, key
