@@ -605,3 +605,44 @@ def test_promtool_accepts_the_prometheus_config(tmp_path):
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# The variables each third-party image documents and this file may set (anything else is a
+# typo the image would ignore): the Temporal server's config template, the admin tools'
+# sql tool, and each project's own prefix.
+IMAGE_VARIABLES = {
+    "temporalio/server": {
+        "DB",
+        "DB_PORT",
+        "POSTGRES_SEEDS",
+        "POSTGRES_USER",
+        "POSTGRES_PWD",
+        "DBNAME",
+        "VISIBILITY_DBNAME",
+        "SQL_MAX_CONNS",
+        "SQL_MAX_IDLE_CONNS",
+        "SQL_VIS_MAX_CONNS",
+        "SQL_VIS_MAX_IDLE_CONNS",
+        "BIND_ON_IP",
+    },
+    "temporalio/ui": {"TEMPORAL_ADDRESS"},
+    "postgres": {"POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB"},
+    "mendhak/http-https-echo": {"HTTP_PORT", "LOG_IGNORE_PATH"},
+    "prom/prometheus": set(),  # configured by its command line and prometheus.yml
+}
+IMAGE_PREFIXES = {"axllent/mailpit": "MP_", "grafana/grafana": "GF_"}
+
+
+def test_third_party_services_set_only_their_images_variables():
+    for name, service in services().items():
+        if "build" in service:
+            continue
+        image = image_tag(name)[0]
+        names = set(env(name))
+        if image == "temporalio/admin-tools":
+            # The one-shot scripts read their own variables (checked above) and the sql tool's.
+            continue
+        if image in IMAGE_PREFIXES:
+            assert all(n.startswith(IMAGE_PREFIXES[image]) for n in names), (name, names)
+        else:
+            assert names <= IMAGE_VARIABLES[image], (name, sorted(names - IMAGE_VARIABLES[image]))
