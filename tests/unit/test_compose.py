@@ -1,9 +1,11 @@
 """The container stack, checked where it cannot run.
 
 `docker-compose.yml` and `deploy/Dockerfile` need a Docker daemon the test machines lack, so
-these tests parse them and hold them to the code: the environment names are `Settings`
-fields and their values validate, the commands are the real entry points, and the health,
-start-order and shutdown wiring a deploy relies on is in place.
+these tests validate the file against the Compose specification's schema, parse it and hold
+it to the code: the environment names are `Settings` fields and their values validate, the
+commands are the real entry points, the outbox relay delivers to the stack's own mail
+catcher and webhook receiver, Prometheus scrapes every worker and loads the alert rules,
+Grafana gets its dashboard, and the health, start-order and shutdown wiring is in place.
 """
 
 from __future__ import annotations
@@ -14,25 +16,42 @@ import importlib.util
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 from psycopg.conninfo import conninfo_to_dict
 
 from devstack.temporal import temporal_binary
+from tests.unit.deploy_checks import dev_server_versions, help_probe
 from worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
+PROMETHEUS_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
 
-SERVICES = {"postgres", "temporal", "temporal-ui", "migrate", "worker"}
+SERVICES = {
+    "postgres",
+    "temporal-schema",
+    "temporal",
+    "temporal-namespace",
+    "temporal-ui",
+    "migrate",
+    "worker",
+    "mailpit",
+    "webhook",
+    "prometheus",
+    "grafana",
+}
+ONE_SHOT = {"temporal-schema", "temporal-namespace", "migrate"}
 APP_SERVICES = ("migrate", "worker")
 SETTINGS_VARS = frozenset(name.upper() for name in Settings.model_fields)
 # Variables an app container may set that Settings does not read (a library's own, such as
@@ -40,17 +59,27 @@ SETTINGS_VARS = frozenset(name.upper() for name in Settings.model_fields)
 NON_SETTINGS_VARS: frozenset[str] = frozenset()
 # What migrate and worker must agree on, or sync registers schedules nobody polls.
 SHARED_SETTINGS = ("temporal_address", "temporal_namespace", "temporal_task_queue", "database_url")
+# The variables the stack requires (`${VAR:?message}`), with the values the tests give them;
+# the password has URL-safe characters only, as the file's comment asks.
+REQUIRED_VARIABLES = {
+    "POSTGRES_PASSWORD": "test-password-1",
+    "GRAFANA_ADMIN_PASSWORD": "test-password-2",
+}
+# check-jsonschema with its bundled copy of the Compose specification's schema.
+SCHEMA_CHECK = (sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec")
+# Images whose projects number releases with one integer: that integer is exact.
+INTEGER_VERSIONED = {"mendhak/http-https-echo"}
 
-_DEFAULTED = re.compile(r"\$\{[A-Za-z_]\w*:?-(?P<default>[^}]*)\}")
+_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_]\w*)(?P<op>:?[-?])(?P<arg>[^}]*)\}")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(us|ms|s|m|h)")
 _SECONDS_PER_UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def resolve(value: Any) -> Any:
-    """`value` as Compose interpolates it with no `.env` file and nothing exported.
+    """`value` as Compose interpolates it with only `REQUIRED_VARIABLES` exported.
 
-    Every `${VAR:-default}` becomes its default; `$$` is a literal `$`. Any other `$` form
-    fails: the stack must come up on a fresh machine without configuration.
+    `${VAR:?message}` takes the test's value (an unknown required variable fails);
+    `${VAR:-default}` its default; `$$` is a literal `$`. Any other `$` form fails.
     """
     if isinstance(value, dict):
         return {key: resolve(item) for key, item in value.items()}
@@ -58,8 +87,15 @@ def resolve(value: Any) -> Any:
         return [resolve(item) for item in value]
     if not isinstance(value, str):
         return value
-    text = _DEFAULTED.sub(lambda m: m["default"], value.replace("$$", "\0"))
-    assert "$" not in text, f"{value!r} interpolates a variable without a ${{VAR:-default}}"
+
+    def substitute(match: re.Match) -> str:
+        if "?" in match["op"]:
+            assert match["name"] in REQUIRED_VARIABLES, f"{match['name']} is required: add it"
+            return REQUIRED_VARIABLES[match["name"]]
+        return match["arg"]
+
+    text = _VARIABLE.sub(substitute, value.replace("$$", "\0"))
+    assert "$" not in text, f"{value!r} interpolates a variable in a form Compose may not know"
     return text.replace("\0", "$")
 
 
@@ -108,6 +144,26 @@ def one_shot_services() -> set[str]:
     return {name for name, service in services().items() if service.get("restart") == "no"}
 
 
+def bind_mounts(service: str) -> dict[str, Path]:
+    """A service's bind mounts: container path -> host path (relative to the repository)."""
+    mounts = {}
+    for volume in services()[service].get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if source.startswith("./"):
+            mounts[target] = ROOT / source
+    return mounts
+
+
+def mounted_script(service: str) -> Path:
+    """The host file of the script a one-shot service runs with its `/bin/sh` entrypoint."""
+    entrypoint = services()[service]["entrypoint"]
+    assert entrypoint[0] == "/bin/sh" and len(entrypoint) == 2, entrypoint
+    for target, source in bind_mounts(service).items():
+        if entrypoint[1].startswith(target + "/"):
+            return source / entrypoint[1].removeprefix(target + "/")
+    raise AssertionError(f"{service} runs {entrypoint[1]}, which no bind mount provides")
+
+
 def dockerfile_stages() -> list[list[tuple[str, str]]]:
     """The Dockerfile's instructions, `(KEYWORD, arguments)`, grouped by build stage."""
     text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
@@ -134,27 +190,68 @@ def project_packages() -> list[str]:
     return [pattern.rstrip("*") for pattern in patterns]
 
 
-def help_probe(module: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m module *args --help`: argparse checks `args` against its choices first."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *args, "--help"],
-        cwd=ROOT,
+def image_tag(service: str) -> tuple[str, str]:
+    name, _, tag = services()[service]["image"].rpartition(":")
+    return name, tag
+
+
+def test_compose_file_validates_against_the_compose_schema():
+    done = subprocess.run(
+        [*SCHEMA_CHECK, str(COMPOSE_FILE)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_stack_has_its_services_on_pinned_images():
-    assert set(services()) >= SERVICES
-    images = {name: service["image"] for name, service in services().items()}
-    assert images["postgres"].startswith("postgres:16")
-    assert images["temporal"].startswith("temporalio/auto-setup:")
-    assert images["temporal-ui"].startswith("temporalio/ui:")
-    for name, image in images.items():
-        tag = image.rpartition(":")[2]
-        assert "/" not in tag and tag not in ("", "latest"), f"{name} must pin its image tag"
+def test_the_schema_check_rejects_an_unknown_service_key(tmp_path):
+    # The control for the test above: the bundled schema does refuse a misspelt key.
+    data = yaml.safe_load(COMPOSE_FILE.read_text())
+    data["services"]["worker"]["healthchek"] = data["services"]["worker"].pop("healthcheck")
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text(yaml.safe_dump(data))
+    done = subprocess.run(
+        [*SCHEMA_CHECK, str(broken)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1 and "healthchek" in done.stdout
+
+
+def test_stack_has_its_services_on_exactly_pinned_images():
+    assert set(services()) == SERVICES
+    for name, service in services().items():
+        image, tag = image_tag(name)
+        if "build" in service or "@sha256:" in service["image"]:
+            continue  # built here from deploy/Dockerfile, or pinned by digest
+        pattern = r"v?\d+" if image in INTEGER_VERSIONED else r"v?\d+\.\d+(\.\d+)?"
+        assert re.fullmatch(pattern, tag), f"{name}: {image}:{tag} is not an exact version"
+    assert image_tag("postgres")[0] == "postgres" and image_tag("postgres")[1].startswith("16.")
+
+
+def test_temporal_images_match_the_dev_server_make_run_uses():
+    versions = dev_server_versions()
+    assert image_tag("temporal") == ("temporalio/server", versions["Server"])
+    assert image_tag("temporal-schema") == ("temporalio/admin-tools", versions["Server"])
+    assert image_tag("temporal-namespace") == image_tag("temporal-schema")
+    assert image_tag("temporal-ui") == ("temporalio/ui", versions["UI"])
+
+
+def test_passwords_are_required_and_never_defaulted():
+    text = COMPOSE_FILE.read_text()
+    used = {m["name"]: m["op"] for m in _VARIABLE.finditer(text)}
+    assert set(used) == set(REQUIRED_VARIABLES), used
+    assert set(used.values()) == {":?"}, "a password must not fall back to a default"
+
+
+def test_a_missing_password_stops_interpolation():
+    # The same rule Compose applies: `${VAR:?...}` with VAR unset is an error, not "".
+    with pytest.raises(AssertionError, match="UNSET_PASSWORD is required"):
+        resolve("${UNSET_PASSWORD:?set it}")
 
 
 @pytest.mark.parametrize("service", APP_SERVICES)
@@ -201,30 +298,64 @@ def test_temporal_persists_to_postgres_beside_the_app_database():
     temporal_databases = {temporal["DBNAME"], temporal["VISIBILITY_DBNAME"]}
     assert len(temporal_databases) == 2
     assert postgres["POSTGRES_DB"] not in temporal_databases
+    schema = env("temporal-schema")
+    for name in ("DB", "DB_PORT", "POSTGRES_SEEDS", "POSTGRES_USER", "DBNAME", "VISIBILITY_DBNAME"):
+        assert schema[name] == temporal[name], name
+    assert schema["SQL_PASSWORD"] == postgres["POSTGRES_PASSWORD"]
+
+
+@pytest.mark.parametrize("service", ["temporal-schema", "temporal-namespace"])
+def test_one_shot_scripts_read_only_what_their_service_sets(service):
+    script = mounted_script(service)
+    text = script.read_text()
+    assert text.startswith("#!/bin/sh\n") and "set -eu" in text
+    read = set(re.findall(r"\$\{?([A-Z_][A-Z0-9_]*)", text))
+    assert read, f"{script.name} reads no variable"
+    assert read <= set(env(service)), f"{script.name} reads {sorted(read - set(env(service)))}"
+    done = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_temporal_schema_applies_both_stores_of_the_image_version():
+    text = mounted_script("temporal-schema").read_text()
+    for store in ("temporal", "visibility"):
+        assert f"/etc/temporal/schema/postgresql/v12/{store}/versioned" in text
+    assert text.count("setup-schema -v 0.0") == 2
 
 
 def test_temporal_serves_the_namespace_the_apps_use(monkeypatch):
     worker = settings_of("worker", monkeypatch)
-    assert env("temporal")["DEFAULT_NAMESPACE"] == worker.temporal_namespace
+    namespace = env("temporal-namespace")
+    assert namespace["NAMESPACE"] == worker.temporal_namespace
+    assert namespace["TEMPORAL_ADDRESS"] == worker.temporal_address
     assert env("temporal-ui")["TEMPORAL_ADDRESS"] == worker.temporal_address
-    probe = services()["temporal"]["healthcheck"]["test"]
-    assert probe[probe.index("--namespace") + 1] == worker.temporal_namespace
-    assert probe[probe.index("--address") + 1] == worker.temporal_address
+    host, _, port = worker.temporal_address.rpartition(":")
+    assert host == "temporal"
+    assert services()["temporal"]["healthcheck"]["test"][-1] == port
 
 
-def test_temporal_healthcheck_is_a_valid_cli_command():
-    probe = services()["temporal"]["healthcheck"]["test"]
-    assert probe[:2] == ["CMD", "temporal"]
-    words = [arg for arg in probe[1:] if not arg.startswith("-")][:3]
-    result = subprocess.run(
-        [temporal_binary(), *probe[2:], "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert f"Usage:\n  {' '.join(words)} [flags]" in result.stdout
+def test_the_namespace_script_runs_valid_cli_commands():
+    """Each `temporal operator ...` command of the script, flags too, against the real CLI."""
+    text = mounted_script("temporal-namespace").read_text()
+    commands = [
+        line[line.index("temporal operator") :]
+        for line in text.splitlines()
+        if "temporal operator" in line
+    ]
+    assert len(commands) >= 3, commands
+    for command in commands:
+        words = re.match(r"temporal(?: [a-z][a-z-]*)+", command)[0].split()
+        result = subprocess.run(
+            [temporal_binary(), *words[1:], "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert f"Usage:\n  {' '.join(words)} [flags]" in result.stdout, command
+        for flag in re.findall(r"(?<!\S)(--[a-z][a-z-]*)", command):
+            assert f"{flag} " in result.stdout, f"{command}: the CLI has no {flag}"
 
 
 def test_worker_command_is_the_entry_point_in_exec_form():
@@ -267,8 +398,8 @@ def test_worker_runs_three_interchangeable_replicas():
     assert "ports" not in worker, "replicas cannot share a host port"
 
 
-def test_only_migrate_is_one_shot_and_everything_else_has_a_healthcheck():
-    assert one_shot_services() == {"migrate"}
+def test_only_the_setup_steps_are_one_shot_and_everything_else_has_a_healthcheck():
+    assert one_shot_services() == ONE_SHOT
     for name, service in services().items():
         if name in one_shot_services():
             continue
@@ -276,6 +407,7 @@ def test_only_migrate_is_one_shot_and_everything_else_has_a_healthcheck():
         assert check, f"{name} runs for good and needs a healthcheck"
         assert not check.get("disable", False), name
         assert check["test"][0] in ("CMD", "CMD-SHELL"), name
+        assert service["restart"] == "unless-stopped", name
 
 
 def test_dependencies_wait_for_health_or_completion():
@@ -288,8 +420,82 @@ def test_dependencies_wait_for_health_or_completion():
                 "service_completed_successfully" if dependency in one_shot else "service_healthy"
             )
             assert spec["condition"] == expected, f"{name} -> {dependency}"
-    assert {"migrate", "temporal"} <= set(services()["worker"]["depends_on"])
-    assert {"postgres", "temporal"} <= set(services()["migrate"]["depends_on"])
+    assert {"migrate", "temporal", "mailpit", "webhook"} <= set(services()["worker"]["depends_on"])
+    assert {"postgres", "temporal", "temporal-namespace"} <= set(
+        services()["migrate"]["depends_on"]
+    )
+    assert "temporal-schema" in services()["temporal"]["depends_on"]
+
+
+def test_every_bind_mount_exists_and_is_read_only():
+    for name, service in services().items():
+        for volume in service.get("volumes", []):
+            source, _target, *options = volume.split(":")
+            if source.startswith("./"):
+                assert (ROOT / source).exists(), f"{name} mounts {source}, which is missing"
+                assert options == ["ro"], f"{name} mounts {source} writable"
+            else:
+                assert source in yaml.safe_load(COMPOSE_FILE.read_text())["volumes"], volume
+
+
+def test_outbox_mail_goes_to_the_mail_catcher(monkeypatch):
+    worker = settings_of("worker", monkeypatch)
+    assert worker.smtp_host == "mailpit", "the default would mail the worker's own loopback"
+    # Mailpit listens for SMTP on 1025 (MP_SMTP_BIND_ADDR unset) and needs no login.
+    assert worker.smtp_port == 1025
+    assert "MP_SMTP_BIND_ADDR" not in env("mailpit")
+    assert worker.smtp_username is None and not (worker.smtp_starttls or worker.smtp_tls)
+    assert "mailpit" in services()["mailpit"]["image"]
+
+
+def test_outbox_webhooks_go_to_the_webhook_receiver(monkeypatch):
+    worker = settings_of("worker", monkeypatch)
+    assert worker.webhook_url is not None, "without it every webhook waits in the outbox"
+    url = urlsplit(worker.webhook_url.get_secret_value())
+    assert (url.scheme, url.hostname) == ("http", "webhook")
+    assert url.port == int(env("webhook")["HTTP_PORT"])
+    probe = services()["webhook"]["healthcheck"]["test"]
+    assert f"127.0.0.1:{url.port}" in probe[-1]
+
+
+def test_prometheus_scrapes_every_worker_and_loads_the_alert_rules(monkeypatch):
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+    mounts = bind_mounts("prometheus")
+    assert mounts["/etc/prometheus/prometheus.yml"] == PROMETHEUS_CONFIG
+    (rules,) = config["rule_files"]
+    assert mounts[rules] == ROOT / "deploy" / "prometheus" / "alerts.yml"
+    (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "scheduled-jobs-worker"]
+    assert job["honor_labels"] is True, "the metrics' job label is the scheduled job's id"
+    (discovery,) = job["dns_sd_configs"]
+    assert discovery["names"] == ["worker"] and discovery["type"] == "A"
+    assert discovery["port"] == settings_of("worker", monkeypatch).metrics_port
+    assert "--config.file=/etc/prometheus/prometheus.yml" in services()["prometheus"]["command"]
+
+
+def test_grafana_gets_its_datasource_and_dashboard():
+    mounts = bind_mounts("grafana")
+    provisioning = mounts["/etc/grafana/provisioning"]
+    (source,) = yaml.safe_load((provisioning / "datasources" / "prometheus.yml").read_text())[
+        "datasources"
+    ]
+    prometheus_port = services()["prometheus"]["ports"][0].rsplit(":", 1)[1]
+    assert source["url"] == f"http://prometheus:{prometheus_port}"
+    (provider,) = yaml.safe_load((provisioning / "dashboards" / "scheduled-jobs.yml").read_text())[
+        "providers"
+    ]
+    dashboards = mounts[provider["options"]["path"]]
+    assert json.loads((dashboards / "scheduled-jobs.json").read_text())["uid"] == "scheduled-jobs"
+    home = env("grafana")["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert home == provider["options"]["path"] + "/scheduled-jobs.json"
+
+
+def test_app_containers_are_confined():
+    for name in APP_SERVICES:
+        service = services()[name]
+        assert service["read_only"] is True, name
+        assert service["cap_drop"] == ["ALL"], name
+        assert "no-new-privileges:true" in service["security_opt"], name
+        assert "/tmp" in service["tmpfs"], name
 
 
 def test_worker_healthcheck_is_the_health_command(monkeypatch):
@@ -344,9 +550,15 @@ def test_dockerfile_cmd_is_the_worker_command():
     assert json.loads(cmd) == services()["worker"]["command"]
 
 
-def test_image_is_python_slim_and_runs_as_non_root():
-    (base,) = final_stage("FROM")
-    assert base == "python:3.11-slim"
+def test_image_is_an_exact_python_slim_and_runs_as_non_root():
+    bases = {
+        arguments.split()[0]
+        for stage in dockerfile_stages()
+        for kw, arguments in stage
+        if kw == "FROM"
+    }
+    (base,) = bases
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm", base), base
     (user,) = final_stage("USER")
     assert user.partition(":")[0] not in ("", "root", "0")
 
@@ -375,3 +587,62 @@ def test_dockerignore_lets_in_what_the_image_needs():
     assert lines[0] == "*", "an allow-list keeps .venv, .git and .env out of the context"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
     assert {"pyproject.toml", *project_packages()} <= allowed
+
+
+@pytest.mark.skipif(
+    shutil.which("promtool") is None, reason="promtool not installed (Debian package prometheus)"
+)
+def test_promtool_accepts_the_prometheus_config(tmp_path):
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+    # The rule file where the container sees it, here where the repository has it.
+    config["rule_files"] = [str(bind_mounts("prometheus")[config["rule_files"][0]])]
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    done = subprocess.run(
+        [shutil.which("promtool"), "check", "config", str(tmp_path / "prometheus.yml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# The variables each third-party image documents and this file may set (anything else is a
+# typo the image would ignore): the Temporal server's config template, the admin tools'
+# sql tool, and each project's own prefix.
+IMAGE_VARIABLES = {
+    "temporalio/server": {
+        "DB",
+        "DB_PORT",
+        "POSTGRES_SEEDS",
+        "POSTGRES_USER",
+        "POSTGRES_PWD",
+        "DBNAME",
+        "VISIBILITY_DBNAME",
+        "SQL_MAX_CONNS",
+        "SQL_MAX_IDLE_CONNS",
+        "SQL_VIS_MAX_CONNS",
+        "SQL_VIS_MAX_IDLE_CONNS",
+        "BIND_ON_IP",
+    },
+    "temporalio/ui": {"TEMPORAL_ADDRESS"},
+    "postgres": {"POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB"},
+    "mendhak/http-https-echo": {"HTTP_PORT", "LOG_IGNORE_PATH"},
+    "prom/prometheus": set(),  # configured by its command line and prometheus.yml
+}
+IMAGE_PREFIXES = {"axllent/mailpit": "MP_", "grafana/grafana": "GF_"}
+
+
+def test_third_party_services_set_only_their_images_variables():
+    for name, service in services().items():
+        if "build" in service:
+            continue
+        image = image_tag(name)[0]
+        names = set(env(name))
+        if image == "temporalio/admin-tools":
+            # The one-shot scripts read their own variables (checked above) and the sql tool's.
+            continue
+        if image in IMAGE_PREFIXES:
+            assert all(n.startswith(IMAGE_PREFIXES[image]) for n in names), (name, names)
+        else:
+            assert names <= IMAGE_VARIABLES[image], (name, sorted(names - IMAGE_VARIABLES[image]))
