@@ -120,7 +120,8 @@ class ExecutionActivities:
         """Record that a run of (job, scheduled_at) begins, or say why it must not.
 
         A completed or skipped slot is a no-op (counted as a duplicate run); a failed one
-        is retried; a run that starts after its starting deadline is recorded as skipped.
+        is retried (a workflow job resumes at its first unfinished step), a compensated one
+        starts over; a run that starts after its starting deadline is recorded as skipped.
         """
         lateness = (self.clock() - claim.scheduled_at).total_seconds()
         late = (
@@ -161,6 +162,8 @@ class ExecutionActivities:
                     outcome=row["status"],
                     reason=f"this slot was already {row['status']}",
                 )
+            if row["status"] == "compensated":
+                await conn.execute(_Q["forget_steps"], {"id": row["id"]})
             await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
             record_claim(claim.job_name, row["id"], lateness, skipped=False)
             activity.logger.info(

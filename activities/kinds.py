@@ -1,15 +1,22 @@
-"""What a job kind is, and how the engine turns each kind into the activity Temporal runs.
+"""What a job kind is, and how the engine turns each kind into what Temporal runs.
 
 A job family's package (`jobs/<family>/`) declares its kinds as `JobKind` values: a name,
-a typed params model, and the method that does one slot's work. The engine owns the rest:
-the catalog validates a job's `params` against the model before anything reaches Temporal,
-and the worker registers each kind's work as one activity, named `kind.activity`, that
+a typed params model, and what does one slot's work, either
+
+- one activity: `activity` names the method of `owner` that does it all, or
+- a workflow of steps: `workflow` is the kind's workflow class, run by `ScheduledJobWorkflow`
+  as a child once the slot is claimed (`workflows/steps.py`), and `steps` names the methods
+  of `owner` that are its steps and compensations (`activities/steps.py`).
+
+The engine owns the rest: the catalog validates a job's `params` against the model before
+anything reaches Temporal, and the worker registers each method as an activity that
 validates the params again (a schedule written by an older catalog may carry stale ones) and
 calls the method with them. No job repeats that plumbing.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,23 +26,46 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.models import WorkInput, WorkResult
+from activities.steps import StepInput, step_activity
 
 Work = Callable[[WorkInput, Any], Awaitable[WorkResult]]
 
 
 @dataclass(frozen=True)
 class JobKind:
-    """A kind of job: `activity` names the method of `owner` (a class the worker builds with
-    its connection pool) that does one slot's work, taking the `WorkInput` and the params."""
+    """A kind of job. `owner` is a class the worker builds with its connection pool; its
+    method `activity` does one slot's work (taking the `WorkInput` and the params), or its
+    methods `steps` are the steps of the kind's `workflow` (taking a `StepRun` and the
+    params)."""
 
     name: str
-    activity: str
     params: type[BaseModel]
     description: str
     owner: type
+    activity: str | None = None
+    workflow: type | None = None
+    steps: tuple[str, ...] = ()
+    # The owner is built as `owner(pool, settings)`, with the worker's settings, not
+    # `owner(pool)`: for work that talks to peers outside Postgres (SMTP, HTTP APIs).
+    settings: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.activity is None) == (self.workflow is None):
+            raise ValueError(f"job kind {self.name!r}: give exactly one of activity, workflow")
+        if self.workflow is not None and not self.steps:
+            raise ValueError(f"job kind {self.name!r}: a workflow kind names its steps")
+        if self.activity is not None and self.steps:
+            raise ValueError(f"job kind {self.name!r}: steps belong to a workflow kind")
+
+    @property
+    def workflow_name(self) -> str | None:
+        """The Temporal workflow type of a workflow kind."""
+        if self.workflow is None:
+            return None
+        return getattr(self.workflow, "__temporal_workflow_definition").name
 
 
-def parse_params(kind: JobKind, work: WorkInput) -> BaseModel:
+def parse_params(kind: JobKind, work: WorkInput | StepInput) -> BaseModel:
     """The run's params as the kind's model; a permanent failure, naming the job, if invalid."""
     try:
         return kind.params.model_validate(work.params)
@@ -61,11 +91,31 @@ def work_activity(kind: JobKind, method: Work) -> Callable[[WorkInput], Awaitabl
     return activity.defn(name=kind.activity)(run)
 
 
-def build_kind_activities(kinds: Iterable[JobKind], pool: Any) -> list[Callable]:
-    """Every kind's work activity, one owner instance per class, bound to `pool`."""
+def build_kind_activities(
+    kinds: Iterable[JobKind], pool: Any, settings: Any = None
+) -> list[Callable]:
+    """Every kind's activities (its work, or its steps), one owner instance per class,
+    bound to `pool` (and `settings`, for the kinds that take them). Raises `ValueError` if
+    two kinds register one activity name."""
     owners: dict[type, Any] = {}
-    found = []
+    found: dict[str, Callable] = {}
+
+    def add(name: str, defined: Callable) -> None:
+        if name in found:
+            raise ValueError(f"activity {name!r} is registered by two job kinds")
+        found[name] = defined
+
     for kind in kinds:
-        owner = owners.setdefault(kind.owner, kind.owner(pool))
-        found.append(work_activity(kind, getattr(owner, kind.activity)))
-    return found
+        if kind.owner not in owners:
+            owners[kind.owner] = kind.owner(pool, settings) if kind.settings else kind.owner(pool)
+        owner = owners[kind.owner]
+        if kind.activity is not None:
+            add(kind.activity, work_activity(kind, getattr(owner, kind.activity)))
+        for step in kind.steps:
+            add(
+                step,
+                step_activity(
+                    step, pool, getattr(owner, step), functools.partial(parse_params, kind)
+                ),
+            )
+    return list(found.values())

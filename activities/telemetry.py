@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from activities.executions import Fence
     from activities.models import ExecutionRef
 
-RunStatus = Literal["completed", "failed", "skipped", "already_completed", "superseded"]
+RunStatus = Literal[
+    "completed", "failed", "compensated", "skipped", "already_completed", "superseded"
+]
 SkipReason = Literal["starting_deadline", "catchup_policy", "repeated_local_time"]
 
 _tracer = trace.get_tracer("scheduled_jobs.activities")

@@ -21,6 +21,7 @@ import psycopg
 from core.errors import SchedulerError
 from core.sql import queries
 from devstack.mailsink import MailSink
+from devstack.payments import PaymentProviderServer
 from devstack.postgres import EmbeddedPostgres
 from devstack.temporal import TemporalDevServer
 from jobs import demo_data
@@ -36,6 +37,7 @@ PG_PORT = 55432
 TEMPORAL_PORT = 7233
 UI_PORT = 8233
 SMTP_PORT = 8025  # the default SMTP_PORT: the workers mail the sink without configuration
+PAYMENTS_PORT = 8090  # the default PAYMENTS_URL's port: monthly-billing charges it
 
 logger = logging.getLogger("devstack")
 _Q = queries("devstack.sql", "devstack")
@@ -77,9 +79,11 @@ class LocalStack:
         temporal_port: int,
         ui_port: int,
         smtp_port: int = SMTP_PORT,
+        payments_port: int = PAYMENTS_PORT,
     ):
         self.state = state
         self.mail = MailSink(smtp_port, directory=state / "mail", keep=False)
+        self.payments = PaymentProviderServer(payments_port)
         self.replicas = replicas
         self.ui_port = ui_port
         self.postgres = EmbeddedPostgres(state / "postgres", pg_port)
@@ -120,9 +124,12 @@ class LocalStack:
 
         self.mail.start()
         _say(f"SMTP mail sink on 127.0.0.1:{self.mail.port}, messages in {self.mail.directory}")
+        self.payments.start()
+        _say(f"payment provider on {self.payments.url} (monthly-billing charges it)")
         env = os.environ | {
             "SMTP_HOST": self.mail.host,
             "SMTP_PORT": str(self.mail.port),
+            "PAYMENTS_URL": self.payments.url,
             "TEMPORAL_ADDRESS": settings.temporal_address,
             "TEMPORAL_TASK_QUEUE": settings.temporal_task_queue,
             "DATABASE_URL": settings.database_url.get_secret_value(),
@@ -151,6 +158,7 @@ class LocalStack:
             except subprocess.TimeoutExpired:
                 proc.kill()
         self.mail.stop()
+        self.payments.stop()
         self.temporal.stop()
         self.postgres.stop()
         _say("stopped")
@@ -193,6 +201,7 @@ async def main(args: argparse.Namespace) -> int:
         args.temporal_port,
         args.ui_port,
         args.smtp_port,
+        args.payments_port,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -219,6 +228,9 @@ if __name__ == "__main__":
     parser.add_argument("--temporal-port", type=int, default=TEMPORAL_PORT)
     parser.add_argument("--ui-port", type=int, default=UI_PORT)
     parser.add_argument("--smtp-port", type=int, default=SMTP_PORT, help="the mail sink's port")
+    parser.add_argument(
+        "--payments-port", type=int, default=PAYMENTS_PORT, help="the payment provider's port"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     exit_process(asyncio.run(main(args)))

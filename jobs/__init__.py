@@ -9,6 +9,7 @@ adding a family touches nothing else in this folder.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from collections.abc import Callable
@@ -19,7 +20,10 @@ from typing import Any
 from activities.kinds import JobKind, build_kind_activities
 
 
-def _discover() -> dict[str, JobKind]:
+@functools.cache
+def kinds() -> dict[str, JobKind]:
+    """Every job kind by name, found in the packages under `jobs/` (on first use: a job's
+    workflow module imports this package inside Temporal's sandbox, which must stay cheap)."""
     found: dict[str, JobKind] = {}
     for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if not module.ispkg:
@@ -32,13 +36,21 @@ def _discover() -> dict[str, JobKind]:
     return found
 
 
-KINDS: dict[str, JobKind] = _discover()
-"""Every job kind by name."""
+def __getattr__(name: str) -> Any:
+    if name == "KINDS":  # `from jobs import KINDS`: every job kind by name
+        return kinds()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def kind_activities(pool: Any) -> list[Callable]:
-    """Every kind's work activity bound to `pool`, for the worker to register."""
-    return build_kind_activities(KINDS.values(), pool)
+def kind_activities(pool: Any, settings: Any) -> list[Callable]:
+    """Every kind's activities bound to `pool` (and the worker's `settings`, for the kinds
+    that take them), for the worker to register."""
+    return build_kind_activities(kinds().values(), pool, settings)
+
+
+def kind_workflows() -> list[type]:
+    """The workflow classes of the workflow kinds, for the worker to register."""
+    return [kind.workflow for kind in kinds().values() if kind.workflow is not None]
 
 
 def demo_data() -> list[tuple[str, Traversable]]:

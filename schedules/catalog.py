@@ -165,7 +165,13 @@ class JobSpec(BaseModel):
 
     @property
     def activity(self) -> str:
-        return KINDS[self.kind].activity
+        """The work activity of a kind that does its slot in one activity ('' otherwise)."""
+        return KINDS[self.kind].activity or ""
+
+    @property
+    def workflow(self) -> str | None:
+        """The workflow type of a workflow kind (a workflow of steps), else None."""
+        return KINDS[self.kind].workflow_name
 
     @property
     def schedule_text(self) -> str:

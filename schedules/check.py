@@ -56,6 +56,7 @@ MAX_FIRES = 1000
 CATCHUP_GAP_PREFIX = "catch-up gap"
 
 COMPLETED, FAILED, SKIPPED, RUNNING = "completed", "failed", "skipped", "running"
+COMPENSATED = "compensated"  # a workflow job's run that failed and undid its steps
 
 
 class Kind(StrEnum):
@@ -361,16 +362,20 @@ def _catchup_gaps(
 
 
 def _last_run_failed(status: JobStatus, runs: list[Execution]) -> None:
-    finished = [r for r in runs if r.status in (COMPLETED, FAILED)]
-    if finished and finished[-1].status == FAILED:
+    finished = [r for r in runs if r.status in (COMPLETED, FAILED, COMPENSATED)]
+    if finished and finished[-1].status != COMPLETED:
         run = finished[-1]
         error = (run.error or "no error recorded").splitlines()[0][:300]
+        how = (
+            "failed and was compensated"
+            if run.status == COMPENSATED
+            else f"failed after {run.attempt} attempt(s)"
+        )
         status.alerts.append(
             Alert(
                 Kind.LAST_RUN_FAILED,
                 status.job,
-                f"the run for {_when(run.scheduled_at)} failed after {run.attempt} "
-                f"attempt(s): {error}",
+                f"the run for {_when(run.scheduled_at)} {how}: {error}",
             )
         )
 

@@ -53,6 +53,7 @@ def job_run(job: JobSpec, timing_since: datetime | None = None) -> JobRun:
     return JobRun(
         job_name=job.id,
         activity=job.activity,
+        workflow=job.workflow,
         params=job.params,
         start_to_close_seconds=job.timeout.total_seconds(),
         heartbeat_seconds=job.heartbeat.total_seconds() if job.heartbeat else None,

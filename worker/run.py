@@ -10,11 +10,13 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.catchup import CatchupActivities
 from activities.executions import ExecutionActivities
+from activities.steps import StepsActivities
 from core.sql import queries
-from jobs import kind_activities
+from jobs import kind_activities, kind_workflows
 from worker.client import connect
 from worker.migrate import apply_migrations
 from worker.settings import Settings
@@ -25,15 +27,44 @@ logger = logging.getLogger(__name__)
 _Q = queries("worker.sql", "pool")
 
 
-def build_activities(pool: AsyncConnectionPool) -> list:
+# Modules workflow code may use as they are outside Temporal's sandbox instead of importing
+# them afresh into it: the engine's and the timing package's models and the libraries they
+# pull in. Workflow modules themselves (workflows/, each job's workflow.py) stay sandboxed.
+PASSTHROUGH = (
+    "activities",
+    "core",
+    "timing",
+    "croniter",
+    "httpx",
+    "httpcore",
+    "aiosmtplib",
+    "opentelemetry",
+    "psycopg",
+    "psycopg_pool",
+    "pydantic",
+    "pydantic_core",
+)
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox every worker (and the replay tests) runs workflow code in."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
+    )
+
+
+def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
     """Every activity the fleet serves, bound to one connection pool."""
     executions = ExecutionActivities(pool)
     catchup = CatchupActivities(pool)
+    steps = StepsActivities(pool)
     return [
         executions.claim_execution,
         executions.record_failure,
         catchup.plan_run,
-        *kind_activities(pool),
+        steps.finish_steps,
+        steps.settle_steps,
+        *kind_activities(pool, settings),
     ]
 
 
@@ -41,8 +72,9 @@ def build_worker(client: Client, settings: Settings, pool: AsyncConnectionPool) 
     return Worker(
         client,
         task_queue=settings.temporal_task_queue,
-        workflows=[ScheduledJobWorkflow],
-        activities=build_activities(pool),
+        workflows=[ScheduledJobWorkflow, *kind_workflows()],
+        workflow_runner=workflow_runner(),
+        activities=build_activities(pool, settings),
         max_concurrent_activities=settings.worker_max_concurrent_activities,
         graceful_shutdown_timeout=settings.graceful_shutdown,
         identity=settings.worker_identity,

@@ -63,7 +63,7 @@ class Settings(BaseSettings):
     smtp_timeout_seconds: float = Field(default=30.0, gt=0)
     webhook_url: SecretStr | None = None
     webhook_timeout_seconds: float = Field(default=10.0, gt=0)
-    outbox_email_types: str = "InvoiceReminder"  # comma-separated message types
+    outbox_email_types: str = "InvoiceReminder,PaymentReceipt"  # comma-separated message types
     outbox_message_id_domain: str | None = None  # default: SMTP_FROM's domain
     outbox_batch_size: int = Field(default=100, ge=1, le=10_000)
     outbox_concurrency: int = Field(default=10, ge=1, le=500)
@@ -71,6 +71,12 @@ class Settings(BaseSettings):
     outbox_max_attempts: int = Field(default=12, ge=1)
     outbox_backoff_base_seconds: float = Field(default=5.0, gt=0)
     outbox_backoff_max_seconds: float = Field(default=3600.0, gt=0)
+
+    # Payment provider (the `monthly-billing` job's charges API), by default the local
+    # stack's provider. The key is sent as a bearer token and never printed.
+    payments_url: str = "http://127.0.0.1:8090"
+    payments_api_key: SecretStr | None = None
+    payments_timeout_seconds: float = Field(default=10.0, gt=0)
 
     @field_validator("database_url")
     @classmethod

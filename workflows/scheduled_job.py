@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.catchup import CatchupActivities, PlanInput, PlanResult
@@ -27,6 +27,9 @@ with workflow.unsafe.imports_passed_through():
         WorkResult,
     )
 
+from workflows.retry import RetrySettings
+from workflows.steps import StepOptions, WorkflowJobInput
+
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
 
@@ -38,28 +41,14 @@ _BOOKKEEPING_TIMEOUT = timedelta(seconds=30)
 _BOOKKEEPING_DEADLINE = timedelta(hours=1)
 
 
-class RetrySettings(BaseModel):
-    """Retry policy of a job's work activity."""
-
-    initial_interval_seconds: float = Field(default=5.0, gt=0)
-    backoff_coefficient: float = Field(default=2.0, ge=1)
-    maximum_interval_seconds: float = Field(default=300.0, gt=0)
-    maximum_attempts: int = Field(default=10, ge=0)  # 0: unlimited
-
-    def policy(self) -> RetryPolicy:
-        return RetryPolicy(
-            initial_interval=timedelta(seconds=self.initial_interval_seconds),
-            backoff_coefficient=self.backoff_coefficient,
-            maximum_interval=timedelta(seconds=self.maximum_interval_seconds),
-            maximum_attempts=self.maximum_attempts,
-        )
-
-
 class JobRun(BaseModel):
     """The workflow's input, fixed in the schedule's action by `schedules sync`."""
 
     job_name: str
-    activity: str
+    activity: str  # the work activity of a kind that does its slot in one activity
+    # A workflow kind's workflow type instead: run as a child workflow of steps (see
+    # workflows/steps.py); `activity` is then empty.
+    workflow: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     start_to_close_seconds: float = Field(default=3600.0, gt=0)
     heartbeat_seconds: float | None = Field(default=60.0, gt=0)
@@ -151,7 +140,7 @@ class ScheduledJobWorkflow:
         own = SlotRun(scheduled_at=scheduled_at, outcome="skipped", reason=plan.reason)
         caught_up = []
         for slot in plan.run:
-            done = await self._run_slot(job, slot, trigger)
+            done = await self._run_slot(job, slot, trigger, headline)
             if slot == scheduled_at:
                 own = done
             else:
@@ -181,7 +170,11 @@ class ScheduledJobWorkflow:
         )
 
     async def _run_slot(
-        self, job: JobRun, scheduled_at: datetime, trigger: Literal["schedule", "direct"]
+        self,
+        job: JobRun,
+        scheduled_at: datetime,
+        trigger: Literal["schedule", "direct"],
+        headline: str = "",
     ) -> SlotRun:
         """Claim one slot, do its work, record the outcome."""
         info = workflow.info()
@@ -217,29 +210,31 @@ class ScheduledJobWorkflow:
         execution = ExecutionRef(
             execution_id=claim.execution_id, job_name=job.job_name, scheduled_at=scheduled_at
         )
+        timing = JobTiming(
+            cron=job.cron, interval_seconds=job.interval_seconds, timezone=job.timezone
+        )
         try:
-            work = await workflow.execute_activity(
-                job.activity,
-                WorkInput(
-                    execution=execution,
-                    params=job.params,
-                    timing=JobTiming(
-                        cron=job.cron, interval_seconds=job.interval_seconds, timezone=job.timezone
+            if job.workflow:
+                work = await self._run_steps(job, execution, timing, headline)
+            else:
+                work = await workflow.execute_activity(
+                    job.activity,
+                    WorkInput(execution=execution, params=job.params, timing=timing),
+                    result_type=WorkResult,
+                    start_to_close_timeout=timedelta(seconds=job.start_to_close_seconds),
+                    heartbeat_timeout=(
+                        timedelta(seconds=job.heartbeat_seconds) if job.heartbeat_seconds else None
                     ),
-                ),
-                result_type=WorkResult,
-                start_to_close_timeout=timedelta(seconds=job.start_to_close_seconds),
-                heartbeat_timeout=(
-                    timedelta(seconds=job.heartbeat_seconds) if job.heartbeat_seconds else None
-                ),
-                retry_policy=job.retry.policy(),
-            )
-        except ActivityError as err:
+                    retry_policy=job.retry.policy(),
+                )
+        except (ActivityError, ChildWorkflowError) as err:
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type == STALE_ATTEMPT:
                 # Another workflow run of the same slot took the work over.
                 return result("superseded", reason=str(cause))
             message = str(cause) if cause is not None else str(err)
+            # A workflow job has settled its execution already (compensated or failed);
+            # this marks only what is still running under this run.
             await workflow.execute_activity_method(
                 ExecutionActivities.record_failure,
                 FailureInput(execution_id=claim.execution_id, run_id=info.run_id, error=message),
@@ -255,3 +250,26 @@ class ScheduledJobWorkflow:
         if work.already_completed:
             return result("already_completed", work.counts, "another run completed this slot")
         return result("completed", work.counts)
+
+    async def _run_steps(
+        self, job: JobRun, execution: ExecutionRef, timing: JobTiming, headline: str
+    ) -> WorkResult:
+        """Run a workflow kind's steps as a child workflow, named after this run."""
+        info = workflow.info()
+        return await workflow.execute_child_workflow(
+            job.workflow,
+            WorkflowJobInput(
+                execution=execution,
+                run_id=info.run_id,
+                params=job.params,
+                timing=timing,
+                options=StepOptions(
+                    start_to_close_seconds=job.start_to_close_seconds,
+                    heartbeat_seconds=job.heartbeat_seconds,
+                    retry=job.retry,
+                ),
+                headline=headline,
+            ),
+            id=f"{info.workflow_id}/steps",
+            result_type=WorkResult,
+        )

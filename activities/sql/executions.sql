@@ -24,7 +24,7 @@ WHERE id = %(id)s
 UPDATE job_executions
 SET status = 'running', error = NULL, finished_at = NULL,
     workflow_id = %(workflow_id)s, run_id = %(run_id)s,
-    started_at = CASE WHEN status = 'failed' THEN now() ELSE started_at END
+    started_at = CASE WHEN status IN ('failed', 'compensated') THEN now() ELSE started_at END
 WHERE id = %(id)s
 
 -- name: take_over
@@ -55,3 +55,7 @@ UPDATE job_executions
 SET status = 'failed', finished_at = now(), error = %(error)s, holder = NULL
 WHERE id = %(id)s AND status = 'running' AND run_id = %(run_id)s
 RETURNING job_name
+
+-- name: forget_steps
+-- A compensated slot starts over: its steps' effects were undone, so each runs again.
+DELETE FROM job_steps WHERE execution_id = %(id)s

@@ -13,5 +13,6 @@ KINDS = (
         params=RelayParams,
         description="deliver due outbox messages by email or webhook, at least once",
         owner=RelayActivities,
+        settings=True,
     ),
 )

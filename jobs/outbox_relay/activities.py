@@ -319,19 +319,12 @@ class RelayParams(BaseModel):
 
 
 class RelayActivities:
-    """The relay as a scheduled job's work activity; built by the worker with its pool.
+    """The relay as a scheduled job's work activity; built by the worker with its pool and
+    its settings (`worker.settings.Settings`), read once at start-up."""
 
-    Without `config` it reads the relay settings from the environment once, at construction
-    (worker start-up), like the worker's own settings.
-    """
-
-    def __init__(self, pool: AsyncConnectionPool, config: RelayConfig | None = None) -> None:
-        if config is None:
-            from worker.settings import load_settings
-
-            config = RelayConfig.from_settings(load_settings())
+    def __init__(self, pool: AsyncConnectionPool, settings: Any) -> None:
         self.pool = pool
-        self.config = config
+        self.config = RelayConfig.from_settings(settings)
 
     async def relay_outbox(self, work: WorkInput, params: RelayParams) -> WorkResult:
         """Deliver due outbox messages for up to `max_seconds`, then complete the run.

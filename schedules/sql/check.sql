@@ -22,7 +22,7 @@ WITH jobs AS (
     UNION
     SELECT r.id FROM jobs CROSS JOIN LATERAL (
         SELECT e.id FROM job_executions e
-        WHERE e.job_name = jobs.job_name AND e.status IN ('completed', 'failed')
+        WHERE e.job_name = jobs.job_name AND e.status IN ('completed', 'failed', 'compensated')
         ORDER BY e.scheduled_at DESC LIMIT 1
     ) r
     UNION

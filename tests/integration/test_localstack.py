@@ -17,7 +17,7 @@ from tests.helpers import assert_eventually, wait_for_text
 
 
 def start_stack(state, log, ports) -> subprocess.Popen:
-    pg, temporal, ui, smtp = ports
+    pg, temporal, ui, smtp, payments = ports
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
     with log.open("wb") as out:
         return subprocess.Popen(
@@ -30,6 +30,7 @@ def start_stack(state, log, ports) -> subprocess.Popen:
                 f"--temporal-port={temporal}",
                 f"--ui-port={ui}",
                 f"--smtp-port={smtp}",
+                f"--payments-port={payments}",
             ],
             cwd=ROOT,
             env=env | {"PYTHONUNBUFFERED": "1"},
@@ -44,7 +45,7 @@ def interrupt(proc: subprocess.Popen) -> int:
 
 
 async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_path):
-    ports = (free_port(), free_port(), free_port(), free_port())
+    ports = (free_port(), free_port(), free_port(), free_port(), free_port())
     state, log = tmp_path / "dev", tmp_path / "run.log"
     db_url = f"postgresql://postgres@127.0.0.1:{ports[0]}/scheduled_jobs"
     address = f"127.0.0.1:{ports[1]}"

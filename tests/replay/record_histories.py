@@ -36,6 +36,7 @@ from temporalio.client import (
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
+from devstack.payments import PaymentProviderServer
 from schedules.catalog import default_catalog, parse_catalog
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule, job_run
 from worker.migrate import apply_migrations
@@ -102,9 +103,14 @@ class Recorder:
         (self.out / f"{name}.json").write_text(
             json.dumps(json.loads(history.to_json()), indent=1) + "\n"
         )
+        # The workflow id matters to replay: a child workflow's id is derived from it.
+        ids_file = self.out / "workflow_ids.json"
+        ids = json.loads(ids_file.read_text()) if ids_file.exists() else {}
+        ids_file.write_text(json.dumps(ids | {name: workflow_id}, indent=1, sort_keys=True) + "\n")
         print(f"recorded {name}: {workflow_id} ({run.status.name})")
 
     _seen: dict[str, int] = {}
+    provider: PaymentProviderServer
 
     def sql(self, statement: str, *args) -> None:
         with psycopg.connect(self.db_url, autocommit=True) as conn:
@@ -195,6 +201,33 @@ async def scenarios(rec: Recorder) -> None:
         )
         await rec.save(workflow_id, name)
 
+    # Monthly billing, a workflow job: a month billed, then a month whose charging fails
+    # for good and is compensated (its steps' histories are the child workflows').
+    rec.sql(
+        "INSERT INTO subscriptions (customer_email, plan, amount_cents, started_on, "
+        "payment_method) SELECT 'sub' || n || '@example.com', 'team', 1900, '2026-01-01', "
+        "CASE WHEN n %% 5 = 0 THEN 'pm_decline_insufficient_funds' ELSE 'pm_card' END "
+        "FROM generate_series(1, 12) AS n"
+    )
+    billing = catalog["monthly-billing"].model_copy(
+        update={
+            "params": {"charge_batch": 4, "concurrency": 2},
+            "retry": catalog["monthly-billing"].retry.model_copy(
+                update={"maximum_attempts": 2, "initial_interval": timedelta(seconds=0.2)}
+            ),
+        }
+    )
+    await rec.create(billing)
+    september, october = (datetime(2026, m, 1, 7, tzinfo=UTC) for m in (9, 10))
+    await rec.backfill(billing.id, september, name="monthly-billing-completed")
+    await rec.save(f"{billing.id}-{september:%Y-%m-%dT%H:%M:%SZ}/steps", "monthly-billing-steps")
+    rec.provider.fail_with(503, after=4)
+    await rec.backfill(billing.id, october, name="monthly-billing-compensated")
+    await rec.save(
+        f"{billing.id}-{october:%Y-%m-%dT%H:%M:%SZ}/steps", "monthly-billing-steps-compensated"
+    )
+    rec.provider.recover()
+
     # Every other reference job, one ordinary run each.
     for job_id, slot in (
         ("card-settlement", now.replace(second=0) - timedelta(minutes=1)),
@@ -228,16 +261,21 @@ async def record(label: str) -> None:
             apply_migrations(db_url)
             client = await Client.connect(temporal.address, data_converter=pydantic_data_converter)
             task_queue = f"replay-{uuid.uuid4().hex[:8]}"
+            provider = PaymentProviderServer(free_port())
+            provider.start()
             settings = Settings(
                 temporal_address=temporal.address,
                 temporal_task_queue=task_queue,
                 database_url=db_url,
                 smtp_port=free_port(),
+                payments_url=provider.url,
             )
             async with AsyncConnectionPool(db_url, min_size=1, max_size=8, open=False) as pool:
                 await pool.wait()
                 async with build_worker(client, settings, pool):
-                    await scenarios(Recorder(client, db_url, task_queue, out))
+                    recorder = Recorder(client, db_url, task_queue, out)
+                    recorder.provider = provider
+                    await scenarios(recorder)
         finally:
             temporal.stop()
             pg.stop("immediate")

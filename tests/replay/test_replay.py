@@ -7,6 +7,7 @@ history recorded with older code must still replay with the current one.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,21 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from jobs import kind_workflows
+from worker.run import workflow_runner
 from workflows import ScheduledJobWorkflow
 
-HISTORIES = sorted((Path(__file__).parent / "histories").glob("*/*.json"))
+HISTORIES = sorted(
+    p
+    for p in (Path(__file__).parent / "histories").glob("*/*.json")
+    if p.name != "workflow_ids.json"
+)
+
+
+def workflow_id(path: Path) -> str:
+    """The recorded workflow's id (a child workflow's id is derived from its parent's)."""
+    ids = path.parent / "workflow_ids.json"
+    return json.loads(ids.read_text()).get(path.stem, path.stem) if ids.exists() else path.stem
 
 
 def test_histories_were_recorded():
@@ -26,7 +39,11 @@ def test_histories_were_recorded():
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[f"{p.parent.name}/{p.stem}" for p in HISTORIES])
 async def test_history_replays_without_nondeterminism(path: Path):
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
-    replayer = Replayer(workflows=[ScheduledJobWorkflow], data_converter=pydantic_data_converter)
+    history = WorkflowHistory.from_json(workflow_id(path), path.read_text())
+    replayer = Replayer(
+        workflows=[ScheduledJobWorkflow, *kind_workflows()],
+        workflow_runner=workflow_runner(),
+        data_converter=pydantic_data_converter,
+    )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure!r}"

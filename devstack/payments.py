@@ -1,0 +1,158 @@
+"""A local payment provider for `make run` and the tests: a real HTTP charges API.
+
+It answers `POST /v1/charges` as card processors do (see
+`jobs/monthly_billing/provider.py`): a charge is keyed by its `Idempotency-Key`, and a second
+request with the same key gets the first answer again (marked `Idempotent-Replayed: true`),
+so a customer is charged once however often a charge is sent. A payment method named
+`pm_decline_<code>` is declined with that decline code; any other is charged.
+
+Tests steer it: `hold()` makes requests wait until `release()` (a fault lands while a
+charge is in flight, where the test wants it), `fail_with(503)` answers every request with
+an error until `recover()`, and `requests` lists every key received, in order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from devstack.ports import require_free_port
+
+
+@dataclass(frozen=True)
+class Received:
+    """One charge request as the provider saw it."""
+
+    key: str
+    replayed: bool
+    status: int
+
+
+class PaymentProviderServer:
+    """The charges API on loopback, in a background thread."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1", api_key: str | None = None) -> None:
+        self.host, self.port, self.api_key = host, port, api_key
+        self._answers: dict[str, tuple[int, dict]] = {}
+        self._lock = threading.Lock()
+        self._open = threading.Event()
+        self._open.set()
+        self.arrived = threading.Event()  # set by the first request after hold()
+        self.failing: int | None = None
+        self._fail_after = 0
+        self.requests: list[Received] = []
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> None:
+        require_free_port(self.port, "the local payment provider", self.host)
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                provider._handle(self)
+
+            def log_message(self, format: str, *args: object) -> None:  # quiet
+                pass
+
+        self._server = ThreadingHTTPServer((self.host, self.port), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.release()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    # --- steering, for tests ------------------------------------------------------------
+
+    def hold(self) -> None:
+        """Make every request wait (unanswered) until `release()`."""
+        self.arrived.clear()
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
+    def fail_with(self, status: int, after: int = 0) -> None:
+        """Answer every request with `status` (e.g. 503) until `recover()`, once `after`
+        more charges went through."""
+        with self._lock:
+            self._fail_after = after
+            self.failing = status
+
+    def recover(self) -> None:
+        with self._lock:
+            self.failing = None
+
+    def keys(self) -> list[str]:
+        """Every idempotency key received, in order, repeats included."""
+        with self._lock:
+            return [r.key for r in self.requests]
+
+    def charged(self) -> dict[str, int]:
+        """How often each key was charged for real (not a replay, not a failure): once."""
+        counts: dict[str, int] = {}
+        with self._lock:
+            for r in self.requests:
+                if not r.replayed and r.status in (200, 402):
+                    counts[r.key] = counts.get(r.key, 0) + 1
+        return counts
+
+    # --- the API ------------------------------------------------------------------------
+
+    def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        length = int(request.headers.get("Content-Length") or 0)
+        raw = request.rfile.read(length)
+        if request.path != "/v1/charges":
+            return _send(request, 404, {"error": {"code": "not_found"}})
+        if self.api_key and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return _send(request, 401, {"error": {"code": "unauthorized"}})
+        key = request.headers.get("Idempotency-Key")
+        if not key:
+            return _send(request, 400, {"error": {"code": "idempotency_key_required"}})
+        self.arrived.set()
+        self._open.wait()
+        with self._lock:
+            failing = self.failing
+            if failing is not None and self._fail_after > 0 and key not in self._answers:
+                self._fail_after -= 1
+                failing = None
+            if failing is not None:
+                self.requests.append(Received(key, False, failing))
+        if failing is not None:
+            return _send(request, failing, {"error": {"code": "unavailable"}})
+        with self._lock:
+            replayed = key in self._answers
+            if not replayed:
+                self._answers[key] = _decide(key, json.loads(raw or b"{}"))
+            status, body = self._answers[key]
+            self.requests.append(Received(key, replayed, status))
+        _send(request, status, body, replayed=replayed)
+
+
+def _decide(key: str, body: dict) -> tuple[int, dict]:
+    method = str(body.get("payment_method", ""))
+    if method.startswith("pm_decline_"):
+        code = method.removeprefix("pm_decline_")
+        return 402, {"error": {"code": "card_declined", "decline_code": code}}
+    return 200, {"id": "ch_" + hashlib.sha256(key.encode()).hexdigest()[:16], "status": "succeeded"}
+
+
+def _send(request: BaseHTTPRequestHandler, status: int, body: dict, replayed: bool = False):
+    data = json.dumps(body).encode()
+    request.send_response(status)
+    request.send_header("Content-Type", "application/json")
+    request.send_header("Content-Length", str(len(data)))
+    if replayed:
+        request.send_header("Idempotent-Replayed", "true")
+    request.end_headers()
+    request.wfile.write(data)

@@ -1,0 +1,119 @@
+"""The payment provider's HTTP API, as monthly billing uses it: one charge per invoice.
+
+Every charge carries the invoice's number as its `Idempotency-Key`, so a charge sent twice
+(a retried batch, a stale attempt waking up) is answered with the first charge's outcome
+and never charges the customer again. The API is the common shape of card processors:
+
+    POST {PAYMENTS_URL}/v1/charges   Idempotency-Key: SUB-202611-00000042
+    {"amount": 1900, "currency": "usd", "payment_method": "pm_...", "reference": "SUB-..."}
+    200 {"id": "ch_...", "status": "succeeded"}
+    402 {"error": {"code": "card_declined", "decline_code": "insufficient_funds"}}
+
+Errors name the invoice and the status, never the URL or the API key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import httpx
+
+
+class ProviderUnavailable(Exception):
+    """The provider did not answer, or answered that it cannot now: try again later."""
+
+
+class ProviderRefused(Exception):
+    """The provider refused the request itself (bad key, bad request): retrying won't help."""
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One invoice to charge."""
+
+    invoice_id: int
+    invoice_number: str
+    amount_cents: int
+    currency: str
+    payment_method: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the provider answered for one charge."""
+
+    invoice_id: int
+    status: Literal["charged", "declined"]
+    amount_cents: int
+    charge_id: str | None = None
+    decline_code: str | None = None
+
+
+# Answers worth another try: a request still in flight at the provider, rate limiting,
+# and the provider's own trouble.
+_TRANSIENT = {409, 423, 425, 429, 500, 502, 503, 504}
+
+
+class PaymentProvider:
+    """An HTTP client for the charges API; use as an async context manager."""
+
+    def __init__(self, base_url: str, api_key: str | None, timeout_seconds: float) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_seconds
+        )
+
+    async def __aenter__(self) -> PaymentProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._client.aclose()
+
+    async def charge(self, charge: Charge) -> Outcome:
+        """Charge one invoice, once whatever happens (its number is the idempotency key).
+
+        Raises:
+            ProviderUnavailable: no answer, or an answer that says to try again later.
+            ProviderRefused: the provider refused the request; fix the setup, not the run.
+        """
+        try:
+            response = await self._client.post(
+                "/v1/charges",
+                headers={"Idempotency-Key": charge.invoice_number},
+                json={
+                    "amount": charge.amount_cents,
+                    "currency": charge.currency.lower(),
+                    "payment_method": charge.payment_method,
+                    "reference": charge.invoice_number,
+                },
+            )
+        except httpx.HTTPError as exc:
+            raise ProviderUnavailable(
+                f"payment provider did not answer for invoice {charge.invoice_number}: "
+                f"{type(exc).__name__}"
+            ) from None
+        status = response.status_code
+        if status in (200, 201):
+            body = _json(response)
+            return Outcome(charge.invoice_id, "charged", charge.amount_cents, str(body.get("id")))
+        if status == 402:
+            error = _json(response).get("error") or {}
+            code = error.get("decline_code") or error.get("code") or "declined"
+            return Outcome(charge.invoice_id, "declined", charge.amount_cents, None, str(code))
+        if status in _TRANSIENT:
+            raise ProviderUnavailable(
+                f"payment provider answered {status} for invoice {charge.invoice_number}"
+            )
+        raise ProviderRefused(
+            f"payment provider refused the charge of invoice {charge.invoice_number} with "
+            f"{status}; check PAYMENTS_URL and PAYMENTS_API_KEY"
+        )
+
+
+def _json(response: httpx.Response) -> dict:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}

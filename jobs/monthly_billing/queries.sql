@@ -1,0 +1,149 @@
+-- Queries of the monthly-billing job (jobs/monthly_billing/activities.py). Every write runs
+-- in a transaction fenced by the run's execution; each statement is safe to repeat.
+
+-- name: open_run
+-- Step 1. The month's billing run, opened by this execution: a second one is refused
+-- unless the first was reopened by a compensation (or it is this execution's own).
+INSERT INTO billing_runs (month, execution_id, status)
+VALUES (%(month)s, %(execution_id)s, 'open')
+ON CONFLICT (month) DO UPDATE
+SET execution_id = excluded.execution_id, status = 'open', opened_at = now(), closed_at = NULL
+WHERE billing_runs.status = 'reopened' OR billing_runs.execution_id = excluded.execution_id
+RETURNING execution_id
+
+-- name: run_of_month
+SELECT execution_id, status FROM billing_runs WHERE month = %(month)s
+
+-- name: reopen_run
+-- Undo of step 1: the month can be billed again.
+UPDATE billing_runs SET status = 'reopened', closed_at = now()
+WHERE month = %(month)s AND execution_id = %(execution_id)s AND status = 'open'
+
+-- name: subscription_bounds
+-- Step 2's bounds, fixed once: the subscriptions to bill are those up to the newest id now.
+SELECT coalesce(max(id), 0) AS upto_id,
+       count(*) FILTER (WHERE started_on <= %(month_end)s
+                          AND (ended_on IS NULL OR ended_on >= %(month)s)) AS active
+FROM subscriptions
+
+-- name: generate_chunk
+-- Step 2, one id range: an invoice per subscription active in the month, unique per
+-- (subscription, month); a voided one (a compensated earlier run) is due again.
+WITH due AS (
+    SELECT id, customer_email, amount_cents
+    FROM subscriptions
+    WHERE id > %(after_id)s AND id <= %(upto_id)s
+      AND started_on <= %(month_end)s AND (ended_on IS NULL OR ended_on >= %(month)s)
+), made AS (
+    INSERT INTO invoices
+        (invoice_number, customer_email, status, due_date, amount_cents, subscription_id,
+         billing_month)
+    SELECT 'SUB-' || to_char(%(month)s::date, 'YYYYMM') || '-' || lpad(id::text, 8, '0'),
+           customer_email, 'Unpaid', %(due_date)s, amount_cents, id, %(month)s
+    FROM due
+    ON CONFLICT (subscription_id, billing_month) WHERE subscription_id IS NOT NULL
+    DO UPDATE SET status = 'Unpaid', due_date = excluded.due_date
+    WHERE invoices.status = 'Void'
+    RETURNING (xmax = 0) AS inserted
+)
+SELECT count(*) FILTER (WHERE inserted) AS created,
+       count(*) FILTER (WHERE NOT inserted) AS revived
+FROM made
+
+-- name: charge_progress
+-- Step 3's progress: the month's invoices to charge, and how many have an outcome.
+SELECT count(*) FILTER (WHERE i.status <> 'Void') AS total,
+       count(c.invoice_id) AS done
+FROM invoices i LEFT JOIN charges c ON c.invoice_id = i.id
+WHERE i.billing_month = %(month)s
+
+-- name: to_charge
+-- Step 3, the next batch: invoices of the month with no outcome yet, in id order.
+SELECT i.id, i.invoice_number, i.amount_cents, s.currency, s.payment_method
+FROM invoices i
+JOIN subscriptions s ON s.id = i.subscription_id
+WHERE i.billing_month = %(month)s AND i.status = 'Unpaid'
+  AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.invoice_id = i.id)
+ORDER BY i.id
+LIMIT %(limit)s
+
+-- name: record_charges
+-- The provider's answers for one batch, set-based; a charged invoice is paid. An invoice
+-- already recorded keeps its first answer.
+WITH answers AS (
+    SELECT *
+    FROM unnest(%(invoice_ids)s::bigint[], %(statuses)s::text[], %(amounts)s::bigint[],
+                %(charge_ids)s::text[], %(decline_codes)s::text[])
+         AS a (invoice_id, status, amount_cents, charge_id, decline_code)
+), recorded AS (
+    INSERT INTO charges
+        (invoice_id, billing_month, status, amount_cents, provider_charge_id, decline_code)
+    SELECT invoice_id, %(month)s, status, amount_cents, charge_id, decline_code FROM answers
+    ON CONFLICT (invoice_id) DO NOTHING
+    RETURNING invoice_id, status, amount_cents
+), paid AS (
+    UPDATE invoices SET status = 'Paid'
+    FROM recorded
+    WHERE invoices.id = recorded.invoice_id AND recorded.status = 'charged'
+    RETURNING 1
+)
+SELECT count(*) FILTER (WHERE status = 'charged') AS charged,
+       count(*) FILTER (WHERE status = 'declined') AS declined,
+       coalesce(sum(amount_cents) FILTER (WHERE status = 'charged'), 0) AS charged_cents
+FROM recorded
+
+-- name: void_uncharged
+-- Undo of step 2: the month's invoices nobody charged are voided (charged and declined
+-- ones keep their outcome). Returns the voided count and the charged invoices' numbers.
+WITH voided AS (
+    UPDATE invoices SET status = 'Void'
+    WHERE billing_month = %(month)s AND status = 'Unpaid'
+      AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.invoice_id = invoices.id)
+    RETURNING id
+)
+SELECT (SELECT count(*) FROM voided) AS voided,
+       coalesce((SELECT array_agg(i.invoice_number ORDER BY i.id)
+                 FROM charges c JOIN invoices i ON i.id = c.invoice_id
+                 WHERE c.billing_month = %(month)s AND c.status = 'charged'), '{}') AS charged
+
+-- name: queue_receipts
+-- Step 4: one receipt per charged invoice of the month, in the outbox, once each.
+WITH queued AS (
+    INSERT INTO outbox_messages (type, payload, idempotency_key)
+    SELECT 'PaymentReceipt',
+           jsonb_build_object(
+               'invoice_id', i.id,
+               'invoice_number', i.invoice_number,
+               'to', i.customer_email,
+               'amount_cents', c.amount_cents,
+               'billing_month', c.billing_month,
+               'charge_id', c.provider_charge_id,
+               'job', %(job_name)s::text,
+               -- The relay mails an email type's own subject and text.
+               'subject', 'Receipt for invoice ' || i.invoice_number,
+               'text', 'Hello,' || chr(10) || chr(10) || 'we received your payment of '
+                       || to_char(c.amount_cents / 100.0, 'FM999999990.00') || ' '
+                       || upper(s.currency) || ' for ' || to_char(c.billing_month, 'FMMonth YYYY')
+                       || ' (invoice ' || i.invoice_number || ').' || chr(10) || chr(10)
+                       || 'Thank you,' || chr(10) || 'Billing' || chr(10)
+           ),
+           'payment-receipt:' || i.invoice_number
+    FROM charges c
+    JOIN invoices i ON i.id = c.invoice_id
+    JOIN subscriptions s ON s.id = i.subscription_id
+    WHERE c.billing_month = %(month)s AND c.status = 'charged'
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*) FROM queued
+
+-- name: close_run
+UPDATE billing_runs SET status = 'closed', closed_at = now()
+WHERE month = %(month)s AND execution_id = %(execution_id)s AND status = 'open'
+
+-- name: month_totals
+-- What the month's billing came to, for the run's result.
+SELECT count(*) FILTER (WHERE status = 'charged') AS charged,
+       count(*) FILTER (WHERE status = 'declined') AS declined,
+       coalesce(sum(amount_cents) FILTER (WHERE status = 'charged'), 0) AS charged_cents
+FROM charges WHERE billing_month = %(month)s

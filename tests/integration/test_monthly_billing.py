@@ -1,0 +1,336 @@
+"""Monthly billing, a workflow job of four steps, end to end: real schedule, real worker
+processes, real Postgres and a real local payment provider (devstack/payments.py)."""
+
+from __future__ import annotations
+
+import signal
+from datetime import UTC, date, datetime, timedelta
+
+import psycopg
+import pytest
+from temporalio.client import (
+    Client,
+    ScheduleBackfill,
+    ScheduleOverlapPolicy,
+    WorkflowExecutionStatus,
+)
+
+from devstack import free_port
+from devstack.payments import PaymentProviderServer
+from schedules.catalog import JobSpec, RetrySpec, default_catalog
+from tests.helpers import assert_eventually, wait_for_text
+from tests.integration.jobs import executions, registered
+
+JOB = "monthly-billing"
+# 03:00 America/New_York on 1 October 2026 (EDT): bills September 2026.
+SLOT = datetime(2026, 10, 1, 7, 0, tzinfo=UTC)
+MONTH = date(2026, 9, 1)
+WORKFLOW_ID = f"{JOB}-{SLOT:%Y-%m-%dT%H:%M:%SZ}"
+
+
+@pytest.fixture
+def provider():
+    server = PaymentProviderServer(free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+def billing_job(**params) -> JobSpec:
+    """The catalog's monthly-billing job, paused (only backfills run it), test-sized."""
+    job = default_catalog()[JOB]
+    return job.model_copy(
+        update={
+            "paused": True,
+            "params": job.params | {"charge_batch": 5, "concurrency": 2} | params,
+            "heartbeat": timedelta(seconds=3),
+            "retry": RetrySpec(
+                maximum_attempts=10,  # a frozen worker's open polls absorb a few attempts
+                initial_interval=timedelta(seconds=0.5),
+                maximum_interval=timedelta(seconds=1),
+            ),
+        }
+    )
+
+
+def subscribe(db: psycopg.Connection, n: int, *, declined_every: int = 0) -> int:
+    """`n` subscriptions active in September 2026 (every `declined_every`-th card declines),
+    plus one that ended before it and one that starts after it; returns `n`."""
+    db.execute(
+        """
+        INSERT INTO subscriptions (customer_email, plan, amount_cents, started_on, ended_on,
+                                   payment_method)
+        SELECT 'sub' || k || '@example.com', 'team', 1000 + k, '2026-01-01', NULL,
+               CASE WHEN %(every)s > 0 AND k %% %(every)s = 0
+                    THEN 'pm_decline_insufficient_funds' ELSE 'pm_card_' || k END
+        FROM generate_series(1, %(n)s) AS k
+        """,
+        {"n": n, "every": declined_every},
+    )
+    db.execute(
+        """
+        INSERT INTO subscriptions (customer_email, plan, amount_cents, started_on, ended_on,
+                                   payment_method)
+        VALUES ('gone@example.com', 'team', 500, '2026-01-01', '2026-08-31', 'pm_card_gone'),
+               ('later@example.com', 'team', 500, '2026-10-15', NULL, 'pm_card_later')
+        """
+    )
+    return n
+
+
+def counts(db: psycopg.Connection) -> dict[str, int]:
+    (invoices, paid, void, charged, declined, receipts) = db.execute(
+        """
+        SELECT (SELECT count(*) FROM invoices WHERE billing_month = %(m)s),
+               (SELECT count(*) FROM invoices WHERE billing_month = %(m)s AND status = 'Paid'),
+               (SELECT count(*) FROM invoices WHERE billing_month = %(m)s AND status = 'Void'),
+               (SELECT count(*) FROM charges WHERE billing_month = %(m)s AND status = 'charged'),
+               (SELECT count(*) FROM charges WHERE billing_month = %(m)s AND status = 'declined'),
+               (SELECT count(*) FROM outbox_messages WHERE type = 'PaymentReceipt')
+        """,
+        {"m": MONTH},
+    ).fetchone()
+    return {
+        "invoices": invoices,
+        "paid": paid,
+        "void": void,
+        "charged": charged,
+        "declined": declined,
+        "receipts": receipts,
+    }
+
+
+async def backfill(client: Client) -> None:
+    await client.get_schedule_handle(JOB).backfill(
+        ScheduleBackfill(
+            start_at=SLOT - timedelta(minutes=1),
+            end_at=SLOT + timedelta(minutes=1),
+            overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+        )
+    )
+
+
+async def closed_runs(client: Client, task_queue: str) -> list:
+    """This test's closed runs of the slot (other tests ran the same slot on other queues)."""
+    query = f"WorkflowId = '{WORKFLOW_ID}' AND TaskQueue = '{task_queue}'"
+    return [
+        w async for w in client.list_workflows(query) if w.status != WorkflowExecutionStatus.RUNNING
+    ]
+
+
+async def wait_closed(client: Client, task_queue: str, n: int = 1, timeout: float = 120) -> list:
+    async def closed():
+        runs = await closed_runs(client, task_queue)
+        assert len(runs) >= n, runs
+        return runs
+
+    return await assert_eventually(closed, timeout=timeout)
+
+
+def steps(db: psycopg.Connection) -> dict[str, dict]:
+    cur = db.cursor(row_factory=psycopg.rows.dict_row)
+    rows = cur.execute(
+        "SELECT s.* FROM job_steps s JOIN job_executions e ON e.id = s.execution_id "
+        "WHERE e.job_name = %s",
+        (JOB,),
+    ).fetchall()
+    return {row["step"]: row for row in rows}
+
+
+def env(provider: PaymentProviderServer) -> dict[str, str]:
+    return {"PAYMENTS_URL": provider.url}
+
+
+async def test_a_backfilled_month_bills_each_subscription_once_and_a_second_changes_nothing(
+    client, db, task_queue, start_workers, provider
+):
+    active = subscribe(db, 40, declined_every=8)
+    start_workers(2, **env(provider))
+    async with registered(client, billing_job(), task_queue):
+        await backfill(client)
+        (run,) = await wait_closed(client, task_queue)
+        assert run.status == WorkflowExecutionStatus.COMPLETED
+
+        (row,) = executions(db, JOB)
+        assert row["status"] == "completed", row["error"]
+        declined = active // 8
+        expected = {
+            "invoices": active,
+            "paid": active - declined,
+            "void": 0,
+            "charged": active - declined,
+            "declined": declined,
+            "receipts": active - declined,
+        }
+        assert counts(db) == expected
+        assert row["result"]["counts"]["charge_invoices.charged"] == active - declined
+        assert row["result"]["steps"] == [
+            "open_billing_run",
+            "generate_invoices",
+            "charge_invoices",
+            "queue_receipts",
+        ]
+        assert {name: s["status"] for name, s in steps(db).items()} == dict.fromkeys(
+            row["result"]["steps"], "completed"
+        )
+        # Each invoice was sent to the provider once, keyed by its number.
+        assert sorted(provider.keys()) == sorted(
+            r[0]
+            for r in db.execute(
+                "SELECT invoice_number FROM invoices WHERE billing_month = %s", (MONTH,)
+            )
+        )
+        assert set(provider.charged().values()) == {1}
+        (status,) = db.execute(
+            "SELECT status FROM billing_runs WHERE month = %s", (MONTH,)
+        ).fetchone()
+        assert status == "closed"
+
+        # The same month backfilled again: the slot is completed; nothing changes.
+        sent = len(provider.keys())
+        await backfill(client)
+        await wait_closed(client, task_queue, n=2)
+        assert counts(db) == expected
+        assert len(provider.keys()) == sent
+        (row,) = executions(db, JOB)
+        assert row["status"] == "completed" and row["duplicate_runs"] == 1
+
+
+async def test_the_provider_down_for_good_voids_the_uncharged_and_the_month_can_be_billed_again(
+    client, db, task_queue, start_workers, provider
+):
+    active = subscribe(db, 30)
+    provider.fail_with(503, after=10)  # ten charges go through, then the provider is down
+    start_workers(1, **env(provider))
+    async with registered(client, billing_job(), task_queue):
+        await backfill(client)
+        (run,) = await wait_closed(client, task_queue)
+        assert run.status == WorkflowExecutionStatus.FAILED
+
+        (row,) = executions(db, JOB)
+        assert row["status"] == "compensated"
+        assert "step 3 of 4 did not finish" in row["error"]
+        assert "compensated generate_invoices, open_billing_run" in row["error"]
+        assert row["result"]["compensated"] == ["generate_invoices", "open_billing_run"]
+        # Exactly the uncharged invoices are voided; the charged stay charged; no receipts.
+        assert counts(db) == {
+            "invoices": active,
+            "paid": 10,
+            "void": active - 10,
+            "charged": 10,
+            "declined": 0,
+            "receipts": 0,
+        }
+        undo = steps(db)["undo:generate_invoices"]
+        assert undo["result"]["counts"] == {"voided": active - 10, "charged": 10}
+        assert len(undo["result"]["charged_invoices"]) == 10
+        (status,) = db.execute(
+            "SELECT status FROM billing_runs WHERE month = %s", (MONTH,)
+        ).fetchone()
+        assert status == "reopened"
+
+        # The provider is back: billing the month again charges the rest, once each, and
+        # sends a receipt for every charged invoice, the earlier ten included.
+        provider.recover()
+        await backfill(client)
+        runs = await wait_closed(client, task_queue, n=2)
+        assert max(runs, key=lambda r: r.start_time).status == WorkflowExecutionStatus.COMPLETED
+        (row,) = executions(db, JOB)
+        assert row["status"] == "completed", row["error"]
+        assert counts(db) == {
+            "invoices": active,
+            "paid": active,
+            "void": 0,
+            "charged": active,
+            "declined": 0,
+            "receipts": active,
+        }
+        assert set(provider.charged().values()) == {1}
+
+
+async def test_a_worker_killed_while_charging_resumes_at_step_3_on_another_and_charges_once(
+    client, db, task_queue, start_workers, provider
+):
+    active = subscribe(db, 30)
+    provider.hold()  # the first charge waits: the kill lands while it is in flight
+    (first,) = start_workers(1, **env(provider))
+    async with registered(client, billing_job(), task_queue):
+        await backfill(client)
+        await assert_eventually(_arrived(provider), timeout=60)
+        before = steps(db)
+        assert before["open_billing_run"]["status"] == "completed"
+        assert before["generate_invoices"]["status"] == "completed"
+        first.signal(signal.SIGKILL)
+        first.process.wait(30)
+
+        start_workers(1, **env(provider))
+        provider.release()
+        (run,) = await wait_closed(client, task_queue)
+        assert run.status == WorkflowExecutionStatus.COMPLETED
+        after = steps(db)
+        # Steps 1 and 2 were not run again: their records are the first worker's.
+        for name in ("open_billing_run", "generate_invoices"):
+            assert after[name]["finished_at"] == before[name]["finished_at"]
+            assert after[name]["attempt"] == before[name]["attempt"]
+        assert after["charge_invoices"]["attempt"] > before["charge_invoices"]["attempt"]
+        assert counts(db) | {"void": 0} == {
+            "invoices": active,
+            "paid": active,
+            "void": 0,
+            "charged": active,
+            "declined": 0,
+            "receipts": active,
+        }
+        # Every invoice charged once; a repeat (the killed batch) carried the same key.
+        assert set(provider.charged().values()) == {1}
+        assert set(provider.keys()) == set(provider.charged())
+
+
+async def test_a_stale_charging_attempt_commits_nothing(
+    client, db, task_queue, start_workers, provider
+):
+    active = subscribe(db, 20)
+    provider.hold()
+    (frozen,) = start_workers(1, **env(provider))
+    async with registered(client, billing_job(), task_queue):
+        await backfill(client)
+        await assert_eventually(_arrived(provider), timeout=60)
+        frozen.signal(signal.SIGSTOP)  # mid-batch, between its requests and its record
+        start_workers(1, **env(provider))
+        # The frozen attempt's heartbeat times out; the step is retried on the new worker.
+        stepped = steps(db)["charge_invoices"]["attempt"]
+
+        async def taken_over():
+            assert steps(db)["charge_invoices"]["attempt"] > stepped
+
+        await assert_eventually(taken_over, timeout=60)
+        provider.release()
+        (run,) = await wait_closed(client, task_queue)
+        assert run.status == WorkflowExecutionStatus.COMPLETED
+        settled = counts(db)
+
+        # It wakes with its answers. Either its record is refused by the fence (its token
+        # is stale), or its heartbeat learns first that the attempt timed out; both ways it
+        # must commit nothing.
+        frozen.signal(signal.SIGCONT)
+        wait_for_text(frozen.log, ("is stale", "Activity cancelled"), timeout=60)
+        assert (
+            counts(db)
+            == settled
+            == {
+                "invoices": active,
+                "paid": active,
+                "void": 0,
+                "charged": active,
+                "declined": 0,
+                "receipts": active,
+            }
+        )
+        assert set(provider.charged().values()) == {1}
+
+
+def _arrived(provider: PaymentProviderServer):
+    async def check():
+        assert provider.arrived.is_set()
+
+    return check

@@ -1,0 +1,268 @@
+"""The steps of a workflow job, on the workflow side: run in order, shown, compensated.
+
+A workflow kind's workflow receives a `WorkflowJobInput` from `ScheduledJobWorkflow`, which
+has already planned and claimed the slot, and runs its steps through `JobSteps`:
+
+    async with JobSteps(job, total=3) as steps:
+        opened = await steps.run(Activities.open_run, compensate=Activities.reopen_run)
+        await steps.run(Activities.charge, inputs=opened.output)
+        await steps.run(Activities.send_receipts, inputs=opened.output)
+    return steps.result
+
+- Each step is an activity (`activities/steps.py`) recorded under the slot's execution: a
+  retry, or a replacement worker, resumes at the first unfinished step and never repeats a
+  finished one, and the fencing token keeps a stale attempt from committing anything.
+- A step that works in batches is called again until it says it is done; in between, the
+  run's current details in the Temporal UI say "step 2 of 3: charge, 1,200 of 5,000".
+- When a step fails for good, or an operator cancels the run, the compensations of the
+  completed steps run in reverse order (each idempotent and recorded as `undo:<step>`) and
+  the execution ends `compensated`, naming what was undone; `schedules check` alerts on it.
+  A terminated run runs no code at all, so it cannot compensate: cancel a run instead.
+- When every step finished, the execution is marked completed.
+
+Deterministic: no I/O here, only activities.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+from types import TracebackType
+from typing import Any
+
+from pydantic import BaseModel, Field
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+)
+
+with workflow.unsafe.imports_passed_through():
+    from activities.executions import STALE_ATTEMPT
+    from activities.models import ExecutionRef, JobTiming, WorkResult
+    from activities.steps import (
+        UNDO,
+        FinishInput,
+        SettleInput,
+        StepInput,
+        StepResult,
+        StepsActivities,
+    )
+
+from workflows.retry import RetrySettings
+
+COMPENSATED = "Compensated"
+"""The error type a workflow job fails with after compensating."""
+
+# Bookkeeping and compensations retry until the database is back, for up to an hour: a
+# compensation that gave up would leave a half-done run.
+_PERSISTENT = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
+)
+_BOOKKEEPING_TIMEOUT = timedelta(seconds=30)
+_DEADLINE = timedelta(hours=1)
+
+
+class StepOptions(BaseModel):
+    """Timeouts and retries of each step, from the job's catalog entry."""
+
+    start_to_close_seconds: float = Field(default=3600.0, gt=0)
+    heartbeat_seconds: float | None = Field(default=60.0, gt=0)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+
+
+class WorkflowJobInput(BaseModel):
+    """What `ScheduledJobWorkflow` starts a workflow kind's workflow with."""
+
+    execution: ExecutionRef
+    run_id: str  # the ScheduledJobWorkflow run that holds the slot
+    params: dict[str, Any] = Field(default_factory=dict)
+    timing: JobTiming = Field(default_factory=JobTiming)
+    options: StepOptions = Field(default_factory=StepOptions)
+    headline: str = ""  # "**job** · local time · kind", the first line of the details
+
+
+class JobSteps:
+    """Runs a workflow job's steps in order; an async context manager (see the module)."""
+
+    def __init__(self, job: WorkflowJobInput, total: int) -> None:
+        self.job = job
+        self.total = total
+        self.done: list[str] = []
+        self.counts: dict[str, int] = {}
+        self._undo: list[tuple[str, str, dict[str, Any]]] = []  # (step, activity, inputs)
+        self._show("starting")
+
+    async def __aenter__(self) -> JobSteps:
+        return self
+
+    async def run(
+        self,
+        step: Callable[..., Any],
+        *,
+        compensate: Callable[..., Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+    ) -> StepResult:
+        """Run `step` (an owner method the kind registers) until it is done; remember its
+        compensation, to run if a later step fails for good."""
+        name = step.__name__
+        number = len(self.done) + 1
+        call = StepInput(
+            execution=self.job.execution,
+            run_id=self.job.run_id,
+            step=name,
+            params=self.job.params,
+            timing=self.job.timing,
+            inputs=inputs or {},
+        )
+        self._show(f"step {number} of {self.total}: {name}")
+        options = self.job.options
+        while True:
+            result = await workflow.execute_activity(
+                name,
+                call,
+                result_type=StepResult,
+                start_to_close_timeout=timedelta(seconds=options.start_to_close_seconds),
+                heartbeat_timeout=(
+                    timedelta(seconds=options.heartbeat_seconds)
+                    if options.heartbeat_seconds
+                    else None
+                ),
+                retry_policy=options.retry.policy(),
+            )
+            self._show(f"step {number} of {self.total}: {name}{_items(result)}")
+            if result.done:
+                break
+        for key, value in result.counts.items():
+            self.counts[f"{name}.{key}"] = value
+        self.done.append(name)
+        if compensate is not None:
+            self._undo.append((name, compensate.__name__, call.inputs | result.output))
+        return result
+
+    @property
+    def result(self) -> WorkResult:
+        """What the run did: each step's counts, as `<step>.<count>`."""
+        return WorkResult(counts=self.counts)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        if exc is None:
+            await workflow.execute_activity_method(
+                StepsActivities.finish_steps,
+                FinishInput(
+                    execution=self.job.execution,
+                    run_id=self.job.run_id,
+                    counts=self.counts,
+                    steps=self.done,
+                ),
+                start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
+                schedule_to_close_timeout=_DEADLINE,
+                retry_policy=_PERSISTENT,
+            )
+            self._show(f"completed: {len(self.done)} of {self.total} steps")
+            return False
+        if _superseded(exc):
+            return False  # another run of the slot holds it now: it goes on from here
+        cancelled = isinstance(exc, asyncio.CancelledError) or _cancelled(exc)
+        why = "the run was cancelled" if cancelled else _message(exc)
+        failed_step = f"step {len(self.done) + 1} of {self.total}"
+        if not self._undo:  # nothing with effects to undo: a plain failure
+            await self._settle("failed", f"{failed_step} did not finish: {why}", [])
+            return False
+        undone = await self._compensate(f"{failed_step} failed for good: {why}")
+        summary = f"{failed_step} did not finish ({why}); compensated {', '.join(undone)}"
+        await self._settle("compensated", summary, undone)
+        self._show(summary)
+        if cancelled:
+            return False  # stays cancelled, as the operator asked
+        raise ApplicationError(summary, type=COMPENSATED, non_retryable=True) from exc
+
+    async def _compensate(self, reason: str) -> list[str]:
+        """Run the compensations of the completed steps, newest first; what was undone."""
+        undone = []
+        for step, method, inputs in reversed(self._undo):
+            self._show(f"compensating {step}: {reason}")
+            try:
+                await workflow.execute_activity(
+                    method,
+                    StepInput(
+                        execution=self.job.execution,
+                        run_id=self.job.run_id,
+                        step=f"{UNDO}{step}",
+                        params=self.job.params,
+                        timing=self.job.timing,
+                        inputs=inputs,
+                    ),
+                    result_type=StepResult,
+                    start_to_close_timeout=timedelta(
+                        seconds=self.job.options.start_to_close_seconds
+                    ),
+                    heartbeat_timeout=(
+                        timedelta(seconds=self.job.options.heartbeat_seconds)
+                        if self.job.options.heartbeat_seconds
+                        else None
+                    ),
+                    schedule_to_close_timeout=_DEADLINE,
+                    retry_policy=_PERSISTENT,
+                )
+            except ActivityError as err:
+                if _superseded(err):
+                    raise
+                message = f"compensating {step} failed: {_message(err)}"
+                await self._settle("failed", f"{reason}; {message}", undone)
+                raise ApplicationError(message, non_retryable=True) from err
+            undone.append(step)
+        return undone
+
+    async def _settle(self, status: str, error: str, undone: list[str]) -> None:
+        await workflow.execute_activity_method(
+            StepsActivities.settle_steps,
+            SettleInput(
+                execution=self.job.execution,
+                run_id=self.job.run_id,
+                status=status,
+                error=error,
+                compensated=undone,
+                counts=self.counts,
+            ),
+            start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
+            schedule_to_close_timeout=_DEADLINE,
+            retry_policy=_PERSISTENT,
+        )
+
+    def _show(self, state: str) -> None:
+        headline = self.job.headline or f"**{self.job.execution.job_name}**"
+        workflow.set_current_details(f"{headline}\n\n{state}")
+
+
+def _items(result: StepResult) -> str:
+    if result.items_total is None:
+        return ""
+    return f", {result.items_done or 0:,} of {result.items_total:,}"
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    return exc.cause if isinstance(exc, (ActivityError, ChildWorkflowError)) else None
+
+
+def _superseded(exc: BaseException) -> bool:
+    cause = _cause(exc)
+    return isinstance(cause, ApplicationError) and cause.type == STALE_ATTEMPT
+
+
+def _cancelled(exc: BaseException) -> bool:
+    return isinstance(_cause(exc), CancelledError)
+
+
+def _message(exc: BaseException) -> str:
+    cause = _cause(exc)
+    return str(cause) if cause is not None else str(exc)
