@@ -21,13 +21,11 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.models import ClaimInput, ClaimResult, FailureInput
+from activities.models import STALE_ATTEMPT, ClaimInput, ClaimResult, FailureInput
 from activities.telemetry import record_claim, record_duplicate, record_failed, traced
 from core.sql import queries
 
 Clock = Callable[[], datetime]
-
-STALE_ATTEMPT = "StaleAttempt"
 
 _Q = queries("activities.sql", "executions")
 
@@ -90,21 +88,27 @@ class Fence:
         return float((await cur.fetchone())[0])
 
 
+async def take_over_in(
+    conn: AsyncConnection, execution_id: int
+) -> Fence | tuple[str, dict[str, Any] | None]:
+    """In `conn`'s transaction, start an attempt: raise the fencing token and return it
+    with the saved progress. If the execution is no longer running, return its
+    (status, result) instead."""
+    cur = await conn.execute(_Q["take_over"], {"id": execution_id, "holder": holder_name()})
+    row = await cur.fetchone()
+    if row is not None:
+        return Fence(execution_id, row[0], row[1])
+    cur = await conn.execute(_Q["status"], {"id": execution_id})
+    status, result, _ = await cur.fetchone()
+    return status, result
+
+
 async def take_over(
     pool: AsyncConnectionPool, execution_id: int
 ) -> Fence | tuple[str, dict[str, Any] | None]:
-    """Start an attempt: raise the fencing token and return it with the saved progress.
-
-    If the execution is no longer running, return its (status, result) instead.
-    """
+    """`take_over_in` in a transaction of its own."""
     async with pool.connection() as conn, conn.transaction():
-        cur = await conn.execute(_Q["take_over"], {"id": execution_id, "holder": holder_name()})
-        row = await cur.fetchone()
-        if row is not None:
-            return Fence(execution_id, row[0], row[1])
-        cur = await conn.execute(_Q["status"], {"id": execution_id})
-        status, result, _ = await cur.fetchone()
-        return status, result
+        return await take_over_in(conn, execution_id)
 
 
 class ExecutionActivities:

@@ -12,6 +12,10 @@ from pydantic import BaseModel, Field
 
 Trigger = Literal["schedule", "direct"]
 
+STALE_ATTEMPT = "StaleAttempt"
+"""The error type of an attempt whose fencing token is no longer the slot's: it committed
+nothing, and another attempt or workflow run carries the slot on."""
+
 
 class ClaimInput(BaseModel):
     job_name: str

@@ -34,13 +34,12 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chunked import fenced
-from activities.executions import Fence, holder_name
+from activities.executions import Fence, take_over_in
 from activities.models import ExecutionRef, JobTiming, WorkResult
 from activities.telemetry import db_span, record_completed, record_run
 from core.sql import queries
 
 _Q = queries("activities.sql", "steps")
-_E = queries("activities.sql", "executions")
 
 UNDO = "undo:"
 """Prefix of a compensation's record in `job_steps`: `undo:<step>`."""
@@ -173,28 +172,26 @@ async def begin_step(pool: AsyncConnectionPool, step: StepInput) -> StepRun | St
     execution = step.execution
     with db_span("db.begin_step", step):
         async with pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(
-                _E["take_over"], {"id": execution.execution_id, "holder": holder_name()}
-            )
-            taken = await cur.fetchone()
-            if taken is None:
-                cur = await conn.execute(_E["status"], {"id": execution.execution_id})
-                status, _, _ = await cur.fetchone()
-                raise ApplicationError(
-                    f"execution {execution.execution_id} of {execution.job_name} is {status}, "
-                    f"not running; step {step.step} does nothing",
-                    type="NotRunning",
-                    non_retryable=True,
-                )
-            token = taken[0]
+            fence = await take_over_in(conn, execution.execution_id)
+            if not isinstance(fence, Fence):
+                raise _not_running(execution, fence[0], f"step {step.step} does nothing")
             cur = await conn.execute(
                 _Q["begin"],
-                {"id": execution.execution_id, "step": step.step, "attempt": token},
+                {"id": execution.execution_id, "step": step.step, "attempt": fence.token},
             )
             status, progress, result = await cur.fetchone()
     if status == "completed":
         return StepResult.model_validate((result or {}) | {"already_done": True})
-    return StepRun(pool, step, Fence(execution.execution_id, token, {}), progress)
+    return StepRun(pool, step, fence, progress)
+
+
+def _not_running(execution: ExecutionRef, status: str, consequence: str) -> ApplicationError:
+    return ApplicationError(
+        f"execution {execution.execution_id} of {execution.job_name} is {status}, not "
+        f"running; {consequence}",
+        type="NotRunning",
+        non_retryable=True,
+    )
 
 
 StepMethod = Callable[[StepRun, Any], Awaitable[StepResult]]
@@ -238,23 +235,13 @@ class StepsActivities:
         execution = finish.execution
         with db_span("db.finish_steps", finish):
             async with self.pool.connection() as conn, conn.transaction():
-                cur = await conn.execute(
-                    _E["take_over"], {"id": execution.execution_id, "holder": holder_name()}
-                )
-                taken = await cur.fetchone()
-                if taken is None:
-                    cur = await conn.execute(_E["status"], {"id": execution.execution_id})
-                    status, result, _ = await cur.fetchone()
+                fence = await take_over_in(conn, execution.execution_id)
+                if not isinstance(fence, Fence):
+                    status, result = fence
                     if status == "completed":
                         counts = (result or {}).get("counts", {})
                         return WorkResult(counts=counts, already_completed=True)
-                    raise ApplicationError(
-                        f"execution {execution.execution_id} of {execution.job_name} is "
-                        f"{status}, not running; its steps cannot complete it",
-                        type="NotRunning",
-                        non_retryable=True,
-                    )
-                fence = Fence(execution.execution_id, taken[0], {})
+                    raise _not_running(execution, status, "its steps cannot complete it")
                 await fence.check(conn)
                 summary = {"counts": finish.counts, "steps": finish.steps}
                 duration = await fence.complete(conn, summary, summary)

@@ -13,16 +13,13 @@ import functools
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from opentelemetry import metrics, trace
 from temporalio.exceptions import ApplicationError
 
+from activities.models import STALE_ATTEMPT, ExecutionRef
 from core import metric_names
-
-if TYPE_CHECKING:
-    from activities.executions import Fence
-    from activities.models import ExecutionRef
 
 RunStatus = Literal[
     "completed", "failed", "compensated", "skipped", "already_completed", "superseded"
@@ -105,7 +102,7 @@ def db_span(name: str, model: Any) -> Iterator[trace.Span]:
 
 
 @contextmanager
-def fenced_span(fence: Fence, execution: ExecutionRef | None = None) -> Iterator[None]:
+def fenced_span(fence: Any, execution: ExecutionRef | None = None) -> Iterator[None]:
     """A span around one fenced transaction; a stale attempt is counted `superseded`."""
     attributes = _span_attributes(execution) | {
         "execution_id": fence.execution_id,
@@ -117,8 +114,6 @@ def fenced_span(fence: Fence, execution: ExecutionRef | None = None) -> Iterator
         try:
             yield
         except ApplicationError as exc:
-            from activities.executions import STALE_ATTEMPT  # imports this module
-
             if exc.type == STALE_ATTEMPT and execution is not None:
                 record_run(execution.job_name, "superseded")
             raise

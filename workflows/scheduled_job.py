@@ -17,8 +17,9 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.catchup import CatchupActivities, PlanInput, PlanResult
-    from activities.executions import STALE_ATTEMPT, ExecutionActivities
+    from activities.executions import ExecutionActivities
     from activities.models import (
+        STALE_ATTEMPT,
         ClaimInput,
         ExecutionRef,
         FailureInput,
@@ -156,14 +157,10 @@ class ScheduledJobWorkflow:
             )
         workflow.set_current_details("\n".join(lines))
         return JobRunResult(
+            **own.model_dump(),  # the run's own slot: time, execution, outcome, counts
             kind=kind,
             job_name=job.job_name,
-            scheduled_at=scheduled_at,
             trigger=trigger,
-            execution_id=own.execution_id,
-            outcome=own.outcome,
-            counts=own.counts,
-            reason=own.reason,
             caught_up=caught_up,
             missed_skipped=plan.skipped,
             catchup_gap=plan.gap,

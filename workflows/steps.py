@@ -42,8 +42,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from activities.executions import STALE_ATTEMPT
-    from activities.models import ExecutionRef, JobTiming, WorkResult
+    from activities.models import STALE_ATTEMPT, ExecutionRef, JobTiming, WorkResult
     from activities.steps import (
         UNDO,
         FinishInput,
