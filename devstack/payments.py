@@ -156,3 +156,27 @@ def _send(request: BaseHTTPRequestHandler, status: int, body: dict, replayed: bo
         request.send_header("Idempotent-Replayed", "true")
     request.end_headers()
     request.wfile.write(data)
+
+
+def main() -> None:
+    """`python -m devstack.payments`: the provider on its own, e.g. in the compose stack."""
+    import argparse
+    import os
+    import signal
+
+    parser = argparse.ArgumentParser(prog="python -m devstack.payments", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8090)
+    args = parser.parse_args()
+    server = PaymentProviderServer(args.port, args.host, os.environ.get("PAYMENTS_API_KEY"))
+    server.start()
+    print(f"payment provider on {server.url}", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -48,6 +48,7 @@ SERVICES = {
     "worker",
     "mailpit",
     "webhook",
+    "payments",
     "prometheus",
     "grafana",
 }
@@ -420,7 +421,9 @@ def test_dependencies_wait_for_health_or_completion():
                 "service_completed_successfully" if dependency in one_shot else "service_healthy"
             )
             assert spec["condition"] == expected, f"{name} -> {dependency}"
-    assert {"migrate", "temporal", "mailpit", "webhook"} <= set(services()["worker"]["depends_on"])
+    assert {"migrate", "temporal", "mailpit", "webhook", "payments"} <= set(
+        services()["worker"]["depends_on"]
+    )
     assert {"postgres", "temporal", "temporal-namespace"} <= set(
         services()["migrate"]["depends_on"]
     )
@@ -646,3 +649,11 @@ def test_third_party_services_set_only_their_images_variables():
             assert all(n.startswith(IMAGE_PREFIXES[image]) for n in names), (name, names)
         else:
             assert names <= IMAGE_VARIABLES[image], (name, sorted(names - IMAGE_VARIABLES[image]))
+
+
+def test_the_workers_charge_the_stand_in_payment_provider():
+    url = urlsplit(env("worker")["PAYMENTS_URL"])
+    assert (url.scheme, url.hostname, url.port) == ("http", "payments", 8090)
+    command = services()["payments"]["command"]
+    assert command[:3] == ["python", "-m", "devstack.payments"]
+    assert command[command.index("--port") + 1] == "8090"

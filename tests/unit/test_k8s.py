@@ -62,7 +62,13 @@ CUSTOM_KINDS = {"ScaledObject", "TriggerAuthentication", "ServiceMonitor", "Prom
 WORKLOAD_KINDS = {"Deployment", "Job", "CronJob"}
 
 SETTINGS_VARS = frozenset(name.upper() for name in Settings.model_fields)
-SECRET_SETTINGS = {"DATABASE_URL", "TEMPORAL_API_KEY", "SMTP_PASSWORD", "WEBHOOK_URL"}
+SECRET_SETTINGS = {
+    "DATABASE_URL",
+    "TEMPORAL_API_KEY",
+    "SMTP_PASSWORD",
+    "WEBHOOK_URL",
+    "PAYMENTS_API_KEY",
+}
 # Every app container must know where Temporal and the database are...
 REQUIRED_EVERYWHERE = {
     "TEMPORAL_ADDRESS",
@@ -78,6 +84,7 @@ REQUIRED_IN_WORKER = REQUIRED_EVERYWHERE | {
     "SMTP_PORT",
     "SMTP_FROM",
     "WEBHOOK_URL",
+    "PAYMENTS_URL",
     "WORKER_GRACEFUL_SHUTDOWN_SECONDS",
     "WORKER_MAX_CONCURRENT_ACTIVITIES",
 }
@@ -87,6 +94,7 @@ SECRET_STAND_INS = {
     "TEMPORAL_API_KEY": "api-key",
     "SMTP_PASSWORD": "smtp-password",
     "WEBHOOK_URL": "https://hooks.example.com/scheduled-jobs",
+    "PAYMENTS_API_KEY": "payments-key",
 }
 # The KEDA `temporal` trigger's metadata and authentication parameters (KEDA 2.17+ docs).
 KEDA_TEMPORAL_METADATA = {
