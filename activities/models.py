@@ -25,6 +25,8 @@ class ClaimInput(BaseModel):
     run_id: str
     # A run that starts later than this after its scheduled time is recorded as skipped.
     starting_deadline_seconds: float | None = None
+    # How long after the job's last success the next is overdue (exported for alerts).
+    alert_after_seconds: float | None = None
 
 
 class ClaimResult(BaseModel):

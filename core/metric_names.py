@@ -5,7 +5,7 @@ One list shared by the instrumentation (worker/telemetry.py), the alert rules in
 """
 
 # Counter: finished runs per job and outcome
-# (status: completed, failed, skipped, already_completed, superseded).
+# (status: completed, failed, compensated, skipped, already_completed, superseded).
 RUNS = "scheduled_job_runs_total"
 # Histogram: how long a run's work took, per job.
 DURATION = "scheduled_job_duration_seconds"
@@ -13,6 +13,9 @@ DURATION = "scheduled_job_duration_seconds"
 LATENESS = "scheduled_job_lateness_seconds"
 # Gauge: Unix time of the job's last completed run.
 LAST_SUCCESS = "scheduled_job_last_success_timestamp_seconds"
+# Gauge: how long after its last success a job's next one is overdue (the longest gap
+# between its fire times + jitter + alert_grace, from the catalog).
+ALERT_AFTER = "scheduled_job_alert_after_seconds"
 # Counter: runs recorded as skipped, per job and reason
 # (reason: starting_deadline, catchup_policy, repeated_local_time, ...).
 SKIPS = "scheduled_job_skips_total"
@@ -22,4 +25,14 @@ CATCHUP_GAPS = "scheduled_job_catchup_gap_runs_total"
 OUTBOX_PENDING = "outbox_messages_pending"
 OUTBOX_DEAD = "outbox_messages_dead"
 
-ALL = (RUNS, DURATION, LATENESS, LAST_SUCCESS, SKIPS, CATCHUP_GAPS, OUTBOX_PENDING, OUTBOX_DEAD)
+ALL = (
+    RUNS,
+    DURATION,
+    LATENESS,
+    LAST_SUCCESS,
+    ALERT_AFTER,
+    SKIPS,
+    CATCHUP_GAPS,
+    OUTBOX_PENDING,
+    OUTBOX_DEAD,
+)

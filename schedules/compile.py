@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio.client import (
@@ -21,6 +21,7 @@ from temporalio.common import SearchAttributeKey
 
 from schedules.catalog import JobSpec
 from timing.calendars import compile_spec
+from timing.gaps import longest_gap
 from workflows import JobRun, ScheduledJobWorkflow
 
 # Marks schedules this project owns, so sync never touches anyone else's.
@@ -48,8 +49,20 @@ OVERLAP = {
 TIMING_FIELDS = ("cron", "interval", "timezone", "start_at", "end_at")
 
 
-def job_run(job: JobSpec, timing_since: datetime | None = None) -> JobRun:
-    """The workflow input every run of `job` receives."""
+def alert_after(job: JobSpec, year: int) -> timedelta | None:
+    """How long after the job's last success the next one is overdue: the longest gap
+    between its fire times in `year` (25h for a daily job across the autumn change) plus
+    its jitter and `alert_grace`. None for a job that fires fewer than twice."""
+    gap = job.interval or longest_gap(job.cron, job.timezone, year)
+    return None if gap is None else gap + job.jitter + job.alert_grace
+
+
+def job_run(
+    job: JobSpec, timing_since: datetime | None = None, now: datetime | None = None
+) -> JobRun:
+    """The workflow input every run of `job` receives (`now` picks the year its alert
+    threshold is computed for)."""
+    overdue = alert_after(job, (now or datetime.now(UTC)).year)
     return JobRun(
         job_name=job.id,
         activity=job.activity,
@@ -68,6 +81,7 @@ def job_run(job: JobSpec, timing_since: datetime | None = None) -> JobRun:
         max_missed=job.max_missed,
         jitter_seconds=job.jitter.total_seconds(),
         timing_since=timing_since,
+        alert_after_seconds=overdue.total_seconds() if overdue else None,
         definition=job.model_dump(mode="json"),
     )
 
@@ -89,7 +103,7 @@ def compile_schedule(
     return Schedule(
         action=ScheduleActionStartWorkflow(
             ScheduledJobWorkflow.run,
-            job_run(job, timing_since),
+            job_run(job, timing_since, now),
             id=job.id,
             task_queue=task_queue,
             # Shown by the Temporal UI on the schedule and on every run it starts.

@@ -34,6 +34,8 @@ class Reading:
     outbox_dead: int
     # job name -> Unix time of its last completed run
     last_success: dict[str, float] = field(default_factory=dict)
+    # job name -> seconds after its last success that the next one is overdue
+    alert_after: dict[str, float] = field(default_factory=dict)
 
 
 class DatabaseGauges:
@@ -64,6 +66,11 @@ class DatabaseGauges:
             metric_names.LAST_SUCCESS,
             callbacks=[self._observe_last_success],
             description="Unix time of the job's last completed run, from job_executions.",
+        )
+        meter.create_observable_gauge(
+            metric_names.ALERT_AFTER,
+            callbacks=[self._observe_alert_after],
+            description="How long after its last success the job's next one is overdue.",
         )
 
     def read(self) -> Reading | None:
@@ -96,8 +103,13 @@ class DatabaseGauges:
                 "-c max_parallel_workers_per_gather=0",
                 application_name="scheduled-jobs-metrics",
             )
-        pending, dead, last_success = self._conn.execute(_Q["gauges"]).fetchone()
-        return Reading(int(pending), int(dead), {k: float(v) for k, v in last_success.items()})
+        pending, dead, last_success, alert_after = self._conn.execute(_Q["gauges"]).fetchone()
+        return Reading(
+            int(pending),
+            int(dead),
+            {k: float(v) for k, v in last_success.items()},
+            {k: float(v) for k, v in alert_after.items()},
+        )
 
     def _observe_pending(self, _options: CallbackOptions) -> Iterable[Observation]:
         reading = self.read()
@@ -112,6 +124,12 @@ class DatabaseGauges:
         if not reading:
             return []
         return [Observation(at, {"job": job}) for job, at in sorted(reading.last_success.items())]
+
+    def _observe_alert_after(self, _options: CallbackOptions) -> Iterable[Observation]:
+        reading = self.read()
+        if not reading:
+            return []
+        return [Observation(s, {"job": job}) for job, s in sorted(reading.alert_after.items())]
 
 
 def _first_line(exc: Exception) -> str:

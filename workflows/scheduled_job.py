@@ -62,6 +62,9 @@ class JobRun(BaseModel):
     catchup: Literal["skip", "latest", "all"] = "latest"
     max_missed: int | None = None
     jitter_seconds: float = 0.0
+    # How long after the last success the next one is overdue: the longest gap between
+    # fire times + jitter + alert_grace. Recorded with each claim and exported as a metric.
+    alert_after_seconds: float | None = None
     # Since when the current timing has been in force: missed runs are never counted
     # from before it, so changing a job's cron does not invent missed runs.
     timing_since: datetime | None = None
@@ -184,6 +187,7 @@ class ScheduledJobWorkflow:
                 workflow_id=info.workflow_id,
                 run_id=info.run_id,
                 starting_deadline_seconds=job.starting_deadline_seconds,
+                alert_after_seconds=job.alert_after_seconds,
             ),
             start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
             schedule_to_close_timeout=_BOOKKEEPING_DEADLINE,

@@ -1,9 +1,11 @@
 -- name: insert_claim
 INSERT INTO job_executions
-    (job_name, scheduled_at, status, trigger, workflow_id, run_id, error, finished_at)
+    (job_name, scheduled_at, status, trigger, workflow_id, run_id, error, finished_at,
+     alert_after_seconds)
 VALUES
     (%(job_name)s, %(scheduled_at)s, %(status)s, %(trigger)s, %(workflow_id)s, %(run_id)s,
-     %(error)s, CASE WHEN %(status)s = 'running' THEN NULL ELSE now() END)
+     %(error)s, CASE WHEN %(status)s = 'running' THEN NULL ELSE now() END,
+     %(alert_after_seconds)s)
 ON CONFLICT (job_name, scheduled_at) DO NOTHING
 RETURNING id, status
 
@@ -24,6 +26,7 @@ WHERE id = %(id)s
 UPDATE job_executions
 SET status = 'running', error = NULL, finished_at = NULL,
     workflow_id = %(workflow_id)s, run_id = %(run_id)s,
+    alert_after_seconds = coalesce(%(alert_after_seconds)s, alert_after_seconds),
     started_at = CASE WHEN status IN ('failed', 'compensated') THEN now() ELSE started_at END
 WHERE id = %(id)s
 

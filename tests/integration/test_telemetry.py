@@ -224,6 +224,8 @@ async def test_the_worker_serves_job_outbox_and_sdk_metrics_and_logs_json(
     assert sample(families, metric_names.LAST_SUCCESS, job=JOB) == pytest.approx(
         row["finished_at"].timestamp(), abs=0.01
     )
+    # The not-completed threshold, recorded with the claims from the schedule's run input.
+    assert sample(families, metric_names.ALERT_AFTER, job=JOB) == 90900  # 25h + 15m grace
     assert sample(families, metric_names.OUTBOX_PENDING) == 40
     assert sample(families, metric_names.OUTBOX_DEAD) == 0
     text = families[""]

@@ -1,8 +1,8 @@
 -- name: gauges
 -- Read at scrape time by the worker's metrics (worker/gauges.py). The outbox counts use the
--- partial indexes outbox_messages_pending and outbox_messages_dead; last success is per job,
--- from the execution record, so every replica reports the same value and a restart loses
--- nothing.
+-- partial indexes outbox_messages_pending and outbox_messages_dead; last success and the
+-- alert threshold are per job, from the execution record, so every replica reports the same
+-- values and a restart loses nothing.
 SELECT
     (SELECT count(*) FROM outbox_messages
      WHERE dispatched_at IS NULL AND dead_at IS NULL) AS outbox_pending,
@@ -10,4 +10,9 @@ SELECT
     (SELECT coalesce(jsonb_object_agg(job_name, last_success), '{}'::jsonb)
      FROM (SELECT job_name, extract(epoch FROM max(finished_at))::float8 AS last_success
            FROM job_executions WHERE status = 'completed' GROUP BY job_name) AS jobs
-    ) AS last_success
+    ) AS last_success,
+    (SELECT coalesce(jsonb_object_agg(job_name, alert_after), '{}'::jsonb)
+     FROM (SELECT DISTINCT ON (job_name) job_name, alert_after_seconds AS alert_after
+           FROM job_executions WHERE alert_after_seconds IS NOT NULL
+           ORDER BY job_name, scheduled_at DESC) AS jobs
+    ) AS alert_after
