@@ -22,9 +22,10 @@ Only ids and counts travel back to the workflow; customer data stays in Postgres
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
@@ -40,6 +41,8 @@ from activities.telemetry import db_span, record_completed, record_run
 from core.sql import queries
 
 _Q = queries("activities.sql", "steps")
+
+T = TypeVar("T")
 
 UNDO = "undo:"
 """Prefix of a compensation's record in `job_steps`: `undo:<step>`."""
@@ -153,6 +156,24 @@ class StepRun:
         )
         return result
 
+    @asynccontextmanager
+    async def keep_alive(self) -> AsyncIterator[None]:
+        """Heartbeat in the background while the block runs (a batch waiting on a slow peer
+        must not look like a dead worker)."""
+        timeout = activity.info().heartbeat_timeout
+        every = timeout.total_seconds() / 3 if timeout else 10.0
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(every)
+                activity.heartbeat(self.progress)
+
+        beating = asyncio.create_task(beat())
+        try:
+            yield
+        finally:
+            beating.cancel()
+
     def more(
         self,
         counts: dict[str, int] | None = None,
@@ -164,6 +185,28 @@ class StepRun:
         return StepResult(
             done=False, counts=counts or {}, items_done=items_done, items_total=items_total
         )
+
+
+async def uninterrupted(work: Awaitable[T]) -> T:
+    """Run `work` to its end even if the activity is cancelled meanwhile (an operator
+    cancels the run), then let the cancellation through: a batch of requests already sent
+    to a peer records their answers before the step stops, so its compensation finds no
+    request in flight. Bound `work`'s duration (e.g. by the peer's timeout)."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            if not cancelled:
+                activity.logger.info("step cancelled: finishing its batch under way first")
+            cancelled = True
+            continue
+        if cancelled:
+            raise asyncio.CancelledError("the step was cancelled; its last batch finished first")
+        return result
 
 
 async def begin_step(pool: AsyncConnectionPool, step: StepInput) -> StepRun | StepResult:

@@ -1,6 +1,6 @@
 """A local payment provider for `make run` and the tests: a real HTTP charges API.
 
-It answers `POST /v1/charges` as card processors do (see
+It answers `POST /v1/charges` (and `GET /v1/charges?reference=`) as card processors do (see
 `jobs/monthly_billing/provider.py`): a charge is keyed by its `Idempotency-Key`, and a second
 request with the same key gets the first answer again (marked `Idempotent-Replayed: true`),
 so a customer is charged once however often a charge is sent. A payment method named
@@ -18,6 +18,7 @@ import json
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 from devstack.ports import require_free_port
 
@@ -37,6 +38,7 @@ class PaymentProviderServer:
     def __init__(self, port: int, host: str = "127.0.0.1", api_key: str | None = None) -> None:
         self.host, self.port, self.api_key = host, port, api_key
         self._answers: dict[str, tuple[int, dict]] = {}
+        self._references: dict[str, str] = {}  # a charge's reference -> its idempotency key
         self._lock = threading.Lock()
         self._open = threading.Event()
         self._open.set()
@@ -57,6 +59,9 @@ class PaymentProviderServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 provider._handle(self)
+
+            def do_GET(self) -> None:
+                provider._lookup(self)
 
             def log_message(self, format: str, *args: object) -> None:  # quiet
                 pass
@@ -109,6 +114,29 @@ class PaymentProviderServer:
 
     # --- the API ------------------------------------------------------------------------
 
+    def _lookup(self, request: BaseHTTPRequestHandler) -> None:
+        """GET /v1/charges?reference=R: the charge made for reference R, if any."""
+        url = urlsplit(request.path)
+        if url.path != "/v1/charges":
+            return _send(request, 404, {"error": {"code": "not_found"}})
+        if self.api_key and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return _send(request, 401, {"error": {"code": "unauthorized"}})
+        if self.failing is not None:
+            return _send(request, self.failing, {"error": {"code": "unavailable"}})
+        (reference,) = parse_qs(url.query).get("reference", [""])
+        with self._lock:
+            key = self._references.get(reference)
+            answer = self._answers.get(key) if key is not None else None
+        if answer is None:
+            return _send(request, 200, {"data": []})
+        status, body = answer
+        if status == 200:
+            made = {"id": body["id"], "status": "succeeded", "reference": reference}
+        else:
+            decline = body["error"].get("decline_code")
+            made = {"status": "declined", "decline_code": decline, "reference": reference}
+        _send(request, 200, {"data": [made]})
+
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
         length = int(request.headers.get("Content-Length") or 0)
         raw = request.rfile.read(length)
@@ -133,7 +161,9 @@ class PaymentProviderServer:
         with self._lock:
             replayed = key in self._answers
             if not replayed:
-                self._answers[key] = _decide(key, json.loads(raw or b"{}"))
+                body = json.loads(raw or b"{}")
+                self._answers[key] = _decide(key, body)
+                self._references[str(body.get("reference", key))] = key
             status, body = self._answers[key]
             self.requests.append(Received(key, replayed, status))
         _send(request, status, body, replayed=replayed)

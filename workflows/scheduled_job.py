@@ -7,13 +7,19 @@ activities, which make the effect exactly-once per (job, scheduled time).
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+)
 
 with workflow.unsafe.imports_passed_through():
     from activities.catchup import CatchupActivities, PlanInput, PlanResult
@@ -233,6 +239,9 @@ class ScheduledJobWorkflow:
             if isinstance(cause, ApplicationError) and cause.type == STALE_ATTEMPT:
                 # Another workflow run of the same slot took the work over.
                 return result("superseded", reason=str(cause))
+            if isinstance(err, ChildWorkflowError) and isinstance(cause, CancelledError):
+                # An operator cancelled the run: its steps compensated and recorded it.
+                raise asyncio.CancelledError(str(cause)) from err
             message = str(cause) if cause is not None else str(err)
             # A workflow job has settled its execution already (compensated or failed);
             # this marks only what is still running under this run.

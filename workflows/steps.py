@@ -15,8 +15,10 @@ has already planned and claimed the slot, and runs its steps through `JobSteps`:
 - A step that works in batches is called again until it says it is done; in between, the
   run's current details in the Temporal UI say "step 2 of 3: charge, 1,200 of 5,000".
 - When a step fails for good, or an operator cancels the run, the compensations of the
-  completed steps run in reverse order (each idempotent and recorded as `undo:<step>`) and
-  the execution ends `compensated`, naming what was undone; `schedules check` alerts on it.
+  steps that ran (finished, or stopped part-way) run in reverse order, each idempotent and
+  recorded as `undo:<step>`, and the execution ends `compensated`, naming what was undone;
+  `schedules check` alerts on it. A cancelled step is waited for: it stops at its next
+  heartbeat, after finishing what it had sent out.
   A terminated run runs no code at all, so it cannot compensate: cancel a run instead.
 - When every step finished, the execution is marked completed.
 
@@ -93,7 +95,7 @@ class JobSteps:
         self.total = total
         self.done: list[str] = []
         self.counts: dict[str, int] = {}
-        self._undo: list[tuple[str, str, dict[str, Any]]] = []  # (step, activity, inputs)
+        self._undo: list[list[Any]] = []  # [step, compensation activity, inputs]
         self._show("starting")
 
     async def __aenter__(self) -> JobSteps:
@@ -119,12 +121,22 @@ class JobSteps:
             inputs=inputs or {},
         )
         self._show(f"step {number} of {self.total}: {name}")
+        undo = None
+        if compensate is not None:
+            # Remembered before the step runs: a step that fails part-way through (or is
+            # cancelled) is undone too, so a compensation must be safe for a step that did
+            # some of its work or none.
+            undo = [name, compensate.__name__, call.inputs]
+            self._undo.append(undo)
         options = self.job.options
         while True:
             result = await workflow.execute_activity(
                 name,
                 call,
                 result_type=StepResult,
+                # A cancelled run waits for the step to stop: what it sent out is recorded
+                # before any compensation looks.
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 start_to_close_timeout=timedelta(seconds=options.start_to_close_seconds),
                 heartbeat_timeout=(
                     timedelta(seconds=options.heartbeat_seconds)
@@ -134,13 +146,16 @@ class JobSteps:
                 retry_policy=options.retry.policy(),
             )
             self._show(f"step {number} of {self.total}: {name}{_items(result)}")
+            if workflow.cancellation_reason() is not None:
+                # The run was cancelled while this call finished its work: stop here.
+                raise asyncio.CancelledError("the run was cancelled")
             if result.done:
                 break
         for key, value in result.counts.items():
             self.counts[f"{name}.{key}"] = value
         self.done.append(name)
-        if compensate is not None:
-            self._undo.append((name, compensate.__name__, call.inputs | result.output))
+        if undo is not None:
+            undo[2] = call.inputs | result.output
         return result
 
     @property

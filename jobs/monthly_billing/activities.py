@@ -33,13 +33,14 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio.exceptions import ApplicationError
 
-from activities.steps import StepResult, StepRun
+from activities.steps import StepResult, StepRun, uninterrupted
 from core.sql import queries
 from jobs.monthly_billing.provider import (
     Charge,
     Outcome,
     PaymentProvider,
     ProviderRefused,
+    ProviderUnavailable,
 )
 
 _Q = queries(__package__, "queries")
@@ -155,37 +156,49 @@ class BillingActivities:
                 )
 
     async def void_uncharged_invoices(self, step: StepRun, params: BillingParams) -> StepResult:
-        """Undo of step 2: void the month's invoices nobody charged; charged ones stay."""
+        """Undo of step 2: void the month's invoices nobody charged; charged ones stay.
+
+        A charge still pending (its attempt died before the answer was recorded) is looked
+        up at the provider first: a charge it made stays charged, one it never made is
+        voided with the rest. Until the provider answers, this retries."""
         month = self._month(step)
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(_Q["pending_of_month"], {"month": month})
+            pending = [
+                Charge(i, number, cents, "", "") for i, number, cents in await cur.fetchall()
+            ]
+        if pending:
+            async with self._provider() as provider:
+                found = await asyncio.gather(*(provider.lookup(c) for c in pending))
+            async with step.transaction() as conn:
+                made = [outcome for outcome in found if outcome is not None]
+                await conn.execute(_Q["record_charges"], _answers(made))
+                never = [c.invoice_id for c, o in zip(pending, found, strict=True) if o is None]
+                await conn.execute(_Q["forget_pending"], {"invoice_ids": never})
         async with step.transaction() as conn:
             cur = await conn.execute(_Q["void_uncharged"], {"month": month})
             voided, charged = await cur.fetchone()
             return await step.finish(
                 conn,
-                {"voided": voided, "charged": len(charged)},
+                {"voided": voided, "charged": len(charged), "looked_up": len(pending)},
                 details={"charged_invoices": list(charged)},
             )
 
     async def charge_invoices(self, step: StepRun, params: BillingParams) -> StepResult:
-        """Step 3: charge each invoice of the month once, through the provider."""
+        """Step 3: charge each invoice of the month once, through the provider.
+
+        Per batch: the charges are marked pending (fenced), the requests sent with no
+        transaction open, and the answers recorded (fenced). A batch under way finishes
+        even if the run is cancelled, so its answers are never lost to a compensation."""
         month = self._month(step)
         deadline = time.monotonic() + params.call_seconds
-        limit = asyncio.Semaphore(params.concurrency)
-
-        async def charge(provider: PaymentProvider, row: tuple) -> Outcome:
-            async with limit:
-                return await provider.charge(Charge(*row))
-
-        async with PaymentProvider(
-            self.provider_url, self.provider_key, self.provider_timeout
-        ) as provider:
+        async with self._provider() as provider, step.keep_alive():
             while True:
                 async with self.pool.connection() as conn:
                     cur = await conn.execute(
-                        _Q["to_charge"],
-                        {"month": month, "limit": params.charge_batch},
+                        _Q["to_charge"], {"month": month, "limit": params.charge_batch}
                     )
-                    batch = await cur.fetchall()
+                    batch = [Charge(*row) for row in await cur.fetchall()]
                     cur = await conn.execute(_Q["charge_progress"], {"month": month})
                     total, done = await cur.fetchone()
                 if not batch:
@@ -194,24 +207,53 @@ class BillingActivities:
                         charged, declined, cents = await cur.fetchone()
                         counts = {"charged": charged, "declined": declined, "cents": cents}
                         return await step.finish(conn, counts, items=total)
-                # No transaction is open while the requests are on the wire.
-                answers = await asyncio.gather(
-                    *(charge(provider, row) for row in batch), return_exceptions=True
-                )
-                outcomes = [a for a in answers if isinstance(a, Outcome)]
-                async with step.transaction() as conn:
-                    await conn.execute(_Q["record_charges"], _answers(month, outcomes))
-                    done += len(outcomes)
-                    await step.save(conn, {"recorded": done})
-                failures = [a for a in answers if isinstance(a, BaseException)]
-                if failures:
-                    refused = next((f for f in failures if isinstance(f, ProviderRefused)), None)
-                    if refused is not None:
-                        raise ApplicationError(str(refused), non_retryable=True) from None
-                    # Transient: Temporal retries the step, which charges what is left.
-                    raise failures[0]
+                answered = await uninterrupted(self._charge_batch(step, provider, batch, params))
+                done += answered
                 if time.monotonic() > deadline:
                     return step.more(items_done=done, items_total=total)
+
+    async def _charge_batch(
+        self, step: StepRun, provider: PaymentProvider, batch: list[Charge], params: BillingParams
+    ) -> int:
+        """Send one batch and record what came back; raise if any charge got no answer."""
+        month = self._month(step)
+        async with step.transaction() as conn:
+            await conn.execute(
+                _Q["mark_pending"],
+                {
+                    "month": month,
+                    "invoice_ids": [c.invoice_id for c in batch],
+                    "amounts": [c.amount_cents for c in batch],
+                },
+            )
+        limit = asyncio.Semaphore(params.concurrency)
+
+        async def charge(one: Charge) -> Outcome:
+            async with limit:
+                return await provider.charge(one)
+
+        # No transaction is open while the requests are on the wire.
+        answers = await asyncio.gather(*(charge(c) for c in batch), return_exceptions=True)
+        outcomes = [a for a in answers if isinstance(a, Outcome)]
+        refused = [
+            c.invoice_id
+            for c, a in zip(batch, answers, strict=True)
+            if isinstance(a, ProviderUnavailable) and not a.charged_maybe
+        ]
+        async with step.transaction() as conn:
+            await conn.execute(_Q["record_charges"], _answers(outcomes))
+            await conn.execute(_Q["forget_pending"], {"invoice_ids": refused})
+            await step.save(conn, {"answered": len(outcomes)})
+        failures = [a for a in answers if isinstance(a, BaseException)]
+        if failures:
+            refusal = next((f for f in failures if isinstance(f, ProviderRefused)), None)
+            if refusal is not None:
+                raise ApplicationError(str(refusal), non_retryable=True) from None
+            raise failures[0]  # transient: Temporal retries the step, which sends the rest
+        return len(outcomes)
+
+    def _provider(self) -> PaymentProvider:
+        return PaymentProvider(self.provider_url, self.provider_key, self.provider_timeout)
 
     async def queue_receipts(self, step: StepRun, params: BillingParams) -> StepResult:
         """Step 4: a receipt per charged invoice in the outbox; close the billing run."""
@@ -227,12 +269,10 @@ class BillingActivities:
             return await step.finish(conn, {"receipts": queued})
 
 
-def _answers(month: date, outcomes: list[Outcome]) -> dict[str, Any]:
+def _answers(outcomes: list[Outcome]) -> dict[str, Any]:
     return {
-        "month": month,
         "invoice_ids": [o.invoice_id for o in outcomes],
         "statuses": [o.status for o in outcomes],
-        "amounts": [o.amount_cents for o in outcomes],
         "charge_ids": [o.charge_id for o in outcomes],
         "decline_codes": [o.decline_code for o in outcomes],
     }

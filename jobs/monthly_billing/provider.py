@@ -9,6 +9,12 @@ and never charges the customer again. The API is the common shape of card proces
     200 {"id": "ch_...", "status": "succeeded"}
     402 {"error": {"code": "card_declined", "decline_code": "insufficient_funds"}}
 
+    GET {PAYMENTS_URL}/v1/charges?reference=SUB-202611-00000042
+    200 {"data": [{"id": "ch_...", "status": "succeeded", "reference": "SUB-..."}]}
+
+A request whose answer never arrived may or may not have charged the customer: it is sent
+again with the same key, or, when a run is being undone, looked up by its reference.
+
 Errors name the invoice and the status, never the URL or the API key.
 """
 
@@ -21,7 +27,15 @@ import httpx
 
 
 class ProviderUnavailable(Exception):
-    """The provider did not answer, or answered that it cannot now: try again later."""
+    """The provider did not answer, or answered that it cannot now: try again later.
+
+    `charged_maybe`: the request may have been processed (no answer arrived, or the answer
+    does not say); False when it certainly was not (refused before processing, never sent).
+    """
+
+    def __init__(self, message: str, *, charged_maybe: bool) -> None:
+        super().__init__(message)
+        self.charged_maybe = charged_maybe
 
 
 class ProviderRefused(Exception):
@@ -51,8 +65,9 @@ class Outcome:
 
 
 # Answers worth another try: a request still in flight at the provider, rate limiting,
-# and the provider's own trouble.
+# and the provider's own trouble. Of those, these say the charge was not processed.
 _TRANSIENT = {409, 423, 425, 429, 500, 502, 503, 504}
+_NOT_PROCESSED = {423, 425, 429, 503}
 
 
 class PaymentProvider:
@@ -91,7 +106,8 @@ class PaymentProvider:
         except httpx.HTTPError as exc:
             raise ProviderUnavailable(
                 f"payment provider did not answer for invoice {charge.invoice_number}: "
-                f"{type(exc).__name__}"
+                f"{type(exc).__name__}",
+                charged_maybe=not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)),
             ) from None
         status = response.status_code
         if status in (200, 201):
@@ -103,12 +119,52 @@ class PaymentProvider:
             return Outcome(charge.invoice_id, "declined", charge.amount_cents, None, str(code))
         if status in _TRANSIENT:
             raise ProviderUnavailable(
-                f"payment provider answered {status} for invoice {charge.invoice_number}"
+                f"payment provider answered {status} for invoice {charge.invoice_number}",
+                charged_maybe=status not in _NOT_PROCESSED,
             )
         raise ProviderRefused(
             f"payment provider refused the charge of invoice {charge.invoice_number} with "
             f"{status}; check PAYMENTS_URL and PAYMENTS_API_KEY"
         )
+
+    async def lookup(self, charge: Charge) -> Outcome | None:
+        """What became of an earlier request for `charge` (by its reference, the invoice
+        number): its outcome, or None if the provider made no charge for it.
+
+        Raises:
+            ProviderUnavailable: the provider cannot say now.
+            ProviderRefused: the provider refused the request itself.
+        """
+        try:
+            response = await self._client.get(
+                "/v1/charges", params={"reference": charge.invoice_number}
+            )
+        except httpx.HTTPError as exc:
+            raise ProviderUnavailable(
+                f"payment provider did not answer the lookup of invoice "
+                f"{charge.invoice_number}: {type(exc).__name__}",
+                charged_maybe=True,
+            ) from None
+        if response.status_code in _TRANSIENT:
+            raise ProviderUnavailable(
+                f"payment provider answered {response.status_code} to the lookup of invoice "
+                f"{charge.invoice_number}",
+                charged_maybe=True,
+            )
+        if response.status_code != 200:
+            raise ProviderRefused(
+                f"payment provider refused the lookup of invoice {charge.invoice_number} with "
+                f"{response.status_code}; check PAYMENTS_URL and PAYMENTS_API_KEY"
+            )
+        found = _json(response).get("data") or []
+        made = [c for c in found if isinstance(c, dict)]
+        if not made:
+            return None
+        first = made[0]
+        if first.get("status") == "succeeded":
+            return Outcome(charge.invoice_id, "charged", charge.amount_cents, str(first.get("id")))
+        code = str(first.get("decline_code") or "declined")
+        return Outcome(charge.invoice_id, "declined", charge.amount_cents, None, code)
 
 
 def _json(response: httpx.Response) -> dict:

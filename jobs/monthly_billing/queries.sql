@@ -51,50 +51,66 @@ SELECT count(*) FILTER (WHERE inserted) AS created,
 FROM made
 
 -- name: charge_progress
--- Step 3's progress: the month's invoices to charge, and how many have an outcome.
+-- Step 3's progress: the month's invoices to charge, and how many have an answer.
 SELECT count(*) FILTER (WHERE i.status <> 'Void') AS total,
-       count(c.invoice_id) AS done
+       count(c.invoice_id) FILTER (WHERE c.status <> 'pending') AS done
 FROM invoices i LEFT JOIN charges c ON c.invoice_id = i.id
 WHERE i.billing_month = %(month)s
 
 -- name: to_charge
--- Step 3, the next batch: invoices of the month with no outcome yet, in id order.
+-- Step 3, the next batch: invoices of the month with no answer yet (never sent, or sent by
+-- an attempt that died before recording the answer: sent again with the same key).
 SELECT i.id, i.invoice_number, i.amount_cents, s.currency, s.payment_method
 FROM invoices i
 JOIN subscriptions s ON s.id = i.subscription_id
+LEFT JOIN charges c ON c.invoice_id = i.id
 WHERE i.billing_month = %(month)s AND i.status = 'Unpaid'
-  AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.invoice_id = i.id)
+  AND (c.invoice_id IS NULL OR c.status = 'pending')
 ORDER BY i.id
 LIMIT %(limit)s
 
+-- name: mark_pending
+-- Just before a batch's requests are sent: each charge is pending until its answer.
+INSERT INTO charges (invoice_id, billing_month, status, amount_cents)
+SELECT invoice_id, %(month)s, 'pending', amount_cents
+FROM unnest(%(invoice_ids)s::bigint[], %(amounts)s::bigint[]) AS a (invoice_id, amount_cents)
+ON CONFLICT (invoice_id) DO NOTHING
+
 -- name: record_charges
--- The provider's answers for one batch, set-based; a charged invoice is paid. An invoice
--- already recorded keeps its first answer.
+-- The provider's answers for one batch, set-based; a charged invoice is paid. An answer
+-- already recorded stays as it was.
 WITH answers AS (
     SELECT *
-    FROM unnest(%(invoice_ids)s::bigint[], %(statuses)s::text[], %(amounts)s::bigint[],
-                %(charge_ids)s::text[], %(decline_codes)s::text[])
-         AS a (invoice_id, status, amount_cents, charge_id, decline_code)
+    FROM unnest(%(invoice_ids)s::bigint[], %(statuses)s::text[], %(charge_ids)s::text[],
+                %(decline_codes)s::text[])
+         AS a (invoice_id, status, charge_id, decline_code)
 ), recorded AS (
-    INSERT INTO charges
-        (invoice_id, billing_month, status, amount_cents, provider_charge_id, decline_code)
-    SELECT invoice_id, %(month)s, status, amount_cents, charge_id, decline_code FROM answers
-    ON CONFLICT (invoice_id) DO NOTHING
-    RETURNING invoice_id, status, amount_cents
-), paid AS (
-    UPDATE invoices SET status = 'Paid'
-    FROM recorded
-    WHERE invoices.id = recorded.invoice_id AND recorded.status = 'charged'
-    RETURNING 1
+    UPDATE charges
+    SET status = answers.status, provider_charge_id = answers.charge_id,
+        decline_code = answers.decline_code, recorded_at = now()
+    FROM answers
+    WHERE charges.invoice_id = answers.invoice_id AND charges.status = 'pending'
+    RETURNING charges.invoice_id, charges.status
 )
-SELECT count(*) FILTER (WHERE status = 'charged') AS charged,
-       count(*) FILTER (WHERE status = 'declined') AS declined,
-       coalesce(sum(amount_cents) FILTER (WHERE status = 'charged'), 0) AS charged_cents
+UPDATE invoices SET status = 'Paid'
 FROM recorded
+WHERE invoices.id = recorded.invoice_id AND recorded.status = 'charged'
+
+-- name: forget_pending
+-- Charges the provider certainly did not make (it refused the request, or it was never
+-- sent): no longer pending, to be sent again or voided.
+DELETE FROM charges WHERE invoice_id = ANY(%(invoice_ids)s) AND status = 'pending'
+
+-- name: pending_of_month
+SELECT c.invoice_id, i.invoice_number, c.amount_cents
+FROM charges c JOIN invoices i ON i.id = c.invoice_id
+WHERE c.billing_month = %(month)s AND c.status = 'pending'
+ORDER BY c.invoice_id
 
 -- name: void_uncharged
 -- Undo of step 2: the month's invoices nobody charged are voided (charged and declined
--- ones keep their outcome). Returns the voided count and the charged invoices' numbers.
+-- ones keep their answer; pending ones were settled at the provider first). Returns the
+-- voided count and the charged invoices' numbers.
 WITH voided AS (
     UPDATE invoices SET status = 'Void'
     WHERE billing_month = %(month)s AND status = 'Unpaid'
@@ -146,4 +162,4 @@ WHERE month = %(month)s AND execution_id = %(execution_id)s AND status = 'open'
 SELECT count(*) FILTER (WHERE status = 'charged') AS charged,
        count(*) FILTER (WHERE status = 'declined') AS declined,
        coalesce(sum(amount_cents) FILTER (WHERE status = 'charged'), 0) AS charged_cents
-FROM charges WHERE billing_month = %(month)s
+FROM charges WHERE billing_month = %(month)s AND status <> 'pending'

@@ -222,7 +222,7 @@ async def test_the_provider_down_for_good_voids_the_uncharged_and_the_month_can_
             "receipts": 0,
         }
         undo = steps(db)["undo:generate_invoices"]
-        assert undo["result"]["counts"] == {"voided": active - 10, "charged": 10}
+        assert undo["result"]["counts"] == {"voided": active - 10, "charged": 10, "looked_up": 0}
         assert len(undo["result"]["charged_invoices"]) == 10
         (status,) = db.execute(
             "SELECT status FROM billing_runs WHERE month = %s", (MONTH,)
@@ -334,3 +334,46 @@ def _arrived(provider: PaymentProviderServer):
         assert provider.arrived.is_set()
 
     return check
+
+
+async def test_a_cancelled_run_finishes_its_batch_then_compensates(
+    client, db, task_queue, start_workers, provider
+):
+    active = subscribe(db, 30)
+    provider.hold()  # the first batch's requests wait at the provider
+    (worker,) = start_workers(1, **env(provider))
+    async with registered(client, billing_job(), task_queue):
+        await backfill(client)
+        await assert_eventually(_arrived(provider), timeout=60)
+        # An operator cancels the run (the Temporal UI's Request Cancellation); the step
+        # hears of it at its next heartbeat, while its batch is in flight.
+        await client.get_workflow_handle(WORKFLOW_ID).cancel()
+        wait_for_text(worker.log, "step cancelled: finishing its batch", timeout=60)
+        provider.release()
+        (run,) = await wait_closed(client, task_queue)
+        assert run.status == WorkflowExecutionStatus.CANCELED
+
+        (row,) = executions(db, JOB)
+        assert row["status"] == "compensated"
+        assert "the run was cancelled" in row["error"]
+        assert row["result"]["compensated"] == ["generate_invoices", "open_billing_run"]
+        # The batch in flight was answered and recorded: its charges stand; every other
+        # invoice is voided, and nothing is left pending.
+        charged = counts(db)["charged"]
+        assert 0 < charged < active
+        assert counts(db) == {
+            "invoices": active,
+            "paid": charged,
+            "void": active - charged,
+            "charged": charged,
+            "declined": 0,
+            "receipts": 0,
+        }
+        (pending,) = db.execute("SELECT count(*) FROM charges WHERE status = 'pending'").fetchone()
+        assert pending == 0
+        assert sorted(provider.charged()) == sorted(
+            r[0]
+            for r in db.execute(
+                "SELECT i.invoice_number FROM charges c JOIN invoices i ON i.id = c.invoice_id"
+            )
+        )

@@ -37,11 +37,13 @@ CREATE UNIQUE INDEX invoices_one_per_subscription_month
 CREATE INDEX invoices_by_billing_month
     ON invoices (billing_month, id) WHERE billing_month IS NOT NULL;
 
--- What the payment provider answered for each invoice charged: once per invoice.
+-- Each invoice's charge at the payment provider, once per invoice: `pending` from just
+-- before its request is sent until the provider's answer is recorded (a pending charge whose
+-- attempt died is sent again with the same idempotency key, or looked up at the provider).
 CREATE TABLE charges (
     invoice_id          bigint      PRIMARY KEY REFERENCES invoices (id),
     billing_month       date        NOT NULL,
-    status              text        NOT NULL CHECK (status IN ('charged', 'declined')),
+    status              text        NOT NULL CHECK (status IN ('pending', 'charged', 'declined')),
     amount_cents        bigint      NOT NULL,
     provider_charge_id  text,
     decline_code        text,
