@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench clean-dev
+.PHONY: run test lint format bench clean-dev psql
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(PY) -m devstack
+
+# psql on the local stack's database (or DATABASE_URL's): make psql ARGS='-c "SELECT 1"'
+psql: $(STAMP)
+	$(PY) -m devstack.psql $(ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest

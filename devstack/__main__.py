@@ -24,6 +24,7 @@ from devstack.mailsink import MailSink
 from devstack.payments import PaymentProviderServer
 from devstack.postgres import EmbeddedPostgres
 from devstack.temporal import TemporalDevServer
+from devstack.webhooks import WebhookSink
 from jobs import demo_data
 from schedules.catalog import load_catalog
 from schedules.sync import format_report, sync
@@ -38,6 +39,7 @@ TEMPORAL_PORT = 7233
 UI_PORT = 8233
 SMTP_PORT = 8025  # the default SMTP_PORT: the workers mail the sink without configuration
 PAYMENTS_PORT = 8090  # the default PAYMENTS_URL's port: monthly-billing charges it
+WEBHOOK_PORT = 8091  # the webhook receiver the workers' WEBHOOK_URL points at
 
 logger = logging.getLogger("devstack")
 _Q = queries("devstack.sql", "devstack")
@@ -80,10 +82,12 @@ class LocalStack:
         ui_port: int,
         smtp_port: int = SMTP_PORT,
         payments_port: int = PAYMENTS_PORT,
+        webhook_port: int = WEBHOOK_PORT,
     ):
         self.state = state
         self.mail = MailSink(smtp_port, directory=state / "mail", keep=False)
         self.payments = PaymentProviderServer(payments_port)
+        self.webhooks = WebhookSink(webhook_port, directory=state / "webhooks")
         self.replicas = replicas
         self.ui_port = ui_port
         self.postgres = EmbeddedPostgres(state / "postgres", pg_port)
@@ -126,10 +130,13 @@ class LocalStack:
         _say(f"SMTP mail sink on 127.0.0.1:{self.mail.port}, messages in {self.mail.directory}")
         self.payments.start()
         _say(f"payment provider on {self.payments.url} (monthly-billing charges it)")
+        self.webhooks.start()
+        _say(f"webhook receiver on {self.webhooks.url}, deliveries in {self.webhooks.directory}")
         env = os.environ | {
             "SMTP_HOST": self.mail.host,
             "SMTP_PORT": str(self.mail.port),
             "PAYMENTS_URL": self.payments.url,
+            "WEBHOOK_URL": self.webhooks.url,
             "TEMPORAL_ADDRESS": settings.temporal_address,
             "TEMPORAL_TASK_QUEUE": settings.temporal_task_queue,
             "DATABASE_URL": settings.database_url.get_secret_value(),
@@ -159,6 +166,7 @@ class LocalStack:
                 proc.kill()
         self.mail.stop()
         self.payments.stop()
+        self.webhooks.stop()
         self.temporal.stop()
         self.postgres.stop()
         _say("stopped")
@@ -182,6 +190,7 @@ def _instructions(stack: LocalStack) -> str:
   Run a job now:     {bin_dir}/temporal schedule trigger --schedule-id invoice-reminders{address}
   See the outbox:    {db_env}{bin_dir}/python -m worker outbox
   Read the mail:     {bin_dir}/python -m devstack.mailsink --dir {stack.mail.directory}
+  Webhooks received: {bin_dir}/python -m devstack.webhooks --dir {stack.webhooks.directory}
 {_metrics_line(stack.replicas)}  Ctrl-C stops everything; the next `make run` reuses the state in {stack.state}.
 """
 
@@ -202,6 +211,7 @@ async def main(args: argparse.Namespace) -> int:
         args.ui_port,
         args.smtp_port,
         args.payments_port,
+        args.webhook_port,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -230,6 +240,9 @@ if __name__ == "__main__":
     parser.add_argument("--smtp-port", type=int, default=SMTP_PORT, help="the mail sink's port")
     parser.add_argument(
         "--payments-port", type=int, default=PAYMENTS_PORT, help="the payment provider's port"
+    )
+    parser.add_argument(
+        "--webhook-port", type=int, default=WEBHOOK_PORT, help="the webhook receiver's port"
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)

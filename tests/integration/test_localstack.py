@@ -17,7 +17,7 @@ from tests.helpers import assert_eventually, wait_for_text
 
 
 def start_stack(state, log, ports) -> subprocess.Popen:
-    pg, temporal, ui, smtp, payments = ports
+    pg, temporal, ui, smtp, payments, webhooks = ports
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
     with log.open("wb") as out:
         return subprocess.Popen(
@@ -31,6 +31,7 @@ def start_stack(state, log, ports) -> subprocess.Popen:
                 f"--ui-port={ui}",
                 f"--smtp-port={smtp}",
                 f"--payments-port={payments}",
+                f"--webhook-port={webhooks}",
             ],
             cwd=ROOT,
             env=env | {"PYTHONUNBUFFERED": "1"},
@@ -45,7 +46,7 @@ def interrupt(proc: subprocess.Popen) -> int:
 
 
 async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_path):
-    ports = (free_port(), free_port(), free_port(), free_port(), free_port())
+    ports = tuple(free_port() for _ in range(6))
     state, log = tmp_path / "dev", tmp_path / "run.log"
     db_url = f"postgresql://postgres@127.0.0.1:{ports[0]}/scheduled_jobs"
     address = f"127.0.0.1:{ports[1]}"
@@ -54,6 +55,7 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
     try:
         wait_for_text(log, "workers ready", timeout=120)
         assert "2 replicas" in log.read_text()
+        assert f"webhook receiver on http://127.0.0.1:{ports[5]}/hooks" in log.read_text()
         with urllib.request.urlopen(f"http://127.0.0.1:{ports[2]}/", timeout=10) as page:
             assert page.status == 200
         listed = subprocess.run(
