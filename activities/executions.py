@@ -21,6 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from activities.models import ClaimInput, ClaimResult, FailureInput
 from activities.telemetry import record_claim, record_duplicate, record_failed, traced
 from core.sql import queries
@@ -65,9 +66,10 @@ class Fence:
         """Lock the execution row and raise `StaleAttemptError` unless this attempt owns it.
 
         Call first inside the transaction that does the work, so a stale attempt's
-        changes roll back with it.
+        changes roll back with it. While a frozen stale attempt holds the row, this waits
+        for PostgreSQL to end that session, heartbeating.
         """
-        cur = await conn.execute(_Q["fence"], {"id": self.execution_id})
+        cur = await heartbeating(conn.execute(_Q["fence"], {"id": self.execution_id}))
         attempt, status = await cur.fetchone()
         if attempt != self.token or status != "running":
             raise StaleAttemptError(self.execution_id, self.token, attempt, status)
@@ -95,10 +97,14 @@ async def take_over(
 ) -> Fence | tuple[str, dict[str, Any] | None]:
     """Start an attempt: raise the fencing token and return it with the saved progress.
 
-    If the execution is no longer running, return its (status, result) instead.
+    If the execution is no longer running, return its (status, result) instead. A frozen
+    previous attempt may still hold the row inside its transaction: the wait for it
+    heartbeats (`activities.heartbeat`), so this attempt is not timed out meanwhile.
     """
     async with pool.connection() as conn, conn.transaction():
-        cur = await conn.execute(_Q["take_over"], {"id": execution_id, "holder": holder_name()})
+        cur = await heartbeating(
+            conn.execute(_Q["take_over"], {"id": execution_id, "holder": holder_name()})
+        )
         row = await cur.fetchone()
         if row is not None:
             return Fence(execution_id, row[0], row[1])
