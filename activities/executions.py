@@ -29,6 +29,9 @@ from core.sql import queries
 Clock = Callable[[], datetime]
 
 STALE_ATTEMPT = "StaleAttempt"
+FUTURE_SLOT = "FutureSlot"
+# A claim for a slot this far ahead of the server's clock is refused (see `claim_execution`).
+_FUTURE_MARGIN_SECONDS = 60.0
 
 _Q = queries("activities.sql", "executions")
 
@@ -127,7 +130,23 @@ class ExecutionActivities:
 
         A completed or skipped slot is a no-op (counted as a duplicate run); a failed one
         is retried; a run that starts after its starting deadline is recorded as skipped.
+        A slot whose time has not come (by the server's clock) is refused and nothing is
+        recorded: its real run comes at its time. The workflow's plan normally stops such a
+        run first (`activities.catchup.future_slot_reason`).
         """
+        server_now = (
+            activity.info().current_attempt_scheduled_time
+            if activity.in_activity()
+            else self.clock()
+        )
+        ahead = (claim.scheduled_at - server_now).total_seconds()
+        if ahead > _FUTURE_MARGIN_SECONDS:
+            raise ApplicationError(
+                f"{claim.job_name}: slot {claim.scheduled_at.isoformat()} is {ahead:.0f}s in "
+                "the future; a slot is claimed only once its time has come",
+                type=FUTURE_SLOT,
+                non_retryable=True,
+            )
         lateness = (self.clock() - claim.scheduled_at).total_seconds()
         late = (
             claim.starting_deadline_seconds is not None

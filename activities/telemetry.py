@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from activities.models import ExecutionRef
 
 RunStatus = Literal["completed", "failed", "skipped", "already_completed", "superseded"]
-SkipReason = Literal["starting_deadline", "catchup_policy", "repeated_local_time"]
+SkipReason = Literal["starting_deadline", "catchup_policy", "repeated_local_time", "future_slot"]
 
 _tracer = trace.get_tracer("scheduled_jobs.activities")
 _meter = metrics.get_meter("scheduled_jobs")

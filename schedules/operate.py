@@ -185,6 +185,15 @@ async def _backfill(args: argparse.Namespace, ctx: Context) -> int:
     end = _time(args.end, job, now, "--end")
     if start >= end:
         raise BadInputError(f"--start {utc_text(start)} is not before --end {utc_text(end)}")
+    if end > now:
+        # Temporal starts a backfilled future time at once: work done for a slot whose time
+        # has not come (invoices not yet due), and the slot then counts as done.
+        which = "--start" if start > now else "--end"
+        raise BadInputError(
+            f"{which} {utc_text(start if start > now else end)} is after now "
+            f"({utc_text(now)}): backfill runs past fire times only (the next ones run on "
+            "schedule); give --end now or an earlier time"
+        )
     maximum = args.max if args.max is not None else ctx.settings.backfill_max_runs
     times = between(job, start, end, BACKFILL_HARD_LIMIT + 1)
     span = f"[{utc_text(start)}, {utc_text(end)})"
@@ -331,7 +340,8 @@ def add(commands: argparse._SubParsersAction) -> None:
         commands,
         "backfill",
         "start the runs of the fire times in a past range",
-        "Start one run per fire time in [--start, --end) under the job's own DST rules, "
+        "Start one run per fire time in [--start, --end) under the job's own DST rules "
+        "(the range must end by now: future times run on schedule), "
         "overlap BUFFER_ALL (one after another; none is dropped). The count is printed "
         "first; more than the maximum (--max, else BACKFILL_MAX_RUNS, default 50) needs "
         f"--yes, and more than {BACKFILL_HARD_LIMIT} is refused. A slot that already "
