@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from activities.models import ClaimInput, ClaimResult, FailureInput
 from activities.telemetry import record_claim, record_duplicate, record_failed, traced
+from core import redact
 from core.sql import queries
 
 Clock = Callable[[], datetime]
@@ -202,7 +203,11 @@ class ExecutionActivities:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
                 _Q["fail"],
-                {"id": failure.execution_id, "run_id": failure.run_id, "error": failure.error},
+                {
+                    "id": failure.execution_id,
+                    "run_id": failure.run_id,
+                    "error": redact.scrub(failure.error),
+                },
             )
             record_failed(row[0] if (row := await cur.fetchone()) else None)
 

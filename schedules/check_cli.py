@@ -10,6 +10,7 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from core import redact
 from core.errors import SchedulerError
 from schedules.catalog import load_catalog
 from schedules.check import (
@@ -97,13 +98,16 @@ async def run(args: argparse.Namespace, ctx: Any = None) -> int:
             settings, jobs, datetime.now(UTC), lookback=args.lookback, timeout=args.timeout
         )
     except SchedulerError as exc:  # bad settings or catalog: cannot tell
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact.scrub(str(exc))}", file=sys.stderr)
         return 2
     except Exception as exc:  # exit 1 means "alert": a crash must not look like one
         if getattr(args, "debug", False):
             raise
         logger.debug("check failed", exc_info=True)
-        print(f"error: the check itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(
+            f"error: the check itself failed: {type(exc).__name__}: {redact.scrub(str(exc))}",
+            file=sys.stderr,
+        )
         return 2
     print(json.dumps(to_json(report), indent=2) if args.json else format_report(report))
     return report.exit_code

@@ -10,6 +10,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
+from core import redact
 from core.errors import TemporalUnreachableError
 from worker.client import connect
 from worker.settings import Settings, load_settings
@@ -58,9 +59,10 @@ class Context:
         except (RPCError, RuntimeError) as exc:
             if not _transient(exc):
                 raise
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise TemporalUnreachableError(
                 f"cannot reach Temporal at {self.settings.temporal_address} "
-                f"within {self.wait_seconds:g}s: {exc}"
+                f"within {self.wait_seconds:g}s: {redact.scrub(first)}"
             ) from None
         raise AssertionError("unreachable")
 

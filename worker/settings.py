@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from core import redact
 from core.errors import SettingsError
 
 LOCAL_DATABASE_URL = "postgresql://postgres@127.0.0.1:55432/scheduled_jobs"
@@ -75,10 +79,20 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr) -> SecretStr:
+        # No value in any message: the URL may hold a password.
         url = value.get_secret_value()
         if not url.startswith(("postgresql://", "postgres://")) and "=" not in url:
-            # No value in the message: the URL may hold a password.
             raise ValueError("must be a postgresql:// URL or a libpq key=value string")
+        try:
+            options = conninfo_to_dict(url)
+        except psycopg.Error as exc:  # libpq's reason, which may quote the URL: scrubbed
+            reason = redact.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+            raise ValueError(
+                f"is not a valid PostgreSQL connection string ({_unquoted(reason, url)})"
+            ) from None
+        for port in str(options.get("port") or "5432").split(","):
+            if not port.isdigit() or not 1 <= int(port) <= 65535:
+                raise ValueError("has a port that is not a number from 1 to 65535")
         return value
 
     @field_validator("metrics_port", mode="before")
@@ -121,17 +135,41 @@ class Settings(BaseSettings):
 _SECRET_FIELDS = {"database_url", "temporal_api_key", "smtp_password", "webhook_url"}
 
 
+def _unquoted(reason: str, url: str) -> str:
+    """libpq's reason without the connection string it quotes (`in URI: "..."`)."""
+    return reason.replace(url, "DATABASE_URL").rstrip(": ") or "unreadable"
+
+
+def register_secrets(environ: dict[str, str] | None = None) -> None:
+    """Tell `core.redact` the secrets this process is configured with, from the raw
+    environment: even a malformed value is scrubbed from what is logged or printed."""
+    env = {k.upper(): v for k, v in (os.environ if environ is None else environ).items()}
+    redact.add_password_of(env.get("DATABASE_URL"))
+    redact.add_secret(env.get("SMTP_PASSWORD"))
+    redact.add_secret(env.get("TEMPORAL_API_KEY"))
+    redact.add_url_secrets(env.get("WEBHOOK_URL"))
+
+
 def load_settings() -> Settings:
     """Read the settings from the environment, or raise one readable `SettingsError`.
 
-    The error names each bad variable and, except for secrets, its value.
+    The error names each bad variable and, except for secrets, its value (at most 200
+    characters of it). The secrets are registered with `core.redact` first.
     """
+    register_secrets()
     try:
         return Settings()
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
             field = str(err["loc"][0]) if err["loc"] else "?"
-            shown = "" if field in _SECRET_FIELDS else f" (got {err.get('input')!r})"
-            problems.append(f"{field.upper()}: {err['msg']}{shown}")
+            message = err["msg"].removeprefix("Value error, ")
+            value = _short(err.get("input"))
+            shown = "" if field in _SECRET_FIELDS or value in message else f" (got {value})"
+            problems.append(redact.scrub(f"{field.upper()}: {message}{shown}"))
         raise SettingsError("invalid settings: " + "; ".join(problems)) from None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
