@@ -6,15 +6,21 @@ import argparse
 import asyncio
 import logging
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+from temporalio.service import RPCError
+
 import schedules.operate  # noqa: F401  (registers list, describe, next, trigger ...)
+from core import redact
 from core.errors import SchedulerError
 from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
-from schedules.cli import Context, register
-from schedules.sync import format_report, sync
+from schedules.cli import Context, Parser, non_negative_seconds, register
+from schedules.sync import compile_jobs, format_report, sync
+from worker.logs import RedactingFilter, quiet_libraries
 from worker.process import exit_process
+from worker.settings import Settings
 
 EXIT_CODES = (
     "exit codes: 0 success; 1 failure (Temporal unreachable, a command that could not be "
@@ -24,12 +30,15 @@ EXIT_CODES = (
 
 async def _validate(args: argparse.Namespace, ctx: Context) -> int:
     jobs = load_catalog(args.catalog)
+    # Compiled too, as sync would: crons Temporal cannot express, schedules too large.
+    compile_jobs(jobs, Settings.model_fields["temporal_task_queue"].default, datetime.now(UTC))
     print(f"catalog ok: {len(jobs)} job(s): {', '.join(job.id for job in jobs)}")
     return 0
 
 
 async def _sync(args: argparse.Namespace, ctx: Context) -> int:
-    jobs = load_catalog(args.catalog)  # validated before anything reaches Temporal
+    jobs = load_catalog(args.catalog)  # validated before anything reaches Temporal,
+    compile_jobs(jobs, ctx.settings.temporal_task_queue, datetime.now(UTC))  # and compiled
     client = await ctx.client()
     report = await ctx.retrying(
         lambda: sync(
@@ -46,7 +55,7 @@ async def _sync(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m schedules",
         description="Define, register and steer the job catalog's Temporal schedules.",
         epilog=EXIT_CODES,
@@ -61,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--wait",
-        type=float,
+        type=non_negative_seconds,
         default=60.0,
         metavar="SECONDS",
         help="keep retrying while Temporal is unreachable or starting, up to this long "
@@ -109,17 +118,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _configure_logging(debug: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+    quiet_libraries()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING)
+    _configure_logging(args.debug)
     ctx = Context(args.wait)
     try:
         return asyncio.run(args.handler(args, ctx))
     except SchedulerError as exc:
         if args.debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact.scrub(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except RPCError as exc:  # a refusal no command expected: one line, not a traceback
+        if args.debug:
+            raise
+        status = exc.status.name if exc.status is not None else "error"
+        print(f"error: Temporal refused: {status}: {redact.scrub(exc.message)}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: say what, and how to see more
+        if args.debug:
+            raise
+        lines = str(exc).strip().splitlines()
+        print(
+            f"error: unexpected {type(exc).__name__}: {redact.scrub(lines[0] if lines else '')} "
+            "(run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

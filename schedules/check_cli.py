@@ -22,6 +22,7 @@ from schedules.check import (
     Kind,
     run_check,
 )
+from schedules.cli import positive_seconds
 from schedules.durations import format_duration, parse_duration
 from worker.settings import load_settings
 
@@ -81,7 +82,7 @@ def add_check_command(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=10.0,
         metavar="SECONDS",
         help="give up on PostgreSQL or Temporal after this long: exit 2 (default 10)",

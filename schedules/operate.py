@@ -17,7 +17,7 @@ from typing import Any
 from core.errors import SchedulerError
 from schedules import cli
 from schedules.catalog import JobSpec, load_catalog
-from schedules.cli import Context
+from schedules.cli import Context, positive_seconds
 from schedules.operate_format import (
     describe_entry,
     format_describe,
@@ -263,6 +263,16 @@ async def _resume(args: argparse.Namespace, ctx: Context) -> int:
 # --- the parser ---------------------------------------------------------------------------
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _command(
     commands: argparse._SubParsersAction, name: str, help: str, description: str, epilog: str
 ) -> argparse.ArgumentParser:
@@ -306,7 +316,9 @@ def add(commands: argparse._SubParsersAction) -> None:
         EXIT_NEXT,
     )
     next_cmd.add_argument("job", metavar="ID", help="job id")
-    next_cmd.add_argument("-n", type=int, default=5, metavar="N", help="how many (default 5)")
+    next_cmd.add_argument(
+        "-n", type=_count, default=5, metavar="N", help="how many (default 5, at most 1000)"
+    )
     next_cmd.add_argument(
         "--from",
         dest="from_time",
@@ -329,7 +341,7 @@ def add(commands: argparse._SubParsersAction) -> None:
     trigger_cmd.add_argument("job", metavar="ID", help="job id")
     trigger_cmd.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=10.0,
         metavar="SECONDS",
         help="how long to wait for the run to start (default 10)",
@@ -354,7 +366,7 @@ def add(commands: argparse._SubParsersAction) -> None:
     )
     backfill_cmd.add_argument("--end", required=True, metavar="TIME", help="end (exclusive)")
     backfill_cmd.add_argument(
-        "--max", type=int, default=None, metavar="N", help="most runs without --yes"
+        "--max", type=_count, default=None, metavar="N", help="most runs without --yes"
     )
     backfill_cmd.add_argument("--yes", action="store_true", help="start more than the maximum")
     backfill_cmd.set_defaults(handler=_backfill)

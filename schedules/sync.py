@@ -50,7 +50,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.errors import CatalogError
-from schedules.catalog import JobSpec
+from schedules.catalog import JobSpec, catalog_error
 from schedules.compile import (
     DIGEST_ATTRIBUTE,
     MANAGED_MEMO_KEY,
@@ -59,6 +59,7 @@ from schedules.compile import (
     compile_schedule,
     schedule_digest,
 )
+from schedules.limits import size_problem
 from timing.calendars import describe_spec, spec_outdated
 from workflows import JobRun
 
@@ -266,17 +267,25 @@ def _drift(job: JobSpec, paused: bool, note: str | None) -> list[str]:
 
 
 def compile_jobs(jobs: Iterable[JobSpec], task_queue: str, now: datetime) -> dict[str, Target]:
-    """Compile every job, before anything is sent: a cron Temporal cannot express (or a
-    duplicate id) stops the whole sync."""
+    """Compile every job, before anything is sent: a cron Temporal cannot express, a
+    schedule larger than Temporal takes (`schedules.limits`) or a duplicate id stops the
+    whole sync, every such problem listed at once."""
     jobs = list(jobs)
     check_unique(jobs)
-    targets = {}
+    targets, problems = {}, []
     for job in jobs:
         try:
             schedule = compile_schedule(job, task_queue, now=now)
         except CatalogError as exc:
-            raise CatalogError(f"job {job.id!r}: {exc}") from None
+            problems.append(f"job {job.id!r}: {exc}")
+            continue
+        too_large = size_problem(job.model_dump(mode="json"), schedule)
+        if too_large:
+            problems.append(f"job {job.id!r}: {too_large}")
+            continue
         targets[job.id] = Target(job, task_queue, schedule, schedule_digest(schedule))
+    if problems:
+        raise catalog_error(problems)
     return targets
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
+import math
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
@@ -95,6 +98,32 @@ class Settings(BaseSettings):
                 raise ValueError("has a port that is not a number from 1 to 65535")
         return value
 
+    @field_validator(
+        "database_idle_in_transaction_timeout_seconds",
+        "worker_graceful_shutdown_seconds",
+        "smtp_timeout_seconds",
+        "webhook_timeout_seconds",
+        "outbox_lease_seconds",
+        "outbox_backoff_base_seconds",
+        "outbox_backoff_max_seconds",
+    )
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError(f"must be a finite number of seconds, got {value}")
+        return value
+
+    @field_validator("temporal_namespace", "temporal_task_queue")
+    @classmethod
+    def _temporal_name(cls, value: str) -> str:
+        # Temporal refuses names longer than its limit.maxIDLength (1,000 by default).
+        if not value.strip() or len(value.encode()) > 1000 or value != value.strip():
+            raise ValueError(
+                f"must be a non-empty name of at most 1000 bytes without surrounding spaces, "
+                f"got {value[:80]!r}"
+            )
+        return value
+
     @field_validator("metrics_port", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
@@ -123,8 +152,10 @@ class Settings(BaseSettings):
     @classmethod
     def _host_port(cls, value: str) -> str:
         host, sep, port = value.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"must be host:port, got {value!r}")
+        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ValueError(f"must be host:port with a port from 1 to 65535, got {value!r}")
+        if not _valid_host(host):
+            raise ValueError(f"must be host:port with a valid host name or IP, got {value!r}")
         return value
 
     @property
@@ -133,6 +164,19 @@ class Settings(BaseSettings):
 
 
 _SECRET_FIELDS = {"database_url", "temporal_api_key", "smtp_password", "webhook_url"}
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$"
+)
+
+
+def _valid_host(host: str) -> bool:
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return bool(_HOSTNAME.match(host))
 
 
 def _unquoted(reason: str, url: str) -> str:

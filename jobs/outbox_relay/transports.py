@@ -116,7 +116,9 @@ def recipient(message: OutboxMessage) -> Address:
     to = _field(message, "to")
     try:
         address = Address(addr_spec=to)
-    except (ValueError, IndexError, TypeError) as exc:  # the email package's parse errors
+    # The email package's parse errors: defects are ValueErrors, `HeaderParseError` (two @)
+    # is not; any of them makes the message dead, not retried.
+    except (ValueError, IndexError, TypeError, email.errors.MessageError) as exc:
         raise DeliveryError(
             f"malformed payload: {message.type} field 'to' is not one email address "
             f"({type(exc).__name__})",

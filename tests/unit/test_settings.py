@@ -80,3 +80,22 @@ def test_a_malformed_database_url_is_refused_without_its_password(monkeypatch, u
     text = str(err.value)
     assert text.startswith("invalid settings: DATABASE_URL: ") and why in text
     assert "PW-s3cret" not in text
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("TEMPORAL_ADDRESS", "a@b@example.com:7233"),
+        ("TEMPORAL_ADDRESS", "localhost:0"),
+        ("TEMPORAL_ADDRESS", "local host:7233"),
+        ("TEMPORAL_NAMESPACE", " "),
+        ("TEMPORAL_TASK_QUEUE", "q" * 1001),
+        ("WORKER_GRACEFUL_SHUTDOWN_SECONDS", "inf"),
+        ("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS", "nan"),
+    ],
+)
+def test_each_malformed_setting_is_named(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert f"{name}: " in str(err.value) and "\n" not in str(err.value)
