@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     migrate_on_start: bool = True
     # `python -m schedules backfill` starts at most this many runs without --yes.
     backfill_max_runs: int = Field(default=50, ge=1)
+    # `python -m schedules sync` holds the namespace's sync lock at most this long: the
+    # lease a crashed sync leaves behind runs out after it (schedules/sync_lock.py).
+    sync_lock_seconds: float = Field(default=300.0, ge=30, le=3600)
 
     # Telemetry (worker/telemetry.py): a Prometheus scrape endpoint on this port, off when
     # unset; log lines as text or JSON. Trace export follows the standard OTEL_* variables.
@@ -106,6 +109,7 @@ class Settings(BaseSettings):
         "outbox_lease_seconds",
         "outbox_backoff_base_seconds",
         "outbox_backoff_max_seconds",
+        "sync_lock_seconds",
     )
     @classmethod
     def _finite(cls, value: float) -> float:

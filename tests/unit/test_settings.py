@@ -92,6 +92,7 @@ def test_a_malformed_database_url_is_refused_without_its_password(monkeypatch, u
         ("TEMPORAL_TASK_QUEUE", "q" * 1001),
         ("WORKER_GRACEFUL_SHUTDOWN_SECONDS", "inf"),
         ("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS", "nan"),
+        ("SYNC_LOCK_SECONDS", "5"),
     ],
 )
 def test_each_malformed_setting_is_named(monkeypatch, name, value):
