@@ -39,6 +39,9 @@ LOOKBACK = timedelta(days=31)
 MAX_CONSIDERED = 1000
 # A run that starts this much after its slot (beyond its jitter) counts as missed for `skip`.
 ON_TIME = timedelta(seconds=30)
+# A slot this far after its run's start has not come yet: the run does nothing for it. The
+# margin covers the clock of a host that triggered a run with its own nominal time.
+FUTURE_MARGIN = timedelta(seconds=60)
 
 
 class PlanInput(BaseModel):
@@ -137,6 +140,9 @@ class CatchupActivities:
     @activity.defn
     async def plan_run(self, plan: PlanInput) -> PlanResult:
         """Decide which slots this run covers; record the missed ones it will not run."""
+        future = future_slot_reason(plan)
+        if future is not None:
+            return _not_yet(plan, future)
         now = self.clock()
         slot = plan.scheduled_at
         interval = timedelta(seconds=plan.interval_seconds) if plan.interval_seconds else None
@@ -204,6 +210,38 @@ class CatchupActivities:
             kind=kind,
             local_time=f"{local:%Y-%m-%d %H:%M} {local.tzname()}",
         )
+
+
+def future_slot_reason(plan: PlanInput) -> str | None:
+    """Why this run must not do its slot's work yet, if the slot lies after the run's start.
+
+    Temporal starts a backfilled future time at once (`temporal schedule backfill` takes
+    any range): the work would judge "due" as of a time that has not come, and the slot
+    would then count as done when its real time came. So such a run does nothing, records
+    nothing (the slot's own run still comes at its time) and says why in its result.
+    """
+    if plan.scheduled_at <= plan.started_at + FUTURE_MARGIN:
+        return None
+    return (
+        f"not run: slot {_fmt(plan.scheduled_at)} is after this run started "
+        f"({_fmt(plan.started_at)}); a slot runs once its time has come, on schedule or "
+        "by a later backfill"
+    )
+
+
+def _not_yet(plan: PlanInput, reason: str) -> PlanResult:
+    record_skip(plan.job_name, "future_slot")
+    activity.logger.warning(
+        "refused a run of a future slot",
+        extra={"job": plan.job_name, "scheduled_at": plan.scheduled_at.isoformat()},
+    )
+    local = plan.scheduled_at.astimezone(ZoneInfo(plan.timezone))
+    return PlanResult(
+        run=[],
+        reason=reason,
+        kind="backfill",
+        local_time=f"{local:%Y-%m-%d %H:%M} {local.tzname()}",
+    )
 
 
 def _decide_for(

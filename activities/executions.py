@@ -21,11 +21,17 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from activities.models import STALE_ATTEMPT, ClaimInput, ClaimResult, FailureInput
 from activities.telemetry import record_claim, record_duplicate, record_failed, traced
+from core import redact
 from core.sql import queries
 
 Clock = Callable[[], datetime]
+
+FUTURE_SLOT = "FutureSlot"
+# A claim for a slot this far ahead of the server's clock is refused (see `claim_execution`).
+_FUTURE_MARGIN_SECONDS = 60.0
 
 _Q = queries("activities.sql", "executions")
 
@@ -63,9 +69,10 @@ class Fence:
         """Lock the execution row and raise `StaleAttemptError` unless this attempt owns it.
 
         Call first inside the transaction that does the work, so a stale attempt's
-        changes roll back with it.
+        changes roll back with it. While a frozen stale attempt holds the row, this waits
+        for PostgreSQL to end that session, heartbeating.
         """
-        cur = await conn.execute(_Q["fence"], {"id": self.execution_id})
+        cur = await heartbeating(conn.execute(_Q["fence"], {"id": self.execution_id}))
         attempt, status = await cur.fetchone()
         if attempt != self.token or status != "running":
             raise StaleAttemptError(self.execution_id, self.token, attempt, status)
@@ -93,8 +100,13 @@ async def take_over_in(
 ) -> Fence | tuple[str, dict[str, Any] | None]:
     """In `conn`'s transaction, start an attempt: raise the fencing token and return it
     with the saved progress. If the execution is no longer running, return its
-    (status, result) instead."""
-    cur = await conn.execute(_Q["take_over"], {"id": execution_id, "holder": holder_name()})
+    (status, result) instead.
+
+    A frozen previous attempt may still hold the row inside its transaction: the wait for
+    it heartbeats (`activities.heartbeat`), so this attempt is not timed out meanwhile."""
+    cur = await heartbeating(
+        conn.execute(_Q["take_over"], {"id": execution_id, "holder": holder_name()})
+    )
     row = await cur.fetchone()
     if row is not None:
         return Fence(execution_id, row[0], row[1])
@@ -126,7 +138,23 @@ class ExecutionActivities:
         A completed or skipped slot is a no-op (counted as a duplicate run); a failed one
         is retried (a workflow job resumes at its first unfinished step), a compensated one
         starts over; a run that starts after its starting deadline is recorded as skipped.
+        A slot whose time has not come (by the server's clock) is refused and nothing is
+        recorded: its real run comes at its time. The workflow's plan normally stops such a
+        run first (`activities.catchup.future_slot_reason`).
         """
+        server_now = (
+            activity.info().current_attempt_scheduled_time
+            if activity.in_activity()
+            else self.clock()
+        )
+        ahead = (claim.scheduled_at - server_now).total_seconds()
+        if ahead > _FUTURE_MARGIN_SECONDS:
+            raise ApplicationError(
+                f"{claim.job_name}: slot {claim.scheduled_at.isoformat()} is {ahead:.0f}s in "
+                "the future; a slot is claimed only once its time has come",
+                type=FUTURE_SLOT,
+                non_retryable=True,
+            )
         lateness = (self.clock() - claim.scheduled_at).total_seconds()
         late = (
             claim.starting_deadline_seconds is not None
@@ -184,7 +212,11 @@ class ExecutionActivities:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
                 _Q["fail"],
-                {"id": failure.execution_id, "run_id": failure.run_id, "error": failure.error},
+                {
+                    "id": failure.execution_id,
+                    "run_id": failure.run_id,
+                    "error": redact.scrub(failure.error),
+                },
             )
             record_failed(row[0] if (row := await cur.fetchone()) else None)
 

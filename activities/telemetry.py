@@ -24,7 +24,7 @@ from core import metric_names
 RunStatus = Literal[
     "completed", "failed", "compensated", "skipped", "already_completed", "superseded"
 ]
-SkipReason = Literal["starting_deadline", "catchup_policy", "repeated_local_time"]
+SkipReason = Literal["starting_deadline", "catchup_policy", "repeated_local_time", "future_slot"]
 
 _tracer = trace.get_tracer("scheduled_jobs.activities")
 _meter = metrics.get_meter("scheduled_jobs")

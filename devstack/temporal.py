@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import sys
@@ -36,8 +37,12 @@ class TemporalDevServer:
         db_file: Path | None,
         log_file: Path,
         host: str = "127.0.0.1",
+        dynamic_config: dict[str, object] | None = None,
     ) -> None:
         self.port = port
+        # Server limits to change (`--dynamic-config-value KEY=VALUE`), e.g. for a test
+        # that needs the server to refuse what this project lets through.
+        self.dynamic_config = dynamic_config or {}
         self.ui_port = ui_port
         self.db_file = db_file
         self.log_file = log_file
@@ -69,6 +74,8 @@ class TemporalDevServer:
         if self.db_file is not None:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
             args += ["--db-filename", str(self.db_file)]
+        for key, value in self.dynamic_config.items():
+            args += ["--dynamic-config-value", f"{key}={json.dumps(value)}"]
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("ab") as log:
             self.process = subprocess.Popen(

@@ -6,47 +6,91 @@ import argparse
 import asyncio
 import logging
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+from temporalio.service import RPCError
+
 import schedules.operate  # noqa: F401  (registers list, describe, next, trigger ...)
+from core import redact
 from core.errors import SchedulerError
 from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
-from schedules.cli import Context, register
-from schedules.sync import format_report, sync
+from schedules.cli import Context, Parser, non_negative_seconds, register
+from schedules.sync import compile_jobs, format_report, sync
+from schedules.sync_safety import DEFAULT_MAX_PRUNE, SyncIncompleteError, check_prune
+from worker.logs import RedactingFilter, quiet_libraries
 from worker.process import exit_process
+from worker.settings import Settings
 
 EXIT_CODES = (
     "exit codes: 0 success; 1 failure (Temporal unreachable, a command that could not be "
     "carried out); 2 bad input (usage, an invalid catalog, an unknown job)"
 )
+EXIT_SYNC = (
+    "exit codes: 0 in line with the catalog (or, with --dry-run, the plan shown); 1 Temporal "
+    "unreachable, another sync holds the lock past --lock-wait, a write the server refused "
+    "(what was applied and what was not is printed; run sync again); 2 bad input: an "
+    "invalid catalog, settings or arguments, or a prune of more than --max-prune of the "
+    "managed schedules (also with --dry-run); nothing was changed"
+)
 
 
 async def _validate(args: argparse.Namespace, ctx: Context) -> int:
     jobs = load_catalog(args.catalog)
+    # Compiled too, as sync would: crons Temporal cannot express, schedules too large.
+    compile_jobs(jobs, Settings.model_fields["temporal_task_queue"].default, datetime.now(UTC))
     print(f"catalog ok: {len(jobs)} job(s): {', '.join(job.id for job in jobs)}")
     return 0
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a percentage from 0 to 100, got {text!r}"
+        ) from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be a percentage from 0 to 100, got {text!r}")
+    return value / 100
+
+
 async def _sync(args: argparse.Namespace, ctx: Context) -> int:
-    jobs = load_catalog(args.catalog)  # validated before anything reaches Temporal
+    jobs = load_catalog(args.catalog)  # validated before anything reaches Temporal,
+    compile_jobs(jobs, ctx.settings.temporal_task_queue, datetime.now(UTC))  # and compiled
     client = await ctx.client()
-    report = await ctx.retrying(
-        lambda: sync(
-            client,
-            jobs,
-            ctx.settings.temporal_task_queue,
-            prune=not args.no_prune,
-            dry_run=args.dry_run,
-            full=args.full,
+    try:
+        report = await ctx.retrying(
+            lambda: sync(
+                client,
+                jobs,
+                ctx.settings.temporal_task_queue,
+                prune=not args.no_prune,
+                dry_run=args.dry_run,
+                full=args.full,
+                max_prune=args.max_prune,
+                lock_wait=args.lock_wait,
+                lock_lease=ctx.settings.sync_lock_seconds,
+            )
         )
-    )
+    except SyncIncompleteError as exc:
+        for outcome in exc.outcomes:
+            state = (
+                "applied"
+                if outcome.error is None and outcome.attempted
+                else ("FAILED" if outcome.error else "not attempted")
+            )
+            print(f"{state:<14}{outcome.action} {outcome.job_id}")
+        raise
     print(format_report(report, args.dry_run))
+    if args.dry_run:
+        check_prune(report.deleted, report.managed, args.max_prune)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m schedules",
         description="Define, register and steer the job catalog's Temporal schedules.",
         epilog=EXIT_CODES,
@@ -61,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--wait",
-        type=float,
+        type=non_negative_seconds,
         default=60.0,
         metavar="SECONDS",
         help="keep retrying while Temporal is unreachable or starting, up to this long "
@@ -85,8 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
         "schedules this project manages that the catalog no longer has (--no-prune keeps "
         "them). Schedules not managed by this project are never touched. An operator's pause "
         "is kept and reported as drift unless the catalog itself pauses the job. An invalid "
-        "catalog changes nothing.",
-        epilog=EXIT_CODES,
+        "catalog changes nothing. One sync at a time per namespace (a lock held in "
+        "Temporal); creates and updates go first, deletes last.",
+        epilog=EXIT_SYNC,
     )
     sync_cmd.add_argument(
         "--dry-run", action="store_true", help="print the field-level diff; change nothing"
@@ -95,6 +140,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-prune",
         action="store_true",
         help="keep managed schedules that the catalog no longer has",
+    )
+    sync_cmd.add_argument(
+        "--max-prune",
+        type=_percent,
+        default=DEFAULT_MAX_PRUNE,
+        metavar="PERCENT",
+        help="refuse (exit 2, nothing changed) a sync that would delete more than this share "
+        f"of the managed schedules, or all of them (default {DEFAULT_MAX_PRUNE * 100:.0f}%%); "
+        "100 lets any prune through",
+    )
+    sync_cmd.add_argument(
+        "--lock-wait",
+        type=non_negative_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait while another sync holds the namespace's sync lock "
+        "(default 60); then exit 1",
     )
     sync_cmd.add_argument(
         "--full",
@@ -109,17 +171,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _configure_logging(debug: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+    quiet_libraries()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING)
+    _configure_logging(args.debug)
     ctx = Context(args.wait)
     try:
         return asyncio.run(args.handler(args, ctx))
     except SchedulerError as exc:
         if args.debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact.scrub(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except RPCError as exc:  # a refusal no command expected: one line, not a traceback
+        if args.debug:
+            raise
+        status = exc.status.name if exc.status is not None else "error"
+        print(f"error: Temporal refused: {status}: {redact.scrub(exc.message)}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: say what, and how to see more
+        if args.debug:
+            raise
+        lines = str(exc).strip().splitlines()
+        print(
+            f"error: unexpected {type(exc).__name__}: {redact.scrub(lines[0] if lines else '')} "
+            "(run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import CatalogError
 from jobs import KINDS
+from schedules import limits
 from schedules.durations import Duration
 from workflows import RetrySettings
 
@@ -31,16 +32,45 @@ Overlap = Literal[
 ]
 Catchup = Literal["skip", "latest", "all"]
 
+# Times in the catalog (start_at, end_at) lie in these years: Temporal's calendars match no
+# later year, and nothing in this project ran before 1970.
+FIRST_YEAR, LAST_YEAR = 1970, 2100
+
+
+class Problems(ValueError):
+    """Several problems of one job, each already "field: message" (never re-split)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
 
 class RetrySpec(BaseModel):
     """Retry policy of the job's work activity."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    maximum_attempts: int = Field(default=10, ge=0, description="0: unlimited")
+    # Temporal keeps it as an int32.
+    maximum_attempts: int = Field(default=10, ge=0, le=2**31 - 1, description="0: unlimited")
     initial_interval: Duration = timedelta(seconds=5)
-    backoff_coefficient: float = Field(default=2.0, ge=1)
+    backoff_coefficient: float = Field(default=2.0, ge=1, le=100)
     maximum_interval: Duration = timedelta(minutes=5)
+
+    @field_validator("initial_interval", "maximum_interval")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be longer than 0s")
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RetrySpec:
+        if self.maximum_interval < self.initial_interval:
+            raise ValueError(
+                f"maximum_interval: {self.maximum_interval} is shorter than initial_interval "
+                f"{self.initial_interval}"
+            )
+        return self
 
     def settings(self) -> RetrySettings:
         return RetrySettings(
@@ -83,7 +113,10 @@ class JobSpec(BaseModel):
     @classmethod
     def _kebab(cls, value: str) -> str:
         if not _KEBAB.match(value):
-            raise ValueError(f"must be kebab-case like 'invoice-reminders', got {value!r}")
+            raise ValueError(f"must be kebab-case like 'invoice-reminders', got {value[:80]!r}")
+        too_long = limits.id_problem(value)
+        if too_long:
+            raise ValueError(too_long)
         return value
 
     @field_validator("cron")
@@ -98,8 +131,8 @@ class JobSpec(BaseModel):
     def _zone(cls, value: str) -> str:
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"is not a known IANA time zone: {value!r}") from None
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise ValueError(f"is not a known IANA time zone: {value[:80]!r}") from None
         return value
 
     @field_validator("kind")
@@ -114,6 +147,8 @@ class JobSpec(BaseModel):
     def _aware(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
             raise ValueError(f"needs a UTC offset, e.g. 2027-01-01T00:00:00Z, got {value}")
+        if value is not None and not FIRST_YEAR <= value.year <= LAST_YEAR:
+            raise ValueError(f"must lie in the years {FIRST_YEAR} to {LAST_YEAR}, got {value}")
         return value
 
     @field_validator("catchup_window")
@@ -121,6 +156,23 @@ class JobSpec(BaseModel):
     def _window(cls, value: timedelta) -> timedelta:
         if value < timedelta(seconds=10):
             raise ValueError(f"must be at least 10s (Temporal's minimum), got {value}")
+        return value
+
+    @field_validator("timeout", "heartbeat", "starting_deadline")
+    @classmethod
+    def _positive(cls, value: timedelta | None) -> timedelta | None:
+        # "0s" would otherwise mean "none" for heartbeat and starting_deadline, and a run
+        # that can never finish for timeout: leave the key out instead (heartbeat: 1m).
+        if value is not None and value <= timedelta(0):
+            raise ValueError("must be longer than 0s")
+        return value
+
+    @field_validator("max_missed")
+    @classmethod
+    def _considered(cls, value: int | None) -> int | None:
+        # activities/catchup.py looks at no more missed times than this.
+        if value is not None and value > 1000:
+            raise ValueError(f"must be at most 1000, got {value}")
         return value
 
     @model_validator(mode="after")
@@ -143,14 +195,9 @@ class JobSpec(BaseModel):
         period = self.period()
         if period is not None and self.jitter >= period:
             problems.append(f"jitter: {self.jitter} is not shorter than the period {period}")
-        try:
-            KINDS[self.kind].params.model_validate(self.params)
-        except ValidationError as exc:
-            for err in exc.errors():
-                where = ".".join(str(p) for p in err["loc"])
-                problems.append(f"params.{where}: {err['msg']} (got {err.get('input')!r})")
+        problems += _params_problems(self.kind, self.params)
         if problems:
-            raise ValueError("; ".join(problems))
+            raise Problems(problems)
         return self
 
     def period(self) -> timedelta | None:
@@ -178,13 +225,47 @@ class JobSpec(BaseModel):
         return self.cron if self.cron else f"every {self.interval}"
 
 
+def _params_problems(kind: str, params: dict[str, Any]) -> list[str]:
+    """The params' problems against the kind's model; an unknown key is one of them (a
+    mistyped `chunk_sise` would otherwise be ignored and the default used)."""
+    model = KINDS[kind].params
+    problems = []
+    if model.model_config.get("extra") != "allow":
+        known = {info.alias or name for name, info in model.model_fields.items()}
+        for key in sorted(set(params) - known):
+            problems.append(
+                f"params.{key}: not a parameter of kind {kind!r} "
+                f"(it takes {', '.join(sorted(known)) or 'none'})"
+            )
+    try:
+        model.model_validate(params)
+    except ValidationError as exc:
+        for err in exc.errors():
+            if err["type"] == "extra_forbidden":
+                continue  # said above
+            where = ".".join(str(p) for p in err["loc"])
+            problems.append(f"params.{where}: {err['msg']} (got {_short(err.get('input'))})")
+    return problems
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _format_error(job_id: str, err: dict) -> list[str]:
     field = ".".join(str(p) for p in err["loc"]) or None
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, Problems):  # model-level: a list of "field: message"
+        prefix = f"{field}." if field else ""
+        return [f"job {job_id!r}: {prefix}{problem}" for problem in cause.problems]
     message = err["msg"].removeprefix("Value error, ")
-    if field is None:  # model-level: already "field: message; field: message"
-        return [f"job {job_id!r}: {part}" for part in message.split("; ")]
+    if field is None:
+        return [f"job {job_id!r}: {message}"]
     shown = err.get("input")
-    value = "" if isinstance(shown, dict) or repr(shown) in message else f" (got {shown!r})"
+    value = (
+        "" if isinstance(shown, dict) or repr(shown)[:60] in message else f" (got {_short(shown)})"
+    )
     if err["type"] == "missing":
         return [f"job {job_id!r}: {field}: is required"]
     return [f"job {job_id!r}: {field}: {message}{value}"]
@@ -195,7 +276,13 @@ def parse_catalog(data: dict[str, Any]) -> tuple[JobSpec, ...]:
     jobs, problems = [], []
     for job_id, table in data.items():
         if not isinstance(table, dict):
-            problems.append(f"job {job_id!r}: must be a table of settings, got {table!r}")
+            problems.append(f"job {job_id!r}: must be a table of settings, got {_short(table)}")
+            continue
+        if "id" in table:
+            problems.append(
+                f"job {job_id!r}: id: is not a setting; the table's name [{job_id}] is the "
+                f"job's id (got {_short(table['id'])})"
+            )
             continue
         try:
             jobs.append(JobSpec.model_validate({**table, "id": job_id}))
@@ -203,11 +290,18 @@ def parse_catalog(data: dict[str, Any]) -> tuple[JobSpec, ...]:
             for err in exc.errors():
                 problems.extend(_format_error(job_id, err))
     if problems:
-        raise CatalogError(
-            f"the catalog has {len(problems)} problem(s); nothing was changed:\n  "
-            + "\n  ".join(problems)
-        )
+        raise catalog_error(problems)
     return tuple(jobs)
+
+
+def catalog_error(problems: list[str]) -> CatalogError:
+    """One line for one problem, else a count and one line each; nothing was changed."""
+    if len(problems) == 1:
+        return CatalogError(f"{problems[0]}; nothing was changed")
+    return CatalogError(
+        f"the catalog has {len(problems)} problem(s); nothing was changed:\n  "
+        + "\n  ".join(problems)
+    )
 
 
 def load_catalog(path: Path | None = None) -> tuple[JobSpec, ...]:
@@ -217,10 +311,16 @@ def load_catalog(path: Path | None = None) -> tuple[JobSpec, ...]:
             text = resources.files("schedules").joinpath("jobs.toml").read_text()
             where = "schedules/jobs.toml"
         else:
-            text, where = path.read_text(), str(path)
+            text, where = path.read_bytes().decode("utf-8"), str(path)
         data = tomllib.loads(text)
     except OSError as exc:
         raise CatalogError(f"cannot read the catalog {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise CatalogError(
+            f"{path} is not UTF-8 text: byte 0x{exc.object[exc.start]:02x} on line {line} "
+            "cannot be read; save the catalog as UTF-8"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         # Duplicate job ids land here too: TOML refuses a table defined twice.
         raise CatalogError(f"{where} is not valid TOML: {exc}") from None

@@ -37,6 +37,7 @@ import psycopg
 from psycopg.rows import dict_row
 from temporalio.service import RPCError, RPCStatusCode
 
+from core import redact
 from core.sql import queries
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
 from timing.firetimes import fire_times, next_fire_time
@@ -553,7 +554,7 @@ async def run_check(
         if not isinstance(db, psycopg.Error | OSError | TimeoutError):
             raise db
         why = "timed out" if isinstance(db, TimeoutError) else _first_line(db)
-        errors.append(f"cannot read the database: {why}")
+        errors.append(redact.scrub(f"cannot read the database: {why}"))
     else:
         executions, outbox = db
     schedules: dict[str, ScheduleState] | None = None
@@ -561,7 +562,7 @@ async def run_check(
         if not isinstance(tp, RPCError | RuntimeError | OSError | TimeoutError):
             raise tp  # a bug, not an unreachable server
         why = f"no answer within {timeout:g}s" if isinstance(tp, TimeoutError) else _first_line(tp)
-        errors.append(f"cannot reach Temporal at {settings.temporal_address}: {why}")
+        errors.append(redact.scrub(f"cannot reach Temporal at {settings.temporal_address}: {why}"))
     else:
         schedules = tp
     return evaluate(jobs, executions, schedules, outbox, now, lookback, errors)

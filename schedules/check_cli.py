@@ -10,6 +10,7 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from core import redact
 from core.errors import SchedulerError
 from schedules.catalog import load_catalog
 from schedules.check import (
@@ -21,6 +22,7 @@ from schedules.check import (
     Kind,
     run_check,
 )
+from schedules.cli import positive_seconds
 from schedules.durations import format_duration, parse_duration
 from worker.settings import load_settings
 
@@ -80,7 +82,7 @@ def add_check_command(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=10.0,
         metavar="SECONDS",
         help="give up on PostgreSQL or Temporal after this long: exit 2 (default 10)",
@@ -97,13 +99,16 @@ async def run(args: argparse.Namespace, ctx: Any = None) -> int:
             settings, jobs, datetime.now(UTC), lookback=args.lookback, timeout=args.timeout
         )
     except SchedulerError as exc:  # bad settings or catalog: cannot tell
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact.scrub(str(exc))}", file=sys.stderr)
         return 2
     except Exception as exc:  # exit 1 means "alert": a crash must not look like one
         if getattr(args, "debug", False):
             raise
         logger.debug("check failed", exc_info=True)
-        print(f"error: the check itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(
+            f"error: the check itself failed: {type(exc).__name__}: {redact.scrub(str(exc))}",
+            file=sys.stderr,
+        )
         return 2
     print(json.dumps(to_json(report), indent=2) if args.json else format_report(report))
     return report.exit_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -10,6 +11,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
+from core import redact
 from core.errors import TemporalUnreachableError
 from worker.client import connect
 from worker.settings import Settings, load_settings
@@ -26,8 +28,38 @@ _TRANSIENT = {
 
 def _transient(exc: BaseException) -> bool:
     if isinstance(exc, RPCError):
-        return exc.status in _TRANSIENT
+        # gRPC's "received message larger than max" is RESOURCE_EXHAUSTED, and final.
+        return exc.status in _TRANSIENT and "larger than max" not in (exc.message or "")
     return isinstance(exc, RuntimeError)  # the SDK's "failed client connect"
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line: `error: PROG: what (see --help)`,
+    exit 2. Its subcommands' parsers are of this class too."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _seconds(text: str, allow_zero: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero) or value > 86400:
+        span = "from 0 to 86400" if allow_zero else "above 0, at most 86400"
+        raise argparse.ArgumentTypeError(f"must be a number of seconds {span}, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds, more than 0, at most a day."""
+    return _seconds(text, allow_zero=False)
+
+
+def non_negative_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds from 0 to a day."""
+    return _seconds(text, allow_zero=True)
 
 
 class Context:
@@ -58,9 +90,10 @@ class Context:
         except (RPCError, RuntimeError) as exc:
             if not _transient(exc):
                 raise
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise TemporalUnreachableError(
                 f"cannot reach Temporal at {self.settings.temporal_address} "
-                f"within {self.wait_seconds:g}s: {exc}"
+                f"within {self.wait_seconds:g}s: {redact.scrub(first)}"
             ) from None
         raise AssertionError("unreachable")
 

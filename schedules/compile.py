@@ -20,6 +20,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributeKey
 
 from schedules.catalog import JobSpec
+from schedules.limits import MAX_DETAILS_BYTES, MAX_SUMMARY_BYTES, fit
 from timing.calendars import compile_spec
 from timing.gaps import longest_gap
 from workflows import JobRun, ScheduledJobWorkflow
@@ -106,12 +107,16 @@ def compile_schedule(
             job_run(job, timing_since, now),
             id=job.id,
             task_queue=task_queue,
-            # Shown by the Temporal UI on the schedule and on every run it starts.
-            static_summary=f"{job.id}: {job.description}" if job.description else job.id,
-            static_details=(
+            # Shown by the Temporal UI on the schedule and on every run it starts; cut to
+            # Temporal's user-metadata limits (the run input has the whole description).
+            static_summary=fit(
+                f"{job.id}: {job.description}" if job.description else job.id, MAX_SUMMARY_BYTES
+            ),
+            static_details=fit(
                 f"owner: {job.owner or 'unset'}\n\n"
                 f"runs: {job.schedule_text} ({job.timezone}); catch-up {job.catchup}; "
-                f"overlap {job.overlap}"
+                f"overlap {job.overlap}",
+                MAX_DETAILS_BYTES,
             ),
         ),
         spec=spec

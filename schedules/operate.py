@@ -17,7 +17,7 @@ from typing import Any
 from core.errors import SchedulerError
 from schedules import cli
 from schedules.catalog import JobSpec, load_catalog
-from schedules.cli import Context
+from schedules.cli import Context, positive_seconds
 from schedules.operate_format import (
     describe_entry,
     format_describe,
@@ -185,6 +185,15 @@ async def _backfill(args: argparse.Namespace, ctx: Context) -> int:
     end = _time(args.end, job, now, "--end")
     if start >= end:
         raise BadInputError(f"--start {utc_text(start)} is not before --end {utc_text(end)}")
+    if end > now:
+        # Temporal starts a backfilled future time at once: work done for a slot whose time
+        # has not come (invoices not yet due), and the slot then counts as done.
+        which = "--start" if start > now else "--end"
+        raise BadInputError(
+            f"{which} {utc_text(start if start > now else end)} is after now "
+            f"({utc_text(now)}): backfill runs past fire times only (the next ones run on "
+            "schedule); give --end now or an earlier time"
+        )
     maximum = args.max if args.max is not None else ctx.settings.backfill_max_runs
     times = between(job, start, end, BACKFILL_HARD_LIMIT + 1)
     span = f"[{utc_text(start)}, {utc_text(end)})"
@@ -254,6 +263,16 @@ async def _resume(args: argparse.Namespace, ctx: Context) -> int:
 # --- the parser ---------------------------------------------------------------------------
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _command(
     commands: argparse._SubParsersAction, name: str, help: str, description: str, epilog: str
 ) -> argparse.ArgumentParser:
@@ -297,7 +316,9 @@ def add(commands: argparse._SubParsersAction) -> None:
         EXIT_NEXT,
     )
     next_cmd.add_argument("job", metavar="ID", help="job id")
-    next_cmd.add_argument("-n", type=int, default=5, metavar="N", help="how many (default 5)")
+    next_cmd.add_argument(
+        "-n", type=_count, default=5, metavar="N", help="how many (default 5, at most 1000)"
+    )
     next_cmd.add_argument(
         "--from",
         dest="from_time",
@@ -320,7 +341,7 @@ def add(commands: argparse._SubParsersAction) -> None:
     trigger_cmd.add_argument("job", metavar="ID", help="job id")
     trigger_cmd.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=10.0,
         metavar="SECONDS",
         help="how long to wait for the run to start (default 10)",
@@ -331,7 +352,8 @@ def add(commands: argparse._SubParsersAction) -> None:
         commands,
         "backfill",
         "start the runs of the fire times in a past range",
-        "Start one run per fire time in [--start, --end) under the job's own DST rules, "
+        "Start one run per fire time in [--start, --end) under the job's own DST rules "
+        "(the range must end by now: future times run on schedule), "
         "overlap BUFFER_ALL (one after another; none is dropped). The count is printed "
         "first; more than the maximum (--max, else BACKFILL_MAX_RUNS, default 50) needs "
         f"--yes, and more than {BACKFILL_HARD_LIMIT} is refused. A slot that already "
@@ -344,7 +366,7 @@ def add(commands: argparse._SubParsersAction) -> None:
     )
     backfill_cmd.add_argument("--end", required=True, metavar="TIME", help="end (exclusive)")
     backfill_cmd.add_argument(
-        "--max", type=int, default=None, metavar="N", help="most runs without --yes"
+        "--max", type=_count, default=None, metavar="N", help="most runs without --yes"
     )
     backfill_cmd.add_argument("--yes", action="store_true", help="start more than the maximum")
     backfill_cmd.set_defaults(handler=_backfill)

@@ -33,6 +33,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from core import redact
 from core.errors import SchedulerError
 from core.sql import queries as named_queries
 from schedules.cli import Context
@@ -397,7 +398,7 @@ def _redacted(exc: Exception, url: str) -> str:
         password = conninfo_to_dict(url).get("password")
     except psycopg.Error:
         password = None
-    return text.replace(str(password), "***") if password else text
+    return redact.scrub(text.replace(str(password), "***") if password else text)
 
 
 async def _fetch(url: str, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from timing.firetimes import _croniter, fire_times, fixed_hour
 _TICK = timedelta(microseconds=1)
 _FIRST_WINDOW = timedelta(hours=1)
 _FAR = datetime(2101, 1, 1, tzinfo=UTC)  # Temporal's calendars match no later year
+_FIRST_YEAR = 1970
 # No zone changes its UTC offset twice within this long, so one step finds every change.
 _STEP = timedelta(hours=6)
 
@@ -150,8 +151,13 @@ def parse_time(text: str, timezone: str, now: datetime) -> datetime:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise ValueError(
-            f"{text!r} is not a time like 2026-11-20, 2026-11-20T02:30 or 2026-11-20T02:30:00Z"
+            f"{text[:80]!r} is not a time like 2026-11-20, 2026-11-20T02:30 or 2026-11-20T02:30:00Z"
         ) from None
+    # Temporal's calendars match no later year, and no job ran before 1970.
+    if not _FIRST_YEAR <= parsed.year <= _FAR.year - 1:
+        raise ValueError(
+            f"{text!r} is outside the years {_FIRST_YEAR} to {_FAR.year - 1} that jobs run in"
+        )
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=ZoneInfo(timezone))
     return parsed.astimezone(UTC)

@@ -50,7 +50,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.errors import CatalogError
-from schedules.catalog import JobSpec
+from schedules.catalog import JobSpec, catalog_error
 from schedules.compile import (
     DIGEST_ATTRIBUTE,
     MANAGED_MEMO_KEY,
@@ -58,6 +58,14 @@ from schedules.compile import (
     TIMING_FIELDS,
     compile_schedule,
     schedule_digest,
+)
+from schedules.limits import size_problem
+from schedules.sync_lock import DEFAULT_LEASE_SECONDS, SyncLock, sync_lock
+from schedules.sync_safety import (
+    DEFAULT_MAX_PRUNE,
+    apply_in_order,
+    check_prune,
+    wait_for_listing,
 )
 from timing.calendars import describe_spec, spec_outdated
 from workflows import JobRun
@@ -93,6 +101,8 @@ class SyncReport:
     changes: list[Change] = field(default_factory=list)
     described: int = 0
     """Schedules the plan described; the listing's digests vouched for the other jobs."""
+    managed: int = 0
+    """Schedules on the server this project manages, as the plan listed them."""
 
     def ids(self, action: str) -> list[str]:
         return [c.job_id for c in self.changes if c.action == action]
@@ -266,17 +276,25 @@ def _drift(job: JobSpec, paused: bool, note: str | None) -> list[str]:
 
 
 def compile_jobs(jobs: Iterable[JobSpec], task_queue: str, now: datetime) -> dict[str, Target]:
-    """Compile every job, before anything is sent: a cron Temporal cannot express (or a
-    duplicate id) stops the whole sync."""
+    """Compile every job, before anything is sent: a cron Temporal cannot express, a
+    schedule larger than Temporal takes (`schedules.limits`) or a duplicate id stops the
+    whole sync, every such problem listed at once."""
     jobs = list(jobs)
     check_unique(jobs)
-    targets = {}
+    targets, problems = {}, []
     for job in jobs:
         try:
             schedule = compile_schedule(job, task_queue, now=now)
         except CatalogError as exc:
-            raise CatalogError(f"job {job.id!r}: {exc}") from None
+            problems.append(f"job {job.id!r}: {exc}")
+            continue
+        too_large = size_problem(job.model_dump(mode="json"), schedule)
+        if too_large:
+            problems.append(f"job {job.id!r}: {too_large}")
+            continue
         targets[job.id] = Target(job, task_queue, schedule, schedule_digest(schedule))
+    if problems:
+        raise catalog_error(problems)
     return targets
 
 
@@ -372,8 +390,9 @@ async def _plan(
         return Change(job.id, action, fields, _drift(job, state.paused, state.note))
 
     report.changes = list(await asyncio.gather(*(one(t) for t in targets.values())))
+    managed = {job_id for job_id, entry in listed.items() if entry.managed}
+    report.managed = len(managed)
     if prune:
-        managed = {job_id for job_id, entry in listed.items() if entry.managed}
         for job_id in sorted(managed - set(targets)):
             report.changes.append(Change(job_id, "delete"))
     return report
@@ -388,35 +407,36 @@ async def sync(
     *,
     full: bool = False,
     now: datetime | None = None,
+    max_prune: float = DEFAULT_MAX_PRUNE,
+    lock_wait: float = 60.0,
+    lock_lease: float = DEFAULT_LEASE_SECONDS,
 ) -> SyncReport:
     """Apply the catalog: create, update what differs, delete what it no longer has.
 
-    `full` describes every job rather than trusting the digests the listing shows, and so
-    also repairs schedules edited by other means than sync. `now` as in `plan`.
+    Every job is compiled and checked against Temporal's limits before the server is asked
+    anything. The plan and the writes happen under the namespace's sync lock
+    (`schedules.sync_lock`, waited for up to `lock_wait` seconds): one sync at a time.
+    Creates and updates go first, deletes only after all of them succeeded, and a sync
+    that would delete more than `max_prune` of the managed schedules changes nothing
+    (`schedules.sync_safety`). A dry run takes no lock, writes nothing and leaves the prune
+    guard to the caller (`check_prune` on the report). `full` describes every schedule
+    rather than trusting the digests the listing shows, and so also repairs schedules
+    edited by other means than sync. `now` as in `plan`.
     """
     jobs = jobs.values() if isinstance(jobs, dict) else jobs
     now = (now or datetime.now(UTC)).replace(microsecond=0)
     targets = compile_jobs(jobs, task_queue, now)
-    stamp = await digest_attribute(client, register=not dry_run)
-    report = await _plan(client, targets, now, prune=prune, full=full, stamp=stamp)
     if dry_run:
-        return report
-    limit = asyncio.Semaphore(_CONCURRENCY)
-
-    async def apply(change: Change) -> None:
-        async with limit:
-            if change.action == "create":
-                await _create(client, targets[change.job_id], stamp)
-            elif change.action == "update":
-                await _update(client, targets[change.job_id], stamp)
-            elif change.action == "delete":
-                try:
-                    await client.get_schedule_handle(change.job_id).delete()
-                except RPCError as err:
-                    if err.status != RPCStatusCode.NOT_FOUND:  # a concurrent sync got there
-                        raise
-
-    await asyncio.gather(*(apply(change) for change in report.changes))
+        stamp = await digest_attribute(client, register=False)
+        return await _plan(client, targets, now, prune=prune, full=full, stamp=stamp)
+    async with sync_lock(client, lock_lease, lock_wait) as lock:
+        stamp = await digest_attribute(client, register=True)
+        report = await _plan(client, targets, now, prune=prune, full=full, stamp=stamp)
+        check_prune(report.deleted, report.managed, max_prune)
+        await lock.ensure_held("its first write")
+        await _apply(client, report, targets, stamp, lock)
+        # The next sync plans from the listing: release the lock once it shows this one.
+        await _listing_shows(client, report, targets, stamp)
     logger.info(
         "sync: %d job(s), %d described, %d created, %d updated, %d deleted",
         len(targets),
@@ -428,10 +448,50 @@ async def sync(
     return report
 
 
+async def _apply(
+    client: Client, report: SyncReport, targets: dict[str, Target], stamp: bool, lock: SyncLock
+) -> None:
+    """The report's changes in the safe order (`schedules.sync_safety.apply_in_order`)."""
+
+    async def apply(change: Change) -> None:
+        if change.action == "create":
+            await _create(client, targets[change.job_id], stamp)
+        elif change.action == "update":
+            await _update(client, targets[change.job_id], stamp)
+        elif change.action == "delete":
+            try:
+                await client.get_schedule_handle(change.job_id).delete()
+            except RPCError as err:
+                if err.status != RPCStatusCode.NOT_FOUND:  # a concurrent sync got there
+                    raise
+
+    await apply_in_order(report.changes, apply, lock.ensure_held, _CONCURRENCY)
+
+
+async def _listing_shows(
+    client: Client, report: SyncReport, targets: dict[str, Target], stamp: bool
+) -> None:
+    """Wait until the listing shows this sync's writes (`sync_safety.wait_for_listing`)."""
+
+    async def listed() -> dict[str, tuple[bool, str | None]]:
+        return {i: (e.managed, e.digest) for i, e in (await _list_schedules(client)).items()}
+
+    digests = {job_id: target.digest for job_id, target in targets.items()}
+    await wait_for_listing(listed, report.changes, digests if stamp else None)
+
+
 def _with_digest(attributes: TypedSearchAttributes, digest: str) -> TypedSearchAttributes:
     """The schedule's search attributes with the digest set (an update replaces them all)."""
     kept = [pair for pair in attributes if pair.key.name != DIGEST_ATTRIBUTE.name]
     return TypedSearchAttributes([*kept, SearchAttributePair(DIGEST_ATTRIBUTE, digest)])
+
+
+def _refused_digest(err: RPCError) -> bool:
+    """Whether the server refused the write for its digest search attribute (not for
+    anything else, such as its size: that is refused again without it)."""
+    return err.status == RPCStatusCode.INVALID_ARGUMENT and DIGEST_ATTRIBUTE.name in (
+        err.message or ""
+    )
 
 
 def _without_digest(target: Target, err: RPCError) -> None:
@@ -462,7 +522,7 @@ async def _create(client: Client, target: Target, stamp: bool) -> None:
                 else None,
             )
         except RPCError as err:
-            if not stamp or err.status != RPCStatusCode.INVALID_ARGUMENT:
+            if not stamp or not _refused_digest(err):
                 raise
             _without_digest(target, err)
             await client.create_schedule(job_id, target.build(), memo=memo)
@@ -489,7 +549,7 @@ async def _update(client: Client, target: Target, stamp: bool) -> None:
     try:
         await handle.update(replace)
     except RPCError as err:
-        if not stamp or err.status != RPCStatusCode.INVALID_ARGUMENT:
+        if not stamp or not _refused_digest(err):
             raise
         _without_digest(target, err)
         await handle.update(lambda current: replace(current, digest=False))

@@ -8,19 +8,48 @@ import logging
 import sys
 
 import psycopg
+import psycopg_pool
 
+from core import redact
 from core.errors import SchedulerError
 from worker.logs import configure_logging
 from worker.migrate import apply_migrations
 from worker.process import exit_process
 from worker.settings import load_settings
 
+logger = logging.getLogger("worker")
+
+EXIT_CODES = (
+    "Exit codes: 0 ok; 1 a server unreachable (PostgreSQL, Temporal) or an unexpected "
+    "failure; 2 bad settings or usage (one line naming the variable)."
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 10000, got {value}")
+    return value
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return redact.scrub(lines[0] if lines else type(exc).__name__)
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m worker",
         description="Run a scheduled-jobs worker replica (default) or apply migrations.",
-        epilog="Exit codes: 0 ok, 1 unexpected failure, 2 bad settings or usage.",
+        epilog=EXIT_CODES,
     )
     parser.add_argument(
         "command",
@@ -31,49 +60,68 @@ def main(argv: list[str] | None = None) -> int:
         "outbox: show the newest outbox messages; health: exit 0 if a worker on this host "
         "is polling the task queue, 1 if not",
     )
-    parser.add_argument("--limit", type=int, default=20, help="outbox: how many messages")
+    parser.add_argument(
+        "--limit", type=_positive, default=20, help="outbox: how many messages (1-10000)"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
         configure_logging(settings.log_format, logging.DEBUG if args.debug else logging.INFO)
-        if args.command == "migrate":
-            applied = apply_migrations(settings.database_url.get_secret_value())
-            names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none"
-            print(f"migrations applied: {names}")
-            return 0
-        if args.command == "health":
-            from worker.health import polling_here
-
-            healthy = asyncio.run(polling_here(settings))
-            print("healthy: polling" if healthy else "unhealthy: no worker of this host polls")
-            return 0 if healthy else 1
-        if args.command == "outbox":
-            from activities.outbox import format_messages, recent_messages
-
-            print(
-                format_messages(
-                    *recent_messages(settings.database_url.get_secret_value(), args.limit)
-                )
-            )
-            return 0
-        from worker.run import run_worker
-
-        asyncio.run(run_worker(settings))
-        return 0
+        return _run(args, settings)
     except SchedulerError as exc:
         if args.debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except psycopg.OperationalError as exc:
+        print(f"error: {redact.scrub(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
         if args.debug:
             raise
-        print(
-            f"error: cannot reach the database: {str(exc).strip().splitlines()[0]}", file=sys.stderr
-        )
+        print(f"error: cannot reach the database: {_first_line(exc)}", file=sys.stderr)
+        return 1
+    except psycopg.Error as exc:
+        if args.debug:
+            raise
+        print(f"error: the database refused: {_first_line(exc)}", file=sys.stderr)
+        return 1
+    except RuntimeError as exc:  # the Temporal SDK's "Failed client connect"
+        if args.debug or "client connect" not in str(exc):
+            raise
+        print(f"error: cannot reach Temporal: {_first_line(exc)}", file=sys.stderr)
         return 1
 
 
+def _run(args: argparse.Namespace, settings) -> int:
+    if args.command == "migrate":
+        applied = apply_migrations(settings.database_url.get_secret_value())
+        names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none"
+        print(f"migrations applied: {names}")
+        return 0
+    if args.command == "health":
+        from worker.health import polling_here
+
+        healthy = asyncio.run(polling_here(settings))
+        print("healthy: polling" if healthy else "unhealthy: no worker of this host polls")
+        return 0 if healthy else 1
+    if args.command == "outbox":
+        from activities.outbox import format_messages, recent_messages
+
+        print(
+            format_messages(*recent_messages(settings.database_url.get_secret_value(), args.limit))
+        )
+        return 0
+    from worker.run import run_worker
+
+    asyncio.run(run_worker(settings))
+    return 0
+
+
 if __name__ == "__main__":
-    exit_process(main())
+    try:
+        code = main()
+    except Exception:  # a bug: its traceback goes through the scrubbing log handler
+        if not logging.getLogger().handlers:
+            configure_logging()
+        logger.exception("worker failed")
+        code = 1
+    exit_process(code)

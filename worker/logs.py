@@ -19,6 +19,8 @@ from typing import Any, Literal
 from opentelemetry import trace
 from temporalio import activity, workflow
 
+from core import redact
+
 LogFormat = Literal["text", "json"]
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
@@ -45,6 +47,10 @@ _TEMPORAL_CONTEXT = {
 }
 # Fields shown first in text lines, in this order; others follow alphabetically.
 _FIRST = ("job", "scheduled_at", "execution_id", "attempt", "workflow_id")
+# Third-party loggers that write secrets at INFO or DEBUG: httpx and httpcore log every
+# request line (a webhook URL with its token), aiosmtplib every SMTP command (the AUTH
+# line). Kept at WARNING whatever the process's level; their records are scrubbed too.
+QUIET_LOGGERS = ("httpx", "httpcore", "aiosmtplib", "hpack", "urllib3")
 
 
 class TraceContextFilter(logging.Filter):
@@ -56,6 +62,35 @@ class TraceContextFilter(logging.Filter):
             record.trace_id = format(context.trace_id, "032x")
             record.span_id = format(context.span_id, "016x")
         return True
+
+
+class RedactingFilter(logging.Filter):
+    """Scrub secrets (`core.redact`) from every record before a handler writes it: the
+    message, string fields and the exception text. Records of every logger pass through
+    the root handler, third-party ones included."""
+
+    _formatter = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact.scrub(message)
+        if clean != message or record.args:
+            record.msg, record.args = clean, None
+        for key, value in list(vars(record).items()):
+            if key not in _STANDARD and isinstance(value, str):
+                setattr(record, key, redact.scrub(value))
+        if record.exc_info:
+            record.exc_text = redact.scrub(self._formatter.formatException(record.exc_info))
+            record.exc_info = None
+        elif record.exc_text:
+            record.exc_text = redact.scrub(record.exc_text)
+        return True
+
+
+def quiet_libraries() -> None:
+    """Keep the loggers of `QUIET_LOGGERS` at WARNING (see there)."""
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def record_fields(record: logging.LogRecord) -> dict[str, Any]:
@@ -132,10 +167,13 @@ def configure_logging(log_format: LogFormat = "text", level: int = logging.INFO)
 
     Replaces the root logger's handlers, so it may be called again (tests do). The SDK's
     context (workflow id, activity type, attempt) goes into the fields, not the message.
+    Secrets are scrubbed from every record and the chatty libraries kept at WARNING.
     """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
     handler.addFilter(TraceContextFilter())
+    handler.addFilter(RedactingFilter())
+    quiet_libraries()
     root = logging.getLogger()
     for old in root.handlers[:]:
         root.removeHandler(old)

@@ -19,6 +19,7 @@ from core.sql import queries
 from jobs import kind_activities, kind_workflows
 from worker.client import connect
 from worker.migrate import apply_migrations
+from worker.scrubbing import ScrubbingInterceptor
 from worker.settings import Settings
 from worker.telemetry import Telemetry, worker_telemetry
 from workflows import ScheduledJobWorkflow
@@ -78,6 +79,7 @@ def build_worker(client: Client, settings: Settings, pool: AsyncConnectionPool) 
         max_concurrent_activities=settings.worker_max_concurrent_activities,
         graceful_shutdown_timeout=settings.graceful_shutdown,
         identity=settings.worker_identity,
+        interceptors=[ScrubbingInterceptor()],
     )
 
 

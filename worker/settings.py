@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import ipaddress
+import math
+import os
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from core import redact
 from core.errors import SettingsError
 
 LOCAL_DATABASE_URL = "postgresql://postgres@127.0.0.1:55432/scheduled_jobs"
@@ -44,6 +51,9 @@ class Settings(BaseSettings):
     migrate_on_start: bool = True
     # `python -m schedules backfill` starts at most this many runs without --yes.
     backfill_max_runs: int = Field(default=50, ge=1)
+    # `python -m schedules sync` holds the namespace's sync lock at most this long: the
+    # lease a crashed sync leaves behind runs out after it (schedules/sync_lock.py).
+    sync_lock_seconds: float = Field(default=300.0, ge=30, le=3600)
 
     # Telemetry (worker/telemetry.py): a Prometheus scrape endpoint on this port, off when
     # unset; log lines as text or JSON. Trace export follows the standard OTEL_* variables.
@@ -81,10 +91,47 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr) -> SecretStr:
+        # No value in any message: the URL may hold a password.
         url = value.get_secret_value()
         if not url.startswith(("postgresql://", "postgres://")) and "=" not in url:
-            # No value in the message: the URL may hold a password.
             raise ValueError("must be a postgresql:// URL or a libpq key=value string")
+        try:
+            options = conninfo_to_dict(url)
+        except psycopg.Error as exc:  # libpq's reason, which may quote the URL: scrubbed
+            reason = redact.scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+            raise ValueError(
+                f"is not a valid PostgreSQL connection string ({_unquoted(reason, url)})"
+            ) from None
+        for port in str(options.get("port") or "5432").split(","):
+            if not port.isdigit() or not 1 <= int(port) <= 65535:
+                raise ValueError("has a port that is not a number from 1 to 65535")
+        return value
+
+    @field_validator(
+        "database_idle_in_transaction_timeout_seconds",
+        "worker_graceful_shutdown_seconds",
+        "smtp_timeout_seconds",
+        "webhook_timeout_seconds",
+        "outbox_lease_seconds",
+        "outbox_backoff_base_seconds",
+        "outbox_backoff_max_seconds",
+        "sync_lock_seconds",
+    )
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError(f"must be a finite number of seconds, got {value}")
+        return value
+
+    @field_validator("temporal_namespace", "temporal_task_queue")
+    @classmethod
+    def _temporal_name(cls, value: str) -> str:
+        # Temporal refuses names longer than its limit.maxIDLength (1,000 by default).
+        if not value.strip() or len(value.encode()) > 1000 or value != value.strip():
+            raise ValueError(
+                f"must be a non-empty name of at most 1000 bytes without surrounding spaces, "
+                f"got {value[:80]!r}"
+            )
         return value
 
     @field_validator("metrics_port", mode="before")
@@ -115,8 +162,10 @@ class Settings(BaseSettings):
     @classmethod
     def _host_port(cls, value: str) -> str:
         host, sep, port = value.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"must be host:port, got {value!r}")
+        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ValueError(f"must be host:port with a port from 1 to 65535, got {value!r}")
+        if not _valid_host(host):
+            raise ValueError(f"must be host:port with a valid host name or IP, got {value!r}")
         return value
 
     @property
@@ -125,19 +174,56 @@ class Settings(BaseSettings):
 
 
 _SECRET_FIELDS = {"database_url", "temporal_api_key", "smtp_password", "webhook_url"}
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$"
+)
+
+
+def _valid_host(host: str) -> bool:
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return bool(_HOSTNAME.match(host))
+
+
+def _unquoted(reason: str, url: str) -> str:
+    """libpq's reason without the connection string it quotes (`in URI: "..."`)."""
+    return reason.replace(url, "DATABASE_URL").rstrip(": ") or "unreadable"
+
+
+def register_secrets(environ: dict[str, str] | None = None) -> None:
+    """Tell `core.redact` the secrets this process is configured with, from the raw
+    environment: even a malformed value is scrubbed from what is logged or printed."""
+    env = {k.upper(): v for k, v in (os.environ if environ is None else environ).items()}
+    redact.add_password_of(env.get("DATABASE_URL"))
+    redact.add_secret(env.get("SMTP_PASSWORD"))
+    redact.add_secret(env.get("TEMPORAL_API_KEY"))
+    redact.add_url_secrets(env.get("WEBHOOK_URL"))
 
 
 def load_settings() -> Settings:
     """Read the settings from the environment, or raise one readable `SettingsError`.
 
-    The error names each bad variable and, except for secrets, its value.
+    The error names each bad variable and, except for secrets, its value (at most 200
+    characters of it). The secrets are registered with `core.redact` first.
     """
+    register_secrets()
     try:
         return Settings()
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
             field = str(err["loc"][0]) if err["loc"] else "?"
-            shown = "" if field in _SECRET_FIELDS else f" (got {err.get('input')!r})"
-            problems.append(f"{field.upper()}: {err['msg']}{shown}")
+            message = err["msg"].removeprefix("Value error, ")
+            value = _short(err.get("input"))
+            shown = "" if field in _SECRET_FIELDS or value in message else f" (got {value})"
+            problems.append(redact.scrub(f"{field.upper()}: {message}{shown}"))
         raise SettingsError("invalid settings: " + "; ".join(problems)) from None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."

@@ -5,8 +5,8 @@ cron, never from the clock: a run that starts late, is retried or is backfilled 
 processes the same rows as an on-time run would have. A manual trigger between fire times
 processes the last whole window before it.
 
-Each window is claimed by a `sync_windows` row, so it is processed once whichever run gets
-there first; its events are added to `hourly_account_totals` in chunks, each chunk its own
+Each window is claimed by a `sync_windows` row of the job, so it is processed once whichever
+run gets there first (two jobs of this kind keep their own windows and totals); its events are added to `hourly_account_totals` in chunks, each chunk its own
 fenced transaction, and the last chunk marks the window done with the execution.
 """
 
@@ -21,6 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chunked import Progress, run_in_chunks
+from activities.heartbeat import heartbeating
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from core.sql import queries
 from timing.firetimes import fire_times
@@ -90,6 +91,7 @@ class HourlySyncActivities:
 
         async def step(conn: AsyncConnection, progress: Progress) -> tuple[Progress, bool]:
             fixed = {
+                "job_name": execution.job_name,
                 "window_start": start,
                 "window_end": end,
                 "scheduled_at": execution.scheduled_at,
@@ -115,7 +117,12 @@ class HourlySyncActivities:
             finished = events < params.chunk_size
             if finished:
                 cur = await conn.execute(
-                    _Q["finish_window"], {"window_start": start, "events": counts["events"]}
+                    _Q["finish_window"],
+                    {
+                        "job_name": execution.job_name,
+                        "window_start": start,
+                        "events": counts["events"],
+                    },
                 )
                 (counts["accounts"],) = await cur.fetchone()
                 counts["windows"] = 1
@@ -148,7 +155,8 @@ async def _hold_window(conn: AsyncConnection, fixed: dict, execution: ExecutionR
     cur = await conn.execute(_Q["insert_window"], fixed)
     if await cur.fetchone() is not None:
         return "fresh"
-    cur = await conn.execute(_Q["lock_window"], fixed)
+    # A frozen run of the same window may hold its row: wait, heartbeating.
+    cur = await heartbeating(conn.execute(_Q["lock_window"], fixed))
     window_end, status, holder, holder_status = await cur.fetchone()
     if window_end != fixed["window_end"]:
         raise ApplicationError(

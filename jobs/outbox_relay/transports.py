@@ -9,12 +9,14 @@ message delivered twice (a relay killed after sending, before recording it) can 
 recognised and dropped downstream.
 
 Error texts go to `outbox_messages.last_error`; they never carry a password or the webhook
-URL (which may hold a token).
+URL (which may hold a token): `DeliveryError` scrubs every text it is given (`core.redact`),
+a receiver's reply included.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.errors
 import email.utils
 import functools
 import quopri
@@ -29,6 +31,8 @@ import aiosmtplib
 import httpx
 from pydantic import SecretStr
 
+from core import redact
+
 # Longest error text kept per message.
 MAX_ERROR = 1000
 
@@ -37,7 +41,7 @@ class DeliveryError(Exception):
     """One message could not be delivered; `permanent` means retrying cannot help."""
 
     def __init__(self, message: str, *, permanent: bool = False) -> None:
-        super().__init__(message[:MAX_ERROR])
+        super().__init__(redact.scrub(message)[:MAX_ERROR])
         self.permanent = permanent
 
 
@@ -112,7 +116,9 @@ def recipient(message: OutboxMessage) -> Address:
     to = _field(message, "to")
     try:
         address = Address(addr_spec=to)
-    except (ValueError, IndexError, TypeError) as exc:  # the email package's parse errors
+    # The email package's parse errors: defects are ValueErrors, `HeaderParseError` (two @)
+    # is not; any of them makes the message dead, not retried.
+    except (ValueError, IndexError, TypeError, email.errors.MessageError) as exc:
         raise DeliveryError(
             f"malformed payload: {message.type} field 'to' is not one email address "
             f"({type(exc).__name__})",
@@ -330,6 +336,8 @@ class WebhookTransport:
     def __init__(self, config: WebhookConfig, connections: int) -> None:
         self.config = config
         self._url = config.url.get_secret_value()
+        # Its path, query and token too: a receiver may echo its request line back.
+        redact.add_url_secrets(self._url)
         self._client = httpx.AsyncClient(
             timeout=config.timeout_seconds,
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
@@ -341,7 +349,7 @@ class WebhookTransport:
         pass
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._url, "WEBHOOK_URL")
+        return redact.scrub(text.replace(self._url, "WEBHOOK_URL"))
 
     async def send(self, message: OutboxMessage) -> None:
         headers = {"Idempotency-Key": str(message.id), "X-Outbox-Type": message.type}

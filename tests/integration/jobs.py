@@ -32,7 +32,7 @@ def invoice_job(**params) -> JobSpec:
 @contextlib.asynccontextmanager
 async def registered(client: Client, job: JobSpec, task_queue: str) -> AsyncIterator[None]:
     """Register `job`'s schedule for the test and delete it afterwards."""
-    await sync(client, [job], task_queue)
+    await sync(client, [job], task_queue, prune=False)  # never anyone else's schedules
     try:
         yield
     finally:

@@ -19,9 +19,12 @@ import signal
 import subprocess
 import sys
 import tomllib
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
+from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.service import RPCError
 
 from devstack.temporal import temporal_binary
@@ -258,15 +261,25 @@ async def test_the_workflow_walkthrough_adds_a_job_of_steps_that_compensates(
                 FROM generate_series(1, 200) AS n
                 """
             )
-            run(trigger)
+            # Yesterday's 06:00 (London), backfilled: a slot of its own, whatever the clock.
+            london = ZoneInfo("Europe/London")
+            yesterday = datetime.now(london).date() - timedelta(days=1)
+            slot = datetime.combine(yesterday, time(6), london).astimezone(UTC)
+            await client.get_schedule_handle("late-fees").backfill(
+                ScheduleBackfill(
+                    start_at=slot - timedelta(seconds=1),
+                    end_at=slot + timedelta(seconds=1),
+                    overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+                )
+            )
 
             async def compensated():
                 rows = db.execute(
                     "SELECT status, error FROM job_executions WHERE job_name = 'late-fees' "
                     "ORDER BY scheduled_at"
                 ).fetchall()
-                assert [r[0] for r in rows] == ["completed", "compensated"], rows
-                return rows[-1]
+                assert [r[0] for r in rows] == ["compensated", "completed"], rows
+                return rows[0]
 
             _, error = await assert_eventually(_explained(compensated, db, log), timeout=60)
             assert "exceed max_total_cents 100000" in error

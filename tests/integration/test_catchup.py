@@ -43,12 +43,13 @@ async def test_both_instants_of_a_repeated_0130_run_once(client, db, task_queue,
             }
         }
     )["fall-back"]
-    # The schedule as Temporal alone would fire it: both 01:30s of 2027-11-07.
+    # The schedule as Temporal alone would fire it: both 01:30s of 2025-11-02 (a past night:
+    # a backfill of a future night runs nothing).
     schedule = compile_schedule(job, task_queue, datetime.now(UTC))
     schedule.spec = ScheduleSpec(cron_expressions=["30 1 * * *"], time_zone_name="America/New_York")
     await client.create_schedule(job.id, schedule)
     start_workers(1)
-    first, second = (datetime(2027, 11, 7, h, 30, tzinfo=UTC) for h in (5, 6))
+    first, second = (datetime(2025, 11, 2, h, 30, tzinfo=UTC) for h in (5, 6))
     try:
         await client.get_schedule_handle(job.id).backfill(
             ScheduleBackfill(
@@ -67,7 +68,7 @@ async def test_both_instants_of_a_repeated_0130_run_once(client, db, task_queue,
         rows = await assert_eventually(both_settled, timeout=60)
         assert rows[1]["error"] == (
             "repeated local time 01:30 America/New_York (fall back): "
-            "the job already ran at 2027-11-07T05:30:00Z"
+            "the job already ran at 2025-11-02T05:30:00Z"
         )
     finally:
         await client.get_schedule_handle(job.id).delete()

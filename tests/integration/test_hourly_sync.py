@@ -161,12 +161,13 @@ async def test_another_run_of_a_window_changes_nothing_and_a_failed_holder_is_re
         (window + HOUR + timedelta(minutes=3),),
     ).fetchone()
     db.execute(
-        "INSERT INTO sync_windows (window_start, window_end, scheduled_at, execution_id)"
-        " VALUES (%s, %s, %s, %s)",
+        "INSERT INTO sync_windows (job_name, window_start, window_end, scheduled_at, execution_id)"
+        " VALUES ('hourly-sync', %s, %s, %s, %s)",
         (window, window + HOUR, window + HOUR, failed_id),
     )
     db.execute(
-        "INSERT INTO hourly_account_totals VALUES (%s, 1, 999999, 1), (%s, 99, 5, 1)",
+        "INSERT INTO hourly_account_totals (job_name, window_start, account_id, total_cents,"
+        " event_count) VALUES ('hourly-sync', %s, 1, 999999, 1), ('hourly-sync', %s, 99, 5, 1)",
         (window, window),
     )
 

@@ -131,3 +131,88 @@ def test_the_packaged_catalog_is_valid_and_invoice_reminders_compiles():
     assert run.activity == "send_invoice_reminders"
     assert run.params == {"chunk_size": 5000, "remind_every_days": 7}
     assert run.heartbeat_seconds == 60
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        (
+            {"retry": {"initial_interval": "10m", "maximum_interval": "1m"}},
+            "job 'j': retry: maximum_interval: 0:01:00 is shorter than initial_interval 0:10:00",
+        ),
+        (
+            {"params": {"chunk_sise": 100}},
+            "job 'j': params.chunk_sise: not a parameter of kind 'invoice-reminders' "
+            "(it takes chunk_size, pause_between_chunks_ms, remind_every_days)",
+        ),
+        ({"heartbeat": "0s"}, "job 'j': heartbeat: must be longer than 0s (got '0s')"),
+        ({"starting_deadline": "0s"}, "job 'j': starting_deadline: must be longer than 0s"),
+        ({"timeout": True}, "job 'j': timeout: must be a duration in quotes like '90s'"),
+        ({"jitter": True}, "job 'j': jitter: must be a duration in quotes like '90s'"),
+        ({"timeout": 3600}, "job 'j': timeout: must be a duration in quotes like '90s'"),
+        ({"id": "other"}, "job 'j': id: is not a setting; the table's name [j] is the job's id"),
+        ({"catchup_window": "100000000d"}, "job 'j': catchup_window: is longer than 3650d"),
+        ({"catchup_window": "P99999999D"}, "job 'j': catchup_window: is longer than 3650d"),
+        ({"start_at": "0001-01-01T00:00:00Z"}, "job 'j': start_at: must lie in the years 1970"),
+        ({"retry": {"initial_interval": "0s"}}, "job 'j': retry.initial_interval: must be longer"),
+        ({"retry": {"maximum_attempts": 2**40}}, "job 'j': retry.maximum_attempts: Input should"),
+        ({"max_missed": 5000, "catchup": "all"}, "job 'j': max_missed: must be at most 1000"),
+        ({"timezone": "x" * 5000}, "job 'j': timezone: is not a known IANA time zone"),
+    ],
+)
+def test_bad_input_is_one_problem_naming_the_job_field_and_value(override, expected):
+    job = {k: v for k, v in (GOOD | override).items() if v is not None}
+    text = problems(j=job)
+    assert expected in text
+    assert text.count("\n") == 0 and text.endswith("; nothing was changed")
+
+
+def test_a_value_with_a_semicolon_is_not_split_into_bogus_problems():
+    text = problems(j=GOOD | {"params": {"chunk_size": "many; really"}, "catchup": "all"})
+    assert "2 problem(s)" in text
+    assert "params.chunk_size: Input should be a valid integer" in text
+    assert "got 'many; really'" in text
+    assert "job 'j': really" not in text
+
+
+def test_timeout_and_heartbeat_of_0s_are_two_problems_not_a_traceback():
+    text = problems(j=GOOD | {"timeout": "0s", "heartbeat": "0s"})
+    assert "job 'j': timeout: must be longer than 0s" in text
+    assert "job 'j': heartbeat: must be longer than 0s" in text
+
+
+def test_a_catalog_that_is_not_utf8_is_one_line(tmp_path: Path):
+    path = tmp_path / "jobs.toml"
+    path.write_bytes(b'[a-job]\nkind = "invoice-reminders"\ndescription = "caf\xe9"\n')
+    with pytest.raises(CatalogError) as err:
+        load_catalog(path)
+    assert str(err.value) == (
+        f"{path} is not UTF-8 text: byte 0xe9 on line 3 cannot be read; save the catalog as UTF-8"
+    )
+
+
+def test_an_id_longer_than_temporal_takes_is_refused():
+    text = problems(**{"x" * 978: GOOD})
+    assert "id: is 978 characters; Temporal takes schedule ids of at most 977" in text
+    parse_catalog({"x" * 977: GOOD})  # the longest the server takes (measured on 1.32)
+
+
+def test_a_schedule_too_large_for_temporal_is_refused_at_compile_naming_its_field():
+    from datetime import UTC, datetime
+
+    from schedules.sync import compile_jobs
+
+    jobs = parse_catalog({"big": GOOD | {"description": "d" * 600_000}, "fine": GOOD})
+    with pytest.raises(CatalogError) as err:
+        compile_jobs(jobs, "q", datetime.now(UTC))
+    assert str(err.value).startswith("job 'big': its schedule is 601,")
+    assert "largest: description 600,002 bytes" in str(err.value)
+    compile_jobs(jobs[1:], "q", datetime.now(UTC))
+
+
+def test_the_ui_summary_and_details_are_cut_to_temporals_metadata_limits():
+    (job,) = parse_catalog({"wordy": GOOD | {"description": "é" * 1000, "owner": "o" * 30_000}})
+    action = compile_schedule(job, "q").action
+    assert len(action.static_summary.encode()) <= 400 and action.static_summary.endswith("…")
+    assert len(action.static_details.encode()) <= 20_000
+    assert job_run(job).definition["description"] == "é" * 1000  # the run keeps it all
