@@ -11,6 +11,7 @@ from pathlib import Path
 
 from temporalio.service import RPCError
 
+import schedules.explain_cli
 import schedules.operate  # noqa: F401  (registers list, describe, next, trigger ...)
 from core import redact
 from core.errors import SchedulerError

@@ -20,8 +20,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from temporalio.api.enums.v1 import ScheduleOverlapPolicy as ProtoOverlap
+from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.schedule.v1 import SchedulePatch, TriggerImmediatelyRequest
+from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import (
+    DescribeTaskQueueRequest,
     ListScheduleMatchingTimesRequest,
     PatchScheduleRequest,
 )
@@ -82,6 +85,7 @@ class ServerState:
     buffered: int = 0  # starts waiting behind a running one (BUFFER_ONE / BUFFER_ALL)
     buffer_dropped: int = 0
     definition: dict[str, Any] | None = None  # the catalog entry the schedule was built from
+    timing_since: datetime | None = None  # since when the schedule's timing is in force
 
     @property
     def usable(self) -> bool:
@@ -120,13 +124,13 @@ async def schedule_state(ctx: Context, job_id: str) -> ServerState:
         return ServerState(exists=False)
     managed = await described.memo_value(MANAGED_MEMO_KEY, default=None) == MANAGED_MEMO_VALUE
     state, info, raw = described.schedule.state, described.info, described.raw_description.info
-    definition = None
+    definition, since = None, None
     args = getattr(described.schedule.action, "args", None)
     if managed and args:
         client = await ctx.client()
         try:
             (run,) = await client.data_converter.decode(args, [JobRun])
-            definition = run.definition
+            definition, since = run.definition, run.timing_since
         except Exception:  # an older payload: the state is still worth showing
             definition = None
     return ServerState(
@@ -143,6 +147,7 @@ async def schedule_state(ctx: Context, job_id: str) -> ServerState:
         buffered=raw.buffer_size,
         buffer_dropped=raw.buffer_dropped,
         definition=definition,
+        timing_since=since,
     )
 
 
@@ -423,3 +428,42 @@ async def last_runs(url: str, job_ids: list[str]) -> dict[str, dict[str, Any]]:
 async def recent_executions(url: str, job_id: str, limit: int = 10) -> list[dict[str, Any]]:
     """The newest `limit` `job_executions` rows of `job_id`, newest first."""
     return await _fetch(url, "recent_executions", {"job": job_id, "limit": limit})
+
+
+async def execution_at(url: str, job_id: str, scheduled_at: datetime) -> dict[str, Any] | None:
+    """The `job_executions` row of one slot, if it has one."""
+    rows = await _fetch(url, "execution_at", {"job": job_id, "scheduled_at": scheduled_at})
+    return rows[0] if rows else None
+
+
+async def workflow_status(ctx: Context, workflow_id: str) -> str | None:
+    """The status of the workflow with this id (its newest run), or None if there is none."""
+    client = await ctx.client()
+
+    async def call() -> str | None:
+        try:
+            described = await client.get_workflow_handle(workflow_id).describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+        return described.status.name if described.status is not None else None
+
+    return await _translated(ctx, workflow_id, "describe workflow", call)
+
+
+async def pollers(ctx: Context, task_queue: str) -> int:
+    """How many workers poll `task_queue` for workflow tasks."""
+    client = await ctx.client()
+
+    async def call() -> int:
+        described = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+        return len(described.pollers)
+
+    return await _translated(ctx, task_queue, "describe task queue", call)

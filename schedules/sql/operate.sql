@@ -20,3 +20,10 @@ FROM job_executions
 WHERE job_name = %(job)s
 ORDER BY scheduled_at DESC
 LIMIT %(limit)s
+
+-- name: execution_at
+-- One slot's row, for `explain`.
+SELECT scheduled_at, status, attempt, trigger, workflow_id, holder, started_at, finished_at,
+       result, error
+FROM job_executions
+WHERE job_name = %(job)s AND scheduled_at = %(scheduled_at)s
