@@ -11,10 +11,11 @@ from pathlib import Path
 
 from temporalio.service import RPCError
 
-import schedules.explain_cli
-import schedules.operate  # noqa: F401  (registers list, describe, next, trigger ...)
 from core import redact
 from core.errors import SchedulerError
+
+# Importing these registers their commands (explain; list, describe, next, trigger ...; runs).
+from schedules import explain_cli, operate, runs_cli  # noqa: F401
 from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
 from schedules.cli import Context, Parser, non_negative_seconds, register

@@ -137,6 +137,30 @@ async def test_a_night_that_ran_one_skipped_by_its_deadline_and_times_that_are_n
     code, out = explain(settings, catalog, "no-such-job")
     assert code == 2 and "unknown job 'no-such-job'" in out, out
 
+    # `runs` lists the same record: the completed night, its origin and its counts.
+    done = subprocess.run(
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "runs", "nightly"],
+        cwd=ROOT,
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    header, line = done.stdout.splitlines()
+    assert header.split()[:4] == ["SCHEDULED", "UTC", "ORIGIN", "STATUS"]
+    assert utc(slot) in line and "completed" in line and "reminded 0" in line, line
+    done = subprocess.run(
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "runs", "strict", "--json"],
+        cwd=ROOT,
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    (run,) = json.loads(done.stdout)["executions"]
+    assert run["status"] == "skipped" and run["error"].startswith("missed starting deadline")
+
 
 async def test_a_run_that_failed_after_its_attempts(
     client, db, settings, synced, start_workers, tmp_path
