@@ -14,7 +14,6 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -22,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from core.errors import CatalogError
 from jobs import KINDS
 from schedules.durations import Duration
+from timing.zones import ZoneInfo, ZoneInfoNotFoundError
 from workflows import RetrySettings
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

@@ -9,13 +9,13 @@ bounds, counts and explains those times.
 from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
-from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError
 
 from schedules.catalog import JobSpec
 from schedules.durations import format_duration
 from timing.firetimes import _croniter, fire_times, fixed_hour
+from timing.zones import ZoneInfo
 
 _TICK = timedelta(microseconds=1)
 _FIRST_WINDOW = timedelta(hours=1)

@@ -41,13 +41,13 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from functools import cache, lru_cache
 from itertools import pairwise
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from temporalio.client import ScheduleCalendarSpec, ScheduleRange, ScheduleSpec
 
 from core.errors import CatalogError
 from timing.cron import ALL_DAYS, ALL_HOURS, ALL_MONTHS, ALL_WEEKDAYS, Cron, parse_cron
 from timing.firetimes import fixed_hour, instants, next_fire_time
+from timing.zones import ZoneInfo, ZoneInfoNotFoundError
 
 HORIZON_YEARS = 10
 """A UTC-compiled spec covers the rest of the current year and this many more."""

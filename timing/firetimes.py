@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
+
+from timing.zones import ZoneInfo
 
 # Wall-clock slack around the bounds: covers every real DST shift and offset change.
 _MARGIN = timedelta(hours=3)
