@@ -164,10 +164,11 @@ class Timing(BaseModel):
 
     # --- on the server -------------------------------------------------------------------
 
-    def spec(self, now: datetime) -> ScheduleSpec:
+    def spec(self, now: datetime, *, utc: bool = False) -> ScheduleSpec:
         """The Temporal `ScheduleSpec` that fires these times (`timing.calendars`).
 
-        `now` places a UTC compilation's horizon.
+        `now` places a UTC compilation's horizon; `utc` asks for UTC calendars even where
+        calendars in the job's zone are right by the model of Temporal's matching.
         """
         if self.interval is not None:
             return ScheduleSpec(
@@ -185,6 +186,7 @@ class Timing(BaseModel):
             end_at=self.end_at,
             jitter=self.jitter,
             now=now,
+            utc=utc,
         )
 
 
