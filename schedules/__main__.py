@@ -14,11 +14,17 @@ from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
 from schedules.cli import Context, register
 from schedules.sync import format_report, sync
+from schedules.verify_cli import add_verify_command, verdict_lines
 from worker.process import exit_process
 
 EXIT_CODES = (
     "exit codes: 0 success; 1 failure (Temporal unreachable, a command that could not be "
     "carried out); 2 bad input (usage, an invalid catalog, an unknown job)"
+)
+EXIT_SYNC = (
+    "exit codes: 0 synced, every written schedule checked on the server; 1 Temporal "
+    "unreachable, or a written schedule that fires other times than intended there (or "
+    "could not be checked); 2 bad input (usage, an invalid catalog)"
 )
 
 
@@ -42,6 +48,17 @@ async def _sync(args: argparse.Namespace, ctx: Context) -> int:
         )
     )
     print(format_report(report, args.dry_run))
+    if report.unverified:
+        # Written, but the server fires other times than intended (or could not be asked).
+        print(
+            f"error: {len(report.unverified)} written schedule(s) do not fire as intended on "
+            "the server; `python -m schedules verify` shows them:",
+            file=sys.stderr,
+        )
+        for verdict in report.unverified:
+            for line in verdict_lines(verdict):
+                print(f"  {line}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -85,8 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
         "schedules this project manages that the catalog no longer has (--no-prune keeps "
         "them). Schedules not managed by this project are never touched. An operator's pause "
         "is kept and reported as drift unless the catalog itself pauses the job. An invalid "
-        "catalog changes nothing.",
-        epilog=EXIT_CODES,
+        "catalog changes nothing. Every schedule written in calendars of the job's zone is then "
+        "checked on the server, as `verify` does; one that fires otherwise there (the "
+        "server's tz database disagrees) is recompiled to UTC calendars and checked again.",
+        epilog=EXIT_SYNC,
     )
     sync_cmd.add_argument(
         "--dry-run", action="store_true", help="print the field-level diff; change nothing"
@@ -106,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register(commands)
     add_check_command(commands)
+    add_verify_command(commands)
     return parser
 
 
