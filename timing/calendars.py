@@ -215,6 +215,7 @@ def local_midnight(day: date, timezone: str) -> datetime:
     return datetime.combine(day, time(), tzinfo=zone(timezone)).astimezone(UTC)
 
 
+@lru_cache(maxsize=8192)
 def local_is_right(
     cron: str,
     timezone: str,
@@ -232,18 +233,6 @@ def local_is_right(
     `tests/unit/test_evidence.py` checks that against whole years. Cached: a catalog
     repeats crons, and sync plans and applies with the same compilation.
     """
-    return _local_is_right(cron, timezone, start_at, end_at, first, last)
-
-
-@lru_cache(maxsize=8192)
-def _local_is_right(
-    cron: str,
-    timezone: str,
-    start_at: datetime | None,
-    end_at: datetime | None,
-    first: date,
-    last: date,
-) -> bool:
     windows = change_windows(timezone, first, last)
     if not windows:
         return True

@@ -11,14 +11,13 @@ import sys
 import uuid
 
 import pytest
-from google.protobuf.duration_pb2 import Duration
-from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from schedules.__main__ import main
 from tests.conftest import ROOT
 from tests.cron_table import MALFORMED
+from tests.integration.namespaces import fresh_namespace
 
 GOOD = '[good-job]\nkind = "invoice-reminders"\ncron = "0 9 * * *"\ntimezone = "UTC"\n\n'
 
@@ -43,13 +42,7 @@ def the_line(stderr: str, field: str, value: str) -> str:
 
 @pytest.fixture
 async def namespace(client: Client) -> str:
-    name = f"cron-errors-{uuid.uuid4().hex[:8]}"
-    await client.workflow_service.register_namespace(
-        RegisterNamespaceRequest(
-            namespace=name, workflow_execution_retention_period=Duration(seconds=86400)
-        )
-    )
-    return name
+    return (await fresh_namespace(client, "cron-errors")).namespace
 
 
 def test_validate_next_and_sync_refuse_every_malformed_cron_alike(

@@ -17,17 +17,14 @@ day fields are restricted, either may match.
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
 
 import pytest
-from google.protobuf.duration_pb2 import Duration
-from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client, Schedule, ScheduleActionStartWorkflow, ScheduleState
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from schedules.catalog import parse_catalog
+from tests.integration.namespaces import fresh_namespace
 from tests.integration.zones_under_test import (
     END,
     FIRST,
@@ -174,18 +171,7 @@ def test_the_oracle_knows_the_readmes_examples():
 
 @pytest.fixture
 async def namespace_client(client: Client) -> Client:
-    """A client of a namespace of its own: the schedules stay out of other tests' listings."""
-    name = f"every-zone-{uuid.uuid4().hex[:8]}"
-    await client.workflow_service.register_namespace(
-        RegisterNamespaceRequest(
-            namespace=name, workflow_execution_retention_period=Duration(seconds=86400)
-        )
-    )
-    return await Client.connect(
-        client.service_client.config.target_host,
-        namespace=name,
-        data_converter=pydantic_data_converter,
-    )
+    return await fresh_namespace(client, "every-zone")
 
 
 def ranges(cron: str, zone: str) -> list[tuple[datetime, datetime]]:

@@ -22,8 +22,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from google.protobuf.duration_pb2 import Duration
-from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client, ScheduleCalendarSpec, ScheduleRange, ScheduleUpdate
 from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -32,23 +30,10 @@ from schedules.catalog import load_catalog, parse_catalog
 from schedules.sync import sync
 from schedules.verify import verify_job
 from tests.conftest import ROOT
+from tests.integration.namespaces import fresh_namespace
 from timing.zones import zoneinfo_dir
 
 SHIPPED = ROOT / "schedules" / "jobs.toml"
-
-
-async def fresh_namespace(client: Client) -> Client:
-    name = f"verify-{uuid.uuid4().hex[:8]}"
-    await client.workflow_service.register_namespace(
-        RegisterNamespaceRequest(
-            namespace=name, workflow_execution_retention_period=Duration(seconds=86400)
-        )
-    )
-    return await Client.connect(
-        client.service_client.config.target_host,
-        namespace=name,
-        data_converter=pydantic_data_converter,
-    )
 
 
 def cli(client: Client, *args: str, catalog: Path | None = None) -> subprocess.CompletedProcess:
@@ -87,7 +72,7 @@ def paused_copy(source: Path, target: Path) -> Path:
 async def test_the_shipped_catalog_verifies_and_an_edit_behind_syncs_back_is_caught(
     client, tmp_path
 ):
-    ns = await fresh_namespace(client)
+    ns = await fresh_namespace(client, "verify")
     synced = cli(ns, "sync", catalog=paused_copy(SHIPPED, tmp_path / "paused.toml"))
     assert synced.returncode == 0, synced.stderr
     assert "verified" not in synced.stdout  # nothing needed recompiling
@@ -130,7 +115,7 @@ async def test_the_shipped_catalog_verifies_and_an_edit_behind_syncs_back_is_cau
 
 
 async def test_verify_cannot_tell_without_a_schedule(client):
-    ns = await fresh_namespace(client)
+    ns = await fresh_namespace(client, "verify")
     missing = cli(ns, "verify", "weekly-cleanup")
     assert missing.returncode == 2
     assert "CANNOT TELL weekly-cleanup: no schedule on the server" in missing.stdout

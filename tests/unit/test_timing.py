@@ -16,6 +16,7 @@ from temporalio.client import ScheduleCalendarSpec, ScheduleRange, ScheduleSpec
 
 from schedules.catalog import parse_catalog
 from schedules.compile import compile_schedule
+from tests.unit.calendar_match import utc_matching_times as matching_times
 from timing.calendars import (
     HORIZON_YEARS,
     compile_spec,
@@ -35,36 +36,6 @@ NY, LONDON = "America/New_York", "Europe/London"
 
 def utc(*args: int) -> datetime:
     return datetime(*args, tzinfo=UTC)
-
-
-def _values(ranges: tuple[ScheduleRange, ...]) -> set[int]:
-    return {v for r in ranges for v in range(r.start, r.end + 1, r.step)}
-
-
-def matching_times(spec: ScheduleSpec, start: datetime, end: datetime) -> list[datetime]:
-    """The times in [start, end) a spec in UTC matches, by plain calendar matching."""
-    assert spec.time_zone_name == "UTC"
-    found = set()
-    for cal in spec.calendars:
-        years, months, days = _values(cal.year), _values(cal.month), _values(cal.day_of_month)
-        weekdays = _values(cal.day_of_week)
-        clocks = [
-            time(h, m, s)
-            for h in _values(cal.hour)
-            for m in _values(cal.minute)
-            for s in _values(cal.second)
-        ]
-        day = start.date()
-        while day <= end.date():
-            if (
-                (not years or day.year in years)
-                and day.month in months
-                and day.day in days
-                and day.isoweekday() % 7 in weekdays
-            ):
-                found.update(datetime.combine(day, c, tzinfo=UTC) for c in clocks)
-            day += timedelta(days=1)
-    return sorted(t for t in found if start <= t < end)
 
 
 def until_instant(spec: ScheduleSpec) -> datetime:
