@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
-from zoneinfo import ZoneInfo
 
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
@@ -31,6 +30,7 @@ from activities.executions import Clock, utcnow
 from activities.telemetry import record_catchup_gap, record_skip
 from core.sql import queries
 from timing.firetimes import fire_times, fixed_hour
+from timing.zones import ZoneInfo
 
 _Q = queries("activities.sql", "catchup")
 

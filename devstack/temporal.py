@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,12 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from devstack.ports import require_free_port
+from timing.zones import zoneinfo_dir
+
+PROJECT_ZONES = zoneinfo_dir()
+"""The `tzdata` package's zoneinfo directory, the server's default `ZONEINFO`."""
+SYSTEM_ZONES = None
+"""`zoneinfo=SYSTEM_ZONES`: the server reads the machine's own time zone files."""
 
 
 def temporal_binary() -> str:
@@ -28,7 +35,13 @@ def temporal_binary() -> str:
 
 
 class TemporalDevServer:
-    """`temporal server start-dev` on loopback, state in `db_file` (None: in memory)."""
+    """`temporal server start-dev` on loopback, state in `db_file` (None: in memory).
+
+    The server reads time zones from `zoneinfo` (Go's `ZONEINFO`): by default the `tzdata`
+    package's directory, the database every computation of the project uses
+    (`timing.zones`), so calendars in a job's zone mean the same on both sides.
+    `SYSTEM_ZONES` leaves the server to the machine's files, as a server elsewhere would.
+    """
 
     def __init__(
         self,
@@ -38,6 +51,7 @@ class TemporalDevServer:
         log_file: Path,
         host: str = "127.0.0.1",
         dynamic_config: dict[str, object] | None = None,
+        zoneinfo: Path | None = PROJECT_ZONES,
     ) -> None:
         self.port = port
         # Server limits to change (`--dynamic-config-value KEY=VALUE`), e.g. for a test
@@ -47,6 +61,7 @@ class TemporalDevServer:
         self.db_file = db_file
         self.log_file = log_file
         self.host = host
+        self.zoneinfo = zoneinfo
         self.process: subprocess.Popen | None = None
 
     @property
@@ -77,9 +92,12 @@ class TemporalDevServer:
         for key, value in self.dynamic_config.items():
             args += ["--dynamic-config-value", f"{key}={json.dumps(value)}"]
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k != "ZONEINFO"}
+        if self.zoneinfo is not None:
+            env["ZONEINFO"] = str(self.zoneinfo)
         with self.log_file.open("ab") as log:
             self.process = subprocess.Popen(
-                args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
             )
 
     async def wait_ready(self, timeout: float = 60.0) -> None:

@@ -21,6 +21,7 @@ from schedules.check_cli import add_check_command
 from schedules.cli import Context, Parser, non_negative_seconds, register
 from schedules.sync import compile_jobs, format_report, sync
 from schedules.sync_safety import DEFAULT_MAX_PRUNE, SyncIncompleteError, check_prune
+from schedules.verify_cli import add_verify_command, verdict_lines
 from worker.logs import RedactingFilter, quiet_libraries
 from worker.process import exit_process
 from worker.settings import Settings
@@ -30,11 +31,13 @@ EXIT_CODES = (
     "carried out); 2 bad input (usage, an invalid catalog, an unknown job)"
 )
 EXIT_SYNC = (
-    "exit codes: 0 in line with the catalog (or, with --dry-run, the plan shown); 1 Temporal "
-    "unreachable, another sync holds the lock past --lock-wait, a write the server refused "
-    "(what was applied and what was not is printed; run sync again); 2 bad input: an "
-    "invalid catalog, settings or arguments, or a prune of more than --max-prune of the "
-    "managed schedules (also with --dry-run); nothing was changed"
+    "exit codes: 0 in line with the catalog, every written schedule checked on the server "
+    "(or, with --dry-run, the plan shown); 1 Temporal unreachable, another sync holds the "
+    "lock past --lock-wait, a write the server refused (what was applied and what was not is "
+    "printed; run sync again), or a written schedule that fires other times than intended "
+    "there (or could not be checked); 2 bad input: an invalid catalog, settings or "
+    "arguments, or a prune of more than --max-prune of the managed schedules (also with "
+    "--dry-run); nothing was changed"
 )
 
 
@@ -88,6 +91,17 @@ async def _sync(args: argparse.Namespace, ctx: Context) -> int:
     print(format_report(report, args.dry_run))
     if args.dry_run:
         check_prune(report.deleted, report.managed, args.max_prune)
+    if report.unverified:
+        # Written, but the server fires other times than intended (or could not be asked).
+        print(
+            f"error: {len(report.unverified)} written schedule(s) do not fire as intended on "
+            "the server; `python -m schedules verify` shows them:",
+            file=sys.stderr,
+        )
+        for verdict in report.unverified:
+            for line in verdict_lines(verdict):
+                print(f"  {line}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -132,7 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
         "them). Schedules not managed by this project are never touched. An operator's pause "
         "is kept and reported as drift unless the catalog itself pauses the job. An invalid "
         "catalog changes nothing. One sync at a time per namespace (a lock held in "
-        "Temporal); creates and updates go first, deletes last.",
+        "Temporal); creates and updates go first, deletes last. Every schedule written in "
+        "calendars of the job's zone is then checked on the server, as `verify` does; one "
+        "that fires otherwise there (the server's tz database disagrees) is recompiled to UTC "
+        "calendars and checked again.",
         epilog=EXIT_SYNC,
     )
     sync_cmd.add_argument(
@@ -170,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register(commands)
     add_check_command(commands)
+    add_verify_command(commands)
     return parser
 
 

@@ -6,23 +6,22 @@ problem at once, each naming the job, the field and the value.
 
 from __future__ import annotations
 
-import itertools
 import re
 import tomllib
 from datetime import datetime, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.errors import CatalogError
 from jobs import KINDS
 from schedules import limits
 from schedules.durations import Duration
+from timing import Timing, UnknownZoneError, zone
+from timing.cron import CronError, parse_cron
 from workflows import RetrySettings
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -122,16 +121,20 @@ class JobSpec(BaseModel):
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
-        if value is not None and (len(value.split()) not in (5, 6) or not croniter.is_valid(value)):
-            raise ValueError(f"is not a valid 5- or 6-field cron expression: {value!r}")
+        # The one grammar (timing/cron.py): the message names the cron's field and value.
+        if value is not None:
+            try:
+                parse_cron(value)
+            except CronError as exc:
+                raise ValueError(exc.detail) from None
         return value
 
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
         try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
+            zone(value)
+        except (UnknownZoneError, ValueError, OSError):
             raise ValueError(f"is not a known IANA time zone: {value[:80]!r}") from None
         return value
 
@@ -206,9 +209,17 @@ class JobSpec(BaseModel):
             return self.interval
         if self.cron is None:
             return None
-        it = croniter(self.cron, datetime(2001, 1, 1))
-        times = [it.get_next(datetime) for _ in range(64)]
-        return min(b - a for a, b in itertools.pairwise(times))
+        return parse_cron(self.cron).shortest_gap()
+
+    @property
+    def timing(self) -> Timing:
+        """When the job fires: the one value every fire time is computed from.
+
+        Not a cached property: `model_copy(update=...)` would carry the old one over.
+        """
+        return _timing(
+            self.cron, self.interval, self.timezone, self.start_at, self.end_at, self.jitter
+        )
 
     @property
     def activity(self) -> str:
@@ -251,6 +262,25 @@ def _params_problems(kind: str, params: dict[str, Any]) -> list[str]:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+@lru_cache(maxsize=4096)
+def _timing(
+    cron: str | None,
+    interval: timedelta | None,
+    timezone: str,
+    start_at: datetime | None,
+    end_at: datetime | None,
+    jitter: timedelta,
+) -> Timing:
+    return Timing(
+        cron=cron,
+        interval=interval,
+        timezone=timezone,
+        start_at=start_at,
+        end_at=end_at,
+        jitter=jitter,
+    )
 
 
 def _format_error(job_id: str, err: dict) -> list[str]:

@@ -17,7 +17,7 @@ last run, last success, next due, and an alert for each of
 
 `evaluate` is a pure function of rows, schedule states and `now`, so every alert and every DST
 case is unit-tested without servers; `run_check` loads the inputs from PostgreSQL and
-Temporal. Fire times follow `timing.firetimes` (classic cron DST semantics). A fire time
+Temporal. Fire times are the job's `Timing` (classic cron DST semantics). A fire time
 is "covered" by any row scheduled between it and the next fire time, which absorbs jitter,
 manual triggers and DST compensation.
 """
@@ -40,7 +40,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from core import redact
 from core.sql import queries
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
-from timing.firetimes import fire_times, next_fire_time
+from timing import Timing
 from worker.client import connect
 from workflows import JobRun
 
@@ -166,34 +166,6 @@ def _span(value: timedelta) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
-class _Timing:
-    """The fire times of one job, read from whichever `JobSpec` fields it has."""
-
-    def __init__(self, job: Any) -> None:
-        self.cron: str | None = getattr(job, "cron", None)
-        self.interval: timedelta | None = getattr(job, "interval", None)
-        self.timezone: str = job.timezone
-        self.start_at: datetime | None = getattr(job, "start_at", None)
-        self.end_at: datetime | None = getattr(job, "end_at", None)
-
-    def between(self, start: datetime, end: datetime, limit: int = MAX_FIRES) -> list[datetime]:
-        if self.start_at is not None:
-            start = max(start, self.start_at)
-        if self.end_at is not None:
-            end = min(end, self.end_at)
-        if start >= end:
-            return []
-        return fire_times(self.cron, self.timezone, start, end, interval=self.interval, limit=limit)
-
-    def after(self, instant: datetime) -> datetime | None:
-        if self.start_at is not None and instant < self.start_at:
-            instant = self.start_at - timedelta.resolution
-        nxt = next_fire_time(self.cron, self.timezone, instant, interval=self.interval)
-        if nxt is None or (self.end_at is not None and nxt >= self.end_at):
-            return None
-        return nxt
-
-
 def _covered(times: Sequence[datetime], start: datetime, end: datetime | None) -> bool:
     """Whether any of the sorted `times` falls in `[start, end)`."""
     i = bisect.bisect_left(times, start)
@@ -216,12 +188,12 @@ def evaluate_job(
     `executions`: any superset of the rows `schedules/sql/check.sql` loads (None: the
     database could not be read). `schedule`: None when Temporal could not be asked.
     """
-    timing = _Timing(job)
+    timing: Timing = job.timing
     grace: timedelta = getattr(job, "alert_grace", DEFAULT_GRACE)
     jitter: timedelta = getattr(job, "jitter", timedelta(0))
     status = JobStatus(
         job=job.id,
-        schedule=timing.cron or f"every {timing.interval}",
+        schedule=timing.text,
         timezone=timing.timezone,
         state="unknown",
     )
@@ -258,7 +230,7 @@ def evaluate_job(
     if job.paused and status.state in ("unknown", "active"):
         status.state = "paused"
     if status.next_due is None and expect_runs and status.state in ("unknown", "active"):
-        status.next_due = timing.after(now)
+        status.next_due = timing.next_after(now)
         status.next_due_source = "catalog" if status.next_due else None
 
     if executions is None:
@@ -292,17 +264,17 @@ def evaluate_job(
 
 def _not_completed(
     status: JobStatus,
-    timing: _Timing,
+    timing: Timing,
     runs: list[Execution],
     floor: datetime,
     due_before: datetime,
     now: datetime,
 ) -> None:
-    latest = timing.between(floor, due_before, limit=1)
+    latest = timing.fire_times(floor, due_before, limit=1, newest=True)
     if not latest:
         return
     fire = latest[0]
-    until = timing.after(fire)
+    until = timing.next_after(fire)
     bucket = [
         r for r in runs if r.scheduled_at >= fire and (until is None or r.scheduled_at < until)
     ]
@@ -325,13 +297,13 @@ def _not_completed(
 
 
 def _missed(
-    status: JobStatus, timing: _Timing, rows: list[Execution], start: datetime, end: datetime
+    status: JobStatus, timing: Timing, rows: list[Execution], start: datetime, end: datetime
 ) -> None:
-    fires = timing.between(start, end)
+    fires = timing.fire_times(start, end, limit=MAX_FIRES, newest=True)
     if not fires:
         return
     times = [r.scheduled_at for r in rows]
-    bounds: list[datetime | None] = [*fires[1:], timing.after(fires[-1])]
+    bounds: list[datetime | None] = [*fires[1:], timing.next_after(fires[-1])]
     missed = [f for f, b in zip(fires, bounds, strict=True) if not _covered(times, f, b)]
     if missed:
         shown = ", ".join(_when(f) for f in missed[-5:])

@@ -11,7 +11,6 @@ from typing import Any
 from temporalio.client import (
     Schedule,
     ScheduleActionStartWorkflow,
-    ScheduleIntervalSpec,
     ScheduleOverlapPolicy,
     SchedulePolicy,
     ScheduleSpec,
@@ -21,7 +20,6 @@ from temporalio.common import SearchAttributeKey
 
 from schedules.catalog import JobSpec
 from schedules.limits import MAX_DETAILS_BYTES, MAX_SUMMARY_BYTES, fit
-from timing.calendars import compile_spec
 from timing.gaps import longest_gap
 from workflows import JobRun, ScheduledJobWorkflow
 
@@ -97,9 +95,9 @@ def compile_schedule(
 ) -> Schedule:
     """Build the schedule: schedule id and workflow id are the job id.
 
-    A cron job's spec comes from `timing.calendars` (DST-exact; `now` places its horizon).
-    `spec`, when given, is one `compile_spec` already made for this job (sync compiles each
-    job once per run: the plan compares it, then creates or updates with it).
+    The spec is the job's `Timing.spec` (DST-exact; `now` places its horizon). `spec`,
+    when given, is one already made for this job (sync compiles each job once per run: the
+    plan compares it, then creates or updates with it).
     """
     return Schedule(
         action=ScheduleActionStartWorkflow(
@@ -119,24 +117,7 @@ def compile_schedule(
                 MAX_DETAILS_BYTES,
             ),
         ),
-        spec=spec
-        if spec is not None
-        else compile_spec(
-            job.cron,
-            job.timezone,
-            start_at=job.start_at,
-            end_at=job.end_at,
-            jitter=job.jitter,
-            now=now or datetime.now(UTC),
-        )
-        if job.cron
-        else ScheduleSpec(
-            intervals=[ScheduleIntervalSpec(every=job.interval)] if job.interval else [],
-            time_zone_name=job.timezone,
-            start_at=job.start_at,
-            end_at=job.end_at,
-            jitter=job.jitter,
-        ),
+        spec=spec if spec is not None else job.timing.spec(now or datetime.now(UTC)),
         policy=SchedulePolicy(overlap=OVERLAP[job.overlap], catchup_window=job.catchup_window),
         state=ScheduleState(paused=job.paused, note=job.note or None),
     )

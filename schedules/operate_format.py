@@ -15,6 +15,7 @@ from schedules.catalog import JobSpec
 from schedules.durations import format_duration
 from schedules.operate_server import ServerState
 from schedules.operate_times import dst_note, local_iso, local_text, schedule_text, utc_text
+from timing import TZDATA_VERSION
 
 
 def _instant(value: datetime | None, timezone: str) -> dict[str, str] | None:
@@ -170,6 +171,8 @@ def describe_entry(
         }
     return {
         "job": {name: _catalog_value(v) for name, v in job.model_dump().items()},
+        # Every fire time shown (and every UTC calendar sync writes) uses this database.
+        "time_zone_database": f"tzdata {TZDATA_VERSION}",
         "server": server,
         "executions": None
         if executions is None
@@ -195,6 +198,8 @@ def format_describe(entry: dict[str, Any]) -> str:
     shown = [(k, v) for k, v in job.items() if k not in ("id", "description")]
     width = max(len(k) for k, _ in shown)
     lines += [f"  {k.ljust(width)}  {_field_text(v)}" for k, v in shown]
+    if "time_zone_database" in entry:
+        lines.append(f"  {'(time zones)'.ljust(width)}  {entry['time_zone_database']}")
 
     lines += ["", "server"]
     if not server["synced"]:

@@ -1,79 +1,41 @@
 """Fire times as operators read them: a job's runs in a range, in local time and UTC, with DST notes.
 
 Pure functions of the job and the clock (passed in), so DST changes years ahead are tested
-today. When a job fires is `timing.firetimes`' business (classic cron DST rules; interval
-jobs every `interval` from the Unix epoch, as Temporal's interval specs); this module only
-bounds, counts and explains those times.
+today. When a job fires is its `Timing`'s business (`timing.value`: classic cron DST rules;
+interval jobs every `interval` from the Unix epoch, as Temporal's interval specs); this
+module only bounds, counts and explains those times.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
-from zoneinfo import ZoneInfo
-
-from croniter import CroniterBadDateError
 
 from schedules.catalog import JobSpec
 from schedules.durations import format_duration
-from timing.firetimes import _croniter, fire_times, fixed_hour
+from timing import zone
+from timing.zones import changes
 
 _TICK = timedelta(microseconds=1)
-_FIRST_WINDOW = timedelta(hours=1)
 _FAR = datetime(2101, 1, 1, tzinfo=UTC)  # Temporal's calendars match no later year
 _FIRST_YEAR = 1970
-# No zone changes its UTC offset twice within this long, so one step finds every change.
-_STEP = timedelta(hours=6)
 
 
 def upcoming(job: JobSpec, after: datetime, count: int) -> list[datetime]:
     """The next `count` fire times of `job` (UTC) strictly after `after`, within its
     `start_at` / `end_at` (inclusive, as Temporal's)."""
-    return between(job, after + _TICK, _FAR, count)
+    return job.timing.upcoming(after, count)
 
 
 def between(job: JobSpec, start: datetime, end: datetime, limit: int) -> list[datetime]:
     """The fire times of `job` in `[start, end)` and its own bounds: the oldest `limit`.
 
     Asking for one more than you will accept tells "too many" apart from "exactly enough"
-    without listing a year of minutely runs: the range is read in windows that double from
-    an hour, so the work follows the times found, not the length of the range.
+    without listing a year of minutely runs: the work follows the times found.
     """
-    if job.start_at is not None:
-        start = max(start, job.start_at)
-    if job.end_at is not None:
-        end = min(end, job.end_at + _TICK)
-    found: list[datetime] = []
-    window = _FIRST_WINDOW
-    while start < end and len(found) < limit:
-        stop = min(end, start + window)
-        found += fire_times(job.cron, job.timezone, start, stop, interval=job.interval)
-        start, window = stop, window * 2
-    return found[:limit]
+    return job.timing.fire_times(start, end, limit=limit)
 
 
 # --- DST notes ----------------------------------------------------------------------------
-
-
-def _offset_changes(zone: ZoneInfo, low: datetime, high: datetime) -> list[datetime]:
-    """Instants in (low, high] at which `zone` changes its UTC offset, to the second."""
-    found = []
-    moment = low
-    offset = moment.astimezone(zone).utcoffset()
-    while moment < high:
-        following = min(moment + _STEP, high)
-        new = following.astimezone(zone).utcoffset()
-        if new != offset:
-            lo, hi = int(moment.timestamp()), int(following.timestamp())
-            while hi - lo > 1:  # first second with the new offset
-                mid = (lo + hi) // 2
-                if datetime.fromtimestamp(mid, zone).utcoffset() == new:
-                    hi = mid
-                else:
-                    lo = mid
-            found.append(datetime.fromtimestamp(hi, UTC))
-            offset = new
-        moment = following
-    return found
 
 
 def _clock(value: datetime | time) -> str:
@@ -88,16 +50,16 @@ def _name_times(times: list[datetime]) -> str:
     return f"{_clock(times[0])} to {_clock(times[-1])} ({len(times)} times) do not exist"
 
 
-def _skipped(cron: str, gap_start: datetime, gap_end: datetime) -> list[datetime]:
-    """The naive local times in [gap_start, gap_end) that `cron` names."""
-    it = _croniter(cron, gap_start - timedelta(seconds=1))
-    found = []
-    try:
-        while (local := it.get_next(datetime)) < gap_end:
-            found.append(local)
-    except CroniterBadDateError:  # the cron never fires again
-        pass
-    return found
+def _skipped(job: JobSpec, gap_start: datetime, gap_end: datetime) -> list[datetime]:
+    """The naive local times in [gap_start, gap_end) that the job's cron names."""
+    cron = job.timing.expression
+    assert cron is not None
+    return [
+        local
+        for day in cron.matching_days(gap_start.date(), gap_end.date())
+        for h, m, s in cron.times
+        if gap_start <= (local := datetime(day.year, day.month, day.day, h, m, s)) < gap_end
+    ]
 
 
 def dst_note(job: JobSpec, instant: datetime, previous: datetime) -> str | None:
@@ -108,27 +70,24 @@ def dst_note(job: JobSpec, instant: datetime, previous: datetime) -> str | None:
     """
     if job.cron is None:
         return None  # interval jobs run on elapsed time; the zone does not move them
-    zone = ZoneInfo(job.timezone)
-    fixed = fixed_hour(job.cron)
-    local = instant.astimezone(zone)
+    tz = zone(job.timezone)
+    fixed = job.timing.fixed_hour
+    local = instant.astimezone(tz)
     wall = local.replace(tzinfo=None)
-    first = wall.replace(tzinfo=zone, fold=0)
-    if first.utcoffset() != wall.replace(tzinfo=zone, fold=1).utcoffset():
+    first = wall.replace(tzinfo=tz, fold=0)
+    if first.utcoffset() != wall.replace(tzinfo=tz, fold=1).utcoffset():
         # A wall time the fall-back change repeats (a real instant is never in a gap).
         if fixed:
             return f"fall back: runs once, at the first {_clock(wall)} ({first.tzname()})"
         which = "second" if local.fold else "first"
         return f"fall back: {_clock(wall)} happens twice; this is the {which} ({local.tzname()})"
-    for change in _offset_changes(zone, previous, instant):
-        before = (change - timedelta(seconds=1)).astimezone(zone).utcoffset()
-        after = change.astimezone(zone).utcoffset()
-        if before is None or after is None or after <= before:
+    for change in changes(job.timezone, previous + _TICK, instant + _TICK):
+        if change.after <= change.before:
             continue  # a fall-back change skips nothing
-        naive = change.replace(tzinfo=None)
-        skipped = _skipped(job.cron, naive + before, naive + after)
+        skipped = _skipped(job, *change.span)
         if not skipped:
             continue
-        if fixed and instant == change:
+        if fixed and instant == change.at:
             return f"spring forward: {_name_times(skipped)}, runs at {_clock(wall)}"
         if not fixed:
             return f"spring forward: {_name_times(skipped)}, skipped"
@@ -159,7 +118,7 @@ def parse_time(text: str, timezone: str, now: datetime) -> datetime:
             f"{text!r} is outside the years {_FIRST_YEAR} to {_FAR.year - 1} that jobs run in"
         )
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=ZoneInfo(timezone))
+        parsed = parsed.replace(tzinfo=zone(timezone))
     return parsed.astimezone(UTC)
 
 
@@ -170,13 +129,13 @@ def utc_text(instant: datetime) -> str:
 
 def local_text(instant: datetime, timezone: str) -> str:
     """`2027-03-14 03:00 EDT`: the wall-clock time in `timezone` with its abbreviation."""
-    local = instant.astimezone(ZoneInfo(timezone))
+    local = instant.astimezone(zone(timezone))
     return f"{local:%Y-%m-%d} {_clock(local)} {local.tzname()}"
 
 
 def local_iso(instant: datetime, timezone: str) -> str:
     """`2027-03-14T03:00:00-04:00`."""
-    return instant.astimezone(ZoneInfo(timezone)).isoformat(timespec="seconds")
+    return instant.astimezone(zone(timezone)).isoformat(timespec="seconds")
 
 
 def schedule_text(job: JobSpec) -> str:

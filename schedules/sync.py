@@ -67,6 +67,7 @@ from schedules.sync_safety import (
     check_prune,
     wait_for_listing,
 )
+from schedules.verify import Verdict, keep_forced_utc, verify_written
 from timing.calendars import describe_spec, spec_outdated
 from workflows import JobRun
 
@@ -103,6 +104,11 @@ class SyncReport:
     """Schedules the plan described; the listing's digests vouched for the other jobs."""
     managed: int = 0
     """Schedules on the server this project manages, as the plan listed them."""
+    verification: list[str] = field(default_factory=list)
+    """What checking the written schedules on the server did (`schedules.verify`)."""
+    unverified: list[Verdict] = field(default_factory=list)
+    """Written schedules that still fire other times than intended, or could not be
+    checked: the sync did not succeed."""
 
     def ids(self, action: str) -> list[str]:
         return [c.job_id for c in self.changes if c.action == action]
@@ -369,7 +375,9 @@ async def _plan(
             fields["task_queue"] = (task_queue, target.task_queue)
         # A DST-compiled spec is good for about ten years; it is recompiled once a year, and
         # when the tz database or the compiler changed (timing/calendars.py).
-        stored, compiled = description.schedule.spec, target.schedule.spec
+        stored = description.schedule.spec
+        keep_forced_utc(target, stored, now)  # the server's tz database disagreed before
+        compiled = target.schedule.spec
         if spec_outdated(stored, compiled):
             fields["calendars"] = (describe_spec(stored), describe_spec(compiled))
         state = description.schedule.state
@@ -435,6 +443,8 @@ async def sync(
         check_prune(report.deleted, report.managed, max_prune)
         await lock.ensure_held("its first write")
         await _apply(client, report, targets, stamp, lock)
+        # A schedule that fires otherwise on the server is rewritten here: under the lock.
+        await _verify(client, report, targets, now, stamp)
         # The next sync plans from the listing: release the lock once it shows this one.
         await _listing_shows(client, report, targets, stamp)
     logger.info(
@@ -478,6 +488,23 @@ async def _listing_shows(
 
     digests = {job_id: target.digest for job_id, target in targets.items()}
     await wait_for_listing(listed, report.changes, digests if stamp else None)
+
+
+async def _verify(
+    client: Client, report: SyncReport, targets: dict[str, Target], now: datetime, stamp: bool
+) -> None:
+    """Check what was written on the server itself (`schedules.verify`): a job whose
+    calendars in its own zone fire other times there is recompiled to UTC and rewritten."""
+    written = [targets[job_id] for job_id in (*report.created, *report.updated)]
+    if not written:
+        return
+    try:
+        report.verification, report.unverified = await verify_written(
+            client, written, now, lambda target: _update(client, target, stamp)
+        )
+    except RPCError as err:  # written, but not checked: not a success either
+        why = f"could not check the written schedules: {err.status.name}: {err.message}"
+        report.unverified = [Verdict(t.job.id, "unknown", why=why) for t in written]
 
 
 def _with_digest(attributes: TypedSearchAttributes, digest: str) -> TypedSearchAttributes:
@@ -576,4 +603,5 @@ def format_report(report: SyncReport, dry_run: bool) -> str:
             lines.append(f"drift         {change.job_id}: {note}")
     if not any(c.action != "unchanged" for c in report.changes):
         lines.insert(0, "no changes")
+    lines += [f"verified      {line}" for line in report.verification]
     return "\n".join(lines)

@@ -1,36 +1,39 @@
-"""A job's cron and IANA time zone as a Temporal `ScheduleSpec` that fires on DST days as
-classic cron does.
+"""A job's timing as a Temporal `ScheduleSpec` that fires the job's intended times, DST included.
 
 `timing.firetimes` defines when a job fires (DESIGN.md, "Time zones and DST"): a
 fixed-hour job whose local time falls in the spring-forward gap runs once at the first valid
-instant after it; one in the repeated fall-back hour runs once, at the first occurrence; a
-job with a wildcard or stepped hour follows elapsed time (23 hourly runs on a 23-hour day,
-25 on a 25-hour day).
+instant after it; one in the repeated fall-back span runs once, at the first occurrence; a
+job with a wildcard or stepped hour follows elapsed time.
 
-Temporal reads calendars in the spec's time zone, and near a DST change it does not do that
-(measured on the dev server, 1.32; `calendar.go` explains it):
+Temporal reads calendars in the spec's time zone and, near an offset change, does not do
+that (`timing.temporal_model` is its matching, ported from the server): it skips a fixed
+time in the gap, runs a repeated one twice west of Greenwich and the hour before it twice
+at or east of it, and on a day whose local midnight does not exist it takes the weekday of
+the day before. So a spec is compiled one of four ways, the first that applies:
 
-- a fixed time in the gap is skipped; a fixed time in the repeated hour runs twice west of
-  Greenwich (New York) and once, at the *second* occurrence, at or east of it (London);
-- at or east of Greenwich, Go's `time.Date` resolves a repeated local time to its later
-  instant, and Temporal then replays the hour *before* the repeated one: `0 0 * * *` in
-  London runs at 23:00Z and again at 00:00Z on 2027-10-31, and an hourly job loses the
-  second 01:00;
-- its `skip` calendars match local times, so they cannot tell the two 01:30s apart.
-
-So a spec is compiled one of three ways:
-
-- **Local**: calendars in the job's own zone, when no fire time of the job within the horizon
-  is one Temporal gets wrong (every job in a zone without DST, 09:00 anywhere, 02:30 in
-  London, an hourly job in New York). No horizon.
-- **UTC, every hour**: a wildcard job firing every hour of every day (`*/5 * * * *` in
-  London) is, in elapsed time, the same minutes of every UTC hour. No horizon.
+- **Local, no change**: calendars in the job's own zone when the zone does not change its
+  offset within the horizon (UTC, Asia/Tokyo): nothing for Temporal to get wrong.
+- **UTC, every hour**: a wildcard job firing every hour of every day (`0 * * * *`,
+  `*/5 * * * *`) is, in elapsed time, the same minutes of every UTC hour, whatever the
+  zone does. No horizon, and no time zone database on the server involved.
+- **Local, by evidence**: calendars in the job's own zone, when the model of Temporal's
+  matching gives exactly the intended fire times on every local day an offset change
+  touches within the horizon (with a day either side). Between changes the two agree by
+  construction: a calendar in a zone with one offset all day matches the day's wall-clock
+  times, which is what the intended rules say. 09:00 anywhere, 02:30 in London, a
+  weekday job in New York stay local. No horizon in the spec; the evidence covers the
+  same years as a UTC compilation, and sync recompiles every year.
 - **UTC calendars with a horizon**: otherwise each local fire time is mapped to its instant
-  with zoneinfo, and stretches of days with the same UTC time become year/month/day ranges,
-  from 1 January of the current year to the end of the year `HORIZON_YEARS` ahead (3 to 9
-  calendars a year). Past the horizon such a spec matches nothing, so `schedules sync`
-  recompiles it once a year (`spec_outdated`); its offsets are those of the tz database of
-  the process that compiled it.
+  and stretches of days with the same UTC time become year/month/day ranges, from 1 January
+  of the current year to the end of the year `HORIZON_YEARS` ahead (3 to 9 calendars a
+  year). Past the horizon such a spec matches nothing, so `schedules sync` recompiles it
+  once a year (`spec_outdated`). `utc=True` asks for this form whatever the evidence says:
+  sync's recovery when the server's own time zone database disagrees (`schedules.verify`).
+
+Local calendars are evaluated by the server with *its* time zone database; UTC ones carry
+this project's (`timing.zones`). The first calendar's comment names the form, and for a
+zone other than UTC the tzdata release, so a database update makes sync rewrite and
+re-verify the spec.
 """
 
 from __future__ import annotations
@@ -39,22 +42,26 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import UTC, date, datetime, time, timedelta
-from functools import cache, lru_cache
+from functools import lru_cache
 from itertools import pairwise
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from temporalio.client import ScheduleCalendarSpec, ScheduleRange, ScheduleSpec
 
-from core.errors import CatalogError
-from timing.cron import ALL_DAYS, ALL_HOURS, ALL_MONTHS, ALL_WEEKDAYS, Cron, parse_cron
-from timing.firetimes import fixed_hour, instants, next_fire_time
+from timing.cron import ALL_DAYS, ALL_HOURS, ALL_MONTHS, ALL_WEEKDAYS, LAST_YEAR, Cron, parse_cron
+from timing.firetimes import cron_fires, fixed_hour, instants, next_fire_time
+from timing.temporal_model import Model
+from timing.zones import TZDATA_VERSION, ZoneInfo, offset_changes_between, zone
 
 HORIZON_YEARS = 10
 """A UTC-compiled spec covers the rest of the current year and this many more."""
 
-LAST_YEAR = 2100  # Temporal's calendars match no later year.
 _ONE_DAY = timedelta(days=1)
 _UNTIL = re.compile(r"as UTC until (\d{4}-\d{2}-\d{2})")
+FORCED = "server tz differs"
+"""The comment's mark of a spec compiled to UTC because the server's database disagreed."""
+_COMMENT_MAX = 200  # Temporal's limit on a calendar comment
+UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/Universal", "Etc/Zulu", "Universal", "Zulu"})
+"""Names of UTC itself: no offset ever changes, on any server."""
 
 # One calendar as sets: (years, months, days of month, weekdays, hours, minutes, seconds).
 # An empty `years` means every year.
@@ -63,7 +70,7 @@ Box = tuple[frozenset[int], ...]
 
 def is_fixed_time(cron: str) -> bool:
     """Whether the job keeps its wall-clock time across DST changes (its hour field names
-    hours outright: no `*`, no step), as `timing.firetimes` decides it."""
+    hours outright: no `*`, no step), as `timing.cron` decides it."""
     return fixed_hour(cron)
 
 
@@ -77,7 +84,8 @@ def next_fire_times(
     end_at: datetime | None = None,
 ) -> list[datetime]:
     """The next `count` fire times (UTC) strictly after `after`, within the optional
-    `start_at` / `end_at` bounds (inclusive, as Temporal's). Pure: the clock is `after`."""
+    `start_at` / `end_at` bounds (inclusive, as Temporal's). Pure: the clock is `after`.
+    A thin wrapper kept for the first version's callers: `timing.Timing.upcoming`."""
     if start_at is not None:
         after = max(_utc(after), _utc(start_at) - timedelta(seconds=1))
     found: list[datetime] = []
@@ -98,42 +106,61 @@ def compile_spec(
     end_at: datetime | None = None,
     jitter: timedelta = timedelta(0),
     now: datetime,
+    utc: bool = False,
 ) -> ScheduleSpec:
     """The `ScheduleSpec` whose fire times are `timing.firetimes`' for this job.
 
-    Pure: `now` (with `start_at`) only places the horizon of a UTC compilation.
+    Pure: `now` (with `start_at`) only places the horizon. `utc` skips the local form.
 
     Raises:
-        CronError: the cron expression cannot be expressed as Temporal calendars.
-        CatalogError: the time zone is unknown.
+        CronError: the cron expression is outside the grammar (`timing.cron`).
+        UnknownZoneError: the time zone is not in the database (`timing.zones`).
     """
-    expr, zone, fixed = parse_cron(cron), _zone(timezone), fixed_hour(cron)
+    expr, tz = parse_cron(cron), zone(timezone)
     begin = max(_utc(now), _utc(start_at)) if start_at else _utc(now)
-    first, last = _window(zone, begin, end_at)
+    first, last = _window(timezone, begin, end_at)
     spec = ScheduleSpec(start_at=start_at, end_at=end_at, jitter=jitter or None)
     clock = (frozenset(expr.hours), frozenset(expr.minutes), frozenset(expr.seconds))
     every_hour = expr.hours == ALL_HOURS and expr.years is None
     every_hour = every_hour and expr.day_rules == [(ALL_MONTHS, ALL_DAYS, ALL_WEEKDAYS)]
-    if first > last or _temporal_fires_right(expr, zone, fixed, first, last):
-        boxes = {(expr.years or frozenset(), *rule, *clock) for rule in expr.day_rules}
-        spec.time_zone_name, comment = timezone, cron
-    elif (
-        not fixed
-        and every_hour
-        and (minute_shift := _common_minute_offset(zone, first, last)) is not None
+    version = "" if timezone in UTC_NAMES else f", tzdata {TZDATA_VERSION}"
+    forced = f", {FORCED}" if utc else ""
+    changing = first <= last and bool(change_windows(timezone, first, last))
+    minute_shift = None
+    if changing and every_hour and not expr.fixed_hour:
+        minute_shift = _common_minute_offset(timezone, first, last)
+    if not utc and (
+        not changing
+        or (minute_shift is None and local_is_right(cron, timezone, start_at, end_at, first, last))
     ):
+        boxes = {(expr.years or frozenset(), *rule, *clock) for rule in expr.day_rules}
+        spec.time_zone_name, comment = timezone, f"({timezone}{version})"
+    elif minute_shift is not None:
         # Every hour of every day in elapsed time: the same minutes of every UTC hour.
         minutes = frozenset((m - minute_shift) % 60 for m in expr.minutes)
         boxes = {(frozenset(), ALL_MONTHS, ALL_DAYS, ALL_WEEKDAYS, ALL_HOURS, minutes, clock[2])}
-        spec.time_zone_name, comment = "UTC", f"{cron} ({timezone}) as UTC"
+        spec.time_zone_name, comment = "UTC", f"({timezone}{version}) as UTC{forced}"
     else:
-        boxes = _merge(_utc_boxes(expr, zone, fixed, first, last))
+        boxes = _merge(_utc_boxes(expr, tz, expr.fixed_hour, first, last))
         spec.time_zone_name = "UTC"
-        comment = f"{cron} ({timezone}) as UTC until {last.isoformat()}"
+        comment = f"({timezone}{version}) as UTC until {last.isoformat()}{forced}"
     spec.calendars = [_calendar(box) for box in sorted(boxes, key=_box_order)]
     if spec.calendars:
-        spec.calendars[0].comment = comment
+        spec.calendars[0].comment = _comment(cron, comment)
     return spec
+
+
+def _comment(cron: str, rest: str) -> str:
+    """`30 2 * * * (America/New_York, tzdata 2026f) as UTC until 2036-12-31`, within
+    Temporal's 200 characters (a long cron is shortened, never the part sync reads)."""
+    room = _COMMENT_MAX - len(rest) - 1
+    shown = cron if len(cron) <= room else cron[: max(room - 3, 0)] + "..."
+    return f"{shown} {rest}"
+
+
+def forced_utc(spec: ScheduleSpec) -> bool:
+    """Whether `spec` was compiled to UTC because the server's database disagreed."""
+    return bool(spec.calendars) and (spec.calendars[0].comment or "").endswith(FORCED)
 
 
 def compiled_until(spec: ScheduleSpec) -> date | None:
@@ -164,14 +191,78 @@ def describe_spec(spec: ScheduleSpec) -> str:
     return f"{text} until {until}" if until else text
 
 
+# --- the evidence -----------------------------------------------------------------------
+
+
+def change_windows(timezone: str, first: date, last: date) -> list[tuple[date, date]]:
+    """Local date ranges `[a, b]` around each offset change touching `[first, last]`: the
+    days the change touches and one either side, overlapping ranges merged."""
+    found: list[tuple[date, date]] = []
+    for change in offset_changes_between(timezone, first, last):
+        low, high = change.local_dates
+        window = (max(low - _ONE_DAY, first), min(high + _ONE_DAY, last))
+        if window[0] > window[1]:
+            continue
+        if found and window[0] <= found[-1][1] + _ONE_DAY:
+            found[-1] = (found[-1][0], max(found[-1][1], window[1]))
+        else:
+            found.append(window)
+    return found
+
+
+def local_midnight(day: date, timezone: str) -> datetime:
+    """The instant (UTC) a local date starts at (the first valid one if midnight is in a gap)."""
+    return datetime.combine(day, time(), tzinfo=zone(timezone)).astimezone(UTC)
+
+
+@lru_cache(maxsize=8192)
+def local_is_right(
+    cron: str,
+    timezone: str,
+    start_at: datetime | None,
+    end_at: datetime | None,
+    first: date,
+    last: date,
+) -> bool:
+    """Whether calendars in the job's own zone fire exactly its intended times on the local
+    dates `[first, last]`, as the model of Temporal's matching evaluates them.
+
+    Only the days around offset changes are evaluated (`change_windows`): on any other day
+    a zone has one offset, every wall-clock time exists once, and the model's walk through
+    the fields is plain calendar matching, which is what the intended rules say too.
+    `tests/unit/test_evidence.py` checks that against whole years. Cached: a catalog
+    repeats crons, and sync plans and applies with the same compilation.
+    """
+    windows = change_windows(timezone, first, last)
+    if not windows:
+        return True
+    expr = parse_cron(cron)
+    model = Model(
+        ScheduleSpec(
+            calendars=[
+                _calendar(
+                    (expr.years or frozenset(), *rule, expr.hours, expr.minutes, expr.seconds)
+                )
+                for rule in expr.day_rules
+            ],
+            time_zone_name=timezone,
+            start_at=start_at,
+            end_at=end_at,
+        )
+    )
+    for a, b in windows:
+        start, stop = local_midnight(a, timezone), local_midnight(b + _ONE_DAY, timezone)
+        intended = cron_fires(expr, timezone, start, stop)
+        if start_at is not None:
+            intended = [t for t in intended if t >= start_at]
+        if end_at is not None:
+            intended = [t for t in intended if t <= end_at]
+        if model.times(start - timedelta(seconds=1), stop - timedelta(seconds=1)) != intended:
+            return False
+    return True
+
+
 # --- time zones -------------------------------------------------------------------------
-
-
-def _zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise CatalogError(f"time zone {name!r} is not a known IANA time zone") from None
 
 
 def _utc(moment: datetime) -> datetime:
@@ -180,103 +271,43 @@ def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
-@cache
-def _transitions(zone_name: str, year: int) -> tuple[tuple[datetime, timedelta, timedelta], ...]:
-    """(instant, offset before, offset after) of each UTC-offset change in `year` (UTC)."""
-    zone = ZoneInfo(zone_name)
-    found = []
-    moment, end = datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
-    step = timedelta(hours=6)  # no zone changes its offset twice within six hours
-    offset = moment.astimezone(zone).utcoffset()
-    while moment < end:
-        following = moment + step
-        new = following.astimezone(zone).utcoffset()
-        if new != offset:
-            lo, hi = int(moment.timestamp()), int(following.timestamp())
-            while hi - lo > 1:  # the first second with the new offset
-                mid = (lo + hi) // 2
-                if datetime.fromtimestamp(mid, zone).utcoffset() == new:
-                    hi = mid
-                else:
-                    lo = mid
-            found.append((datetime.fromtimestamp(hi, UTC), offset, new))
-            offset = new
-        moment = following
-    return tuple(found)
-
-
 def _changes(
-    zone: ZoneInfo, first: date, last: date
+    timezone: str, first: date, last: date
 ) -> Iterator[tuple[datetime, datetime, timedelta, timedelta]]:
     """For each offset change near [first, last]: the naive local span [low, high) that is
     skipped (spring forward) or repeated (fall back), and the offsets before and after."""
-    for year in range(first.year - 1, last.year + 2):
-        for instant, before, after in _transitions(zone.key, year):
-            wall = instant.replace(tzinfo=None)
-            low, high = sorted((wall + before, wall + after))
-            if high.date() >= first and low.date() <= last:
-                yield low, high, before, after
+    for change in offset_changes_between(timezone, first, last):
+        yield (*change.span, change.before, change.after)
 
 
-def _common_minute_offset(zone: ZoneInfo, first: date, last: date) -> int | None:
+def _common_minute_offset(timezone: str, first: date, last: date) -> int | None:
     """The minutes past the hour shared by every UTC offset of the window, if they agree."""
-    noon = datetime.combine(first, time(12), tzinfo=zone).utcoffset()
+    noon = datetime.combine(first, time(12), tzinfo=zone(timezone)).utcoffset()
     offsets = {
         noon,
-        *(o for *_, before, after in _changes(zone, first, last) for o in (before, after)),
+        *(o for *_, before, after in _changes(timezone, first, last) for o in (before, after)),
     }
-    shifts = {o % timedelta(hours=1) for o in offsets}
+    shifts = {o % timedelta(hours=1) for o in offsets if o is not None}
     if len(shifts) != 1:
         return None
     (shift,) = shifts
     return None if shift % timedelta(minutes=1) else shift // timedelta(minutes=1)
 
 
-def _window(zone: ZoneInfo, begin: datetime, end_at: datetime | None) -> tuple[date, date]:
+def _window(timezone: str, begin: datetime, end_at: datetime | None) -> tuple[date, date]:
     """The local dates a UTC compilation covers: whole years, from the one holding `begin`
     to `HORIZON_YEARS` later, so the spec stays the same all year long."""
-    today = begin.astimezone(zone).date()
+    today = begin.astimezone(zone(timezone)).date()
     first, last = date(today.year, 1, 1), date(min(today.year + HORIZON_YEARS, LAST_YEAR), 12, 31)
     if end_at is not None:
-        last = min(last, _utc(end_at).astimezone(zone).date() + _ONE_DAY)
+        last = min(last, _utc(end_at).astimezone(zone(timezone)).date() + _ONE_DAY)
     return first, last
-
-
-def _temporal_fires_right(expr: Cron, zone: ZoneInfo, fixed: bool, first: date, last: date) -> bool:
-    """Whether calendars in the job's own zone make Temporal fire exactly firetimes' times
-    on local dates [first, last] (the measured behaviour in the module docstring)."""
-    hour = timedelta(hours=1)
-    for low, high, before, after in _changes(zone, first, last):
-        whole_hour = (
-            high - low == hour and low.minute == low.second == 0 and low.date() == high.date()
-        )
-        if not whole_hour:  # Temporal's DST handling assumes one-hour changes
-            risky = (low - hour, high + hour)
-        elif after > before:  # spring forward: Temporal skips the local times in the gap
-            risky = (low, high) if fixed else None
-        elif before <= timedelta(0):  # fall back west of Greenwich: both occurrences run
-            risky = (low, high) if fixed else None
-        else:  # fall back at or east of Greenwich: the hour before is replayed
-            risky = (low - hour, high)
-        if risky is not None and _fires_within(expr, *risky):
-            return False
-    return True
-
-
-def _fires_within(expr: Cron, low: datetime, high: datetime) -> bool:
-    """Whether a local fire time of the job lies in [low, high) (naive local times)."""
-    return any(
-        low <= datetime.combine(day, time(*clock)) < high
-        for day in _days(low.date(), high.date())
-        if expr.matches_day(day)
-        for clock in expr.times
-    )
 
 
 # --- UTC calendars ----------------------------------------------------------------------
 
 
-def _utc_boxes(expr: Cron, zone: ZoneInfo, fixed: bool, first: date, last: date) -> list[Box]:
+def _utc_boxes(expr: Cron, tz: ZoneInfo, fixed: bool, first: date, last: date) -> list[Box]:
     """Boxes, in UTC, matching exactly the job's fire times on local dates [first, last].
 
     Between two days touched by an offset change one UTC offset holds all day: the matching
@@ -289,7 +320,7 @@ def _utc_boxes(expr: Cron, zone: ZoneInfo, fixed: bool, first: date, last: date)
     change_days = sorted(
         {
             day
-            for low, high, *_ in _changes(zone, first, last)
+            for low, high, *_ in _changes(tz.key, first, last)
             for day in _days(max(low.date(), first), min(high.date(), last))
         }
     )
@@ -312,14 +343,14 @@ def _utc_boxes(expr: Cron, zone: ZoneInfo, fixed: bool, first: date, last: date)
             stop = stretch_end
             while not expr.matches_day(stop):
                 stop -= _ONE_DAY
-            extend(datetime.combine(start, time(12), tzinfo=zone).utcoffset(), start, stop)
+            extend(datetime.combine(start, time(12), tzinfo=tz).utcoffset(), start, stop)
         if change_day is None:
             break
         cursor = change_day + _ONE_DAY
         if not expr.matches_day(change_day):
             continue
         fires = {
-            clock: instants(datetime.combine(change_day, time(*clock)), zone, fixed)
+            clock: instants(datetime.combine(change_day, time(*clock)), tz, fixed)
             for clock in expr.times
         }
         offset = _one_offset(change_day, fires)

@@ -1,88 +1,160 @@
-"""A job's fire times as UTC instants, with classic cron's DST rules, for a given `now`.
+"""A job's intended fire times as UTC instants, with classic cron's DST rules.
 
-Pure functions of the cron text, the time zone and the bounds, so DST years ahead can be
-tested today. The semantics are the project's (DESIGN.md, "Time zones and DST"):
+Pure functions of the parsed cron (`timing.cron`), the zone (`timing.zones`) and the bounds,
+so DST years ahead are tested today. The semantics are the project's (DESIGN.md, "Time
+zones and DST"):
 
 - a fixed-hour job whose local time does not exist (spring forward) fires once, at the first
-  valid instant after the gap;
-- a fixed-hour job in the repeated hour (fall back) fires once, at the first occurrence;
+  valid instant after the gap (several such times of one day collapse into that one run);
+- a fixed-hour job in the repeated span (fall back) fires once, at the first occurrence;
 - a job with a wildcard or stepped hour (`*`, `*/2`, `0-23/3`) fires on real elapsed time:
-  local times in the gap do not happen, local times in the repeated hour happen twice.
+  local times in the gap do not happen, local times in the repeated span happen twice.
 
-Cron text is read as Temporal reads it: 5 fields (minute hour day month weekday), 6 fields
-(the same plus a year), 7 fields (second first, year last), or an `@daily`-style alias.
 Interval jobs fire every `interval` counted from the Unix epoch, in UTC, as Temporal's
 interval specs do.
+
+The times of one local day are computed together: on a day no offset change touches, they
+are the day's wall-clock times moved by its one offset; only the days of a change are
+resolved time by time. Fire times of successive days never interleave, so a range is read
+day by day in either direction and stops as soon as it has what it needs.
+
+`timing.Timing` is the API; the module-level `fire_times`, `next_fire_time` and
+`fixed_hour` are thin wrappers kept for the engine (`activities/`, `jobs/`) until it carries
+a `Timing` itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
+from datetime import UTC, date, datetime, timedelta
 
-from croniter import CroniterBadDateError, croniter
+from timing.cron import LAST_YEAR, Cron, parse_cron
+from timing.zones import ZoneInfo, changes_in_year, plain_offset, zone
 
-# Wall-clock slack around the bounds: covers every real DST shift and offset change.
-_MARGIN = timedelta(hours=3)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _croniter(cron: str, start: datetime) -> croniter:
-    fields = cron.split()
-    if len(fields) == 6:  # Temporal's sixth field is a year; croniter's 7-field form has one
-        return croniter(" ".join(["0", *fields]), start, second_at_beginning=True)
-    return croniter(cron, start, second_at_beginning=len(fields) == 7)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_DAY = timedelta(days=1)
+# Temporal's calendars match no year after 2100: nothing is looked for past it.
+_FAR_DAY = date(LAST_YEAR + 1, 1, 2)
+_NEAR_DAY = date(1970, 1, 1)
 
 
-def fixed_hour(cron: str) -> bool:
-    """Whether the cron names its hours outright (classic cron's "fixed-time" jobs)."""
-    hour = _croniter(cron, datetime(2001, 1, 1)).expressions[1]
-    return "*" not in hour and "/" not in hour
-
-
-def _wall(instant: datetime, zone: ZoneInfo) -> datetime:
-    return instant.astimezone(zone).replace(tzinfo=None)
-
-
-def _gap_end(before: datetime, after: datetime, zone: ZoneInfo) -> datetime:
-    """The transition instant between `before` (old offset) and `after` (new offset)."""
-    target = after.astimezone(zone).utcoffset()
-    lo, hi = 0, int((after - before).total_seconds())
-    while lo < hi:  # smallest offset in seconds at which the new UTC offset is in force
-        mid = (lo + hi) // 2
-        if (before + timedelta(seconds=mid)).astimezone(zone).utcoffset() == target:
-            hi = mid
-        else:
-            lo = mid + 1
-    return before + timedelta(seconds=lo)
-
-
-def instants(local: datetime, zone: ZoneInfo, fixed: bool) -> list[datetime]:
-    """The UTC instants at which the naive local time `local` fires in `zone`."""
-    first = local.replace(tzinfo=zone, fold=0).astimezone(UTC)
-    second = local.replace(tzinfo=zone, fold=1).astimezone(UTC)
+def instants(local: datetime, tz: ZoneInfo, fixed: bool) -> list[datetime]:
+    """The UTC instants at which the naive local time `local` fires in zone `tz`."""
+    first = local.replace(tzinfo=tz, fold=0).astimezone(UTC)
+    second = local.replace(tzinfo=tz, fold=1).astimezone(UTC)
     if first == second:
         return [first]
     if first < second:  # repeated (fall back): fold=0 is the earlier occurrence
         return [first] if fixed else [first, second]
-    # Does not exist (spring forward): fold=0 used the old offset and landed after the gap.
-    return [_gap_end(second, first, zone)] if fixed else []
+    # Does not exist (spring forward): the first valid instant after the gap is the change.
+    if not fixed:
+        return []
+    for year in sorted({first.year, second.year}):
+        for change in changes_in_year(tz.key, year):
+            low, high = change.span
+            if low <= local < high:
+                return [change.at]
+    raise AssertionError(f"{local} in {tz.key}: no offset change skips it")  # pragma: no cover
 
 
-def _cron_times_back(cron: str, timezone: str, end: datetime) -> Iterator[datetime]:
-    """Fire times before `end`, newest first (within a few hours' reordering at DST)."""
-    zone = ZoneInfo(timezone)
-    fixed = fixed_hour(cron)
-    it = _croniter(cron, _wall(end, zone) + _MARGIN)
-    while True:
-        try:
-            local = it.get_prev(datetime)
-        except CroniterBadDateError:  # no earlier match at all (e.g. a future year only)
-            return
-        for instant in instants(local, zone, fixed):
-            if instant < end:
+def day_fires(cron: Cron, zone_name: str, day: date) -> list[datetime]:
+    """The fire times (UTC, ascending, distinct) of the local date `day`, which the cron
+    must match (`Cron.matches_day`)."""
+    offset = plain_offset(zone_name, day)
+    if offset is not None:
+        midnight = datetime(day.year, day.month, day.day, tzinfo=UTC) - offset
+        return [midnight + timedelta(seconds=s) for s in cron.day_seconds]
+    tz = zone(zone_name)
+    found: set[datetime] = set()
+    for hour, minute, second in cron.times:
+        local = datetime(day.year, day.month, day.day, hour, minute, second)
+        found.update(instants(local, tz, cron.fixed_hour))
+    return sorted(found)
+
+
+def _local_date(instant: datetime, zone_name: str) -> date:
+    return instant.astimezone(zone(zone_name)).date()
+
+
+def cron_fires(
+    cron: Cron, zone_name: str, start: datetime, end: datetime, limit: int | None = None
+) -> list[datetime]:
+    """Fire times in `[start, end)`, oldest first; at most `limit`."""
+    found: list[datetime] = []
+    for instant in _forward(cron, zone_name, start):
+        if instant >= end or (limit is not None and len(found) >= limit):
+            break
+        found.append(instant)
+    return found
+
+
+def cron_fires_newest(
+    cron: Cron, zone_name: str, start: datetime | None, end: datetime, limit: int
+) -> list[datetime]:
+    """The newest `limit` fire times in `[start, end)` (start None: no lower bound),
+    oldest first."""
+    found: list[datetime] = []
+    for instant in _backward(cron, zone_name, end):
+        if (start is not None and instant < start) or len(found) >= limit:
+            break
+        found.append(instant)
+    return found[::-1]
+
+
+def _forward(cron: Cron, zone_name: str, start: datetime) -> Iterator[datetime]:
+    """Every fire time at or after `start`, ascending."""
+    first = max(_local_date(start, zone_name) - _ONE_DAY, _NEAR_DAY)
+    last: datetime | None = None
+    for day in cron.matching_days(first, _FAR_DAY):
+        for instant in day_fires(cron, zone_name, day):
+            if instant >= start and instant != last:
+                last = instant
                 yield instant
+
+
+def _backward(cron: Cron, zone_name: str, end: datetime) -> Iterator[datetime]:
+    """Every fire time before `end`, descending."""
+    last = min(_local_date(end, zone_name) + _ONE_DAY, _FAR_DAY)
+    previous: datetime | None = None
+    for day in cron.matching_days(_NEAR_DAY, last, reverse=True):
+        for instant in reversed(day_fires(cron, zone_name, day)):
+            if instant < end and instant != previous:
+                previous = instant
+                yield instant
+
+
+def next_cron_fire(cron: Cron, zone_name: str, after: datetime) -> datetime | None:
+    """The first fire time strictly after `after` (None: it never fires again)."""
+    for instant in _forward(cron, zone_name, after):
+        if instant > after:
+            return instant
+    return None
+
+
+def interval_fires(
+    every: timedelta, start: datetime | None, end: datetime, limit: int | None, newest: bool
+) -> list[datetime]:
+    """Interval fire times in `[start, end)`: epoch + n * every."""
+    last = (end - EPOCH - timedelta.resolution) // every  # the newest n with epoch + n*every < end
+    first = 0 if start is None else -((EPOCH - start) // every)  # ceil((start - epoch) / every)
+    if limit is not None:
+        if newest:
+            first = max(first, last - limit + 1)
+        else:
+            last = min(last, first + limit - 1)
+    return [EPOCH + n * every for n in range(first, last + 1)]
+
+
+def next_interval_fire(every: timedelta, after: datetime) -> datetime:
+    return EPOCH + ((after - EPOCH) // every + 1) * every
+
+
+# --- the engine's entry points (thin wrappers over the above) ------------------------------
+
+
+def fixed_hour(cron: str) -> bool:
+    """Whether the cron names its hours outright (classic cron's "fixed-time" jobs)."""
+    return parse_cron(cron).fixed_hour
 
 
 def fire_times(
@@ -97,41 +169,21 @@ def fire_times(
     """The fire times in `[start, end)`, oldest first; with `limit`, only the newest `limit`.
 
     Give `cron` (read in `timezone`) or `interval`. `start=None` needs a `limit`.
+    Kept for `activities/` and `jobs/`; new code uses `timing.Timing.fire_times`.
     """
     if start is None and limit is None:
         raise ValueError("fire_times needs a start or a limit")
     if limit is not None and limit <= 0:
         return []
     if interval is not None:
-        return _interval_times(interval, start, end, limit)
+        return interval_fires(interval, start, end, limit, newest=True)
     if cron is None:
         raise ValueError("fire_times needs a cron or an interval")
-    zone = ZoneInfo(timezone)
-    found: set[datetime] = set()
-    for instant in _cron_times_back(cron, timezone, end):
-        if start is not None and instant < start:
-            # Offsets shift local order by at most _MARGIN: look that far past the bound.
-            if _wall(instant, zone) < _wall(start, zone) - _MARGIN:
-                break
-            continue
-        if limit is not None and len(found) >= limit:
-            # Going back in time: stop once past the limit-th newest by more than any
-            # offset shift could reorder.
-            if instant < sorted(found)[-limit] - _MARGIN:
-                break
-        found.add(instant)
-    ordered = sorted(found)
-    return ordered[-limit:] if limit is not None else ordered
-
-
-def _interval_times(
-    every: timedelta, start: datetime | None, end: datetime, limit: int | None
-) -> list[datetime]:
-    last = (end - _EPOCH - timedelta.resolution) // every  # the newest n with epoch + n*every < end
-    first = 0 if start is None else -((_EPOCH - start) // every)  # ceil((start - epoch) / every)
-    if limit is not None:
-        first = max(first, last - limit + 1)
-    return [_EPOCH + n * every for n in range(first, last + 1)]
+    expr = parse_cron(cron)
+    if limit is None:
+        assert start is not None
+        return cron_fires(expr, timezone, start, end)
+    return cron_fires_newest(expr, timezone, start, end, limit)
 
 
 def next_fire_time(
@@ -141,22 +193,10 @@ def next_fire_time(
     *,
     interval: timedelta | None = None,
 ) -> datetime | None:
-    """The first fire time strictly after `after` (None if the cron never fires again)."""
+    """The first fire time strictly after `after` (None if the cron never fires again).
+    Kept for callers of the first version; new code uses `timing.Timing.next_after`."""
     if interval is not None:
-        return _EPOCH + ((after - _EPOCH) // interval + 1) * interval
+        return next_interval_fire(interval, after)
     if cron is None:
         raise ValueError("next_fire_time needs a cron or an interval")
-    zone = ZoneInfo(timezone)
-    fixed = fixed_hour(cron)
-    it = _croniter(cron, _wall(after, zone) - _MARGIN)
-    best: datetime | None = None
-    while True:
-        try:
-            local = it.get_next(datetime)
-        except CroniterBadDateError:  # no later match at all (e.g. a past year only)
-            return best
-        if best is not None and local > _wall(best, zone) + _MARGIN:
-            return best
-        for instant in instants(local, zone, fixed):
-            if instant > after and (best is None or instant < best):
-                best = instant
+    return next_cron_fire(parse_cron(cron), timezone, after)

@@ -10,19 +10,18 @@ the only place real (elapsed) time differs from local time.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from functools import lru_cache
 from itertools import pairwise
-from zoneinfo import ZoneInfo
 
 from timing.cron import parse_cron
 from timing.firetimes import fire_times
+from timing.zones import changes_in_year
 
 # Wider than any offset change (Lord Howe's is 30 minutes, the largest in use today 1 hour;
 # history has 2): around a change, fire times are walked this far past the local gap.
 _SLACK = timedelta(hours=3)
 _DAY = timedelta(days=1)
-_SAMPLE = timedelta(hours=6)  # no zone changes its offset twice within six hours
 
 
 @lru_cache(maxsize=4096)
@@ -46,24 +45,8 @@ def longest_gap(cron: str, timezone: str, year: int) -> timedelta | None:
     gaps = [timedelta(seconds=b - a) for a, b in pairwise(seconds)]
     gaps += [(b - a) - timedelta(seconds=seconds[-1] - seconds[0]) for a, b in pairwise(days)]
     local = max(gaps)
-    zone = ZoneInfo(timezone)
-    for after in _offset_changes(zone, year):  # within six hours after each change
-        start, end = after - _SAMPLE - local - _SLACK, after + local + _SLACK
+    for change in changes_in_year(timezone, year):
+        start, end = change.at - local - _SLACK, change.at + local + _SLACK
         around = fire_times(cron, timezone, start, end)
         local = max([local, *(b - a for a, b in pairwise(around))])
     return local
-
-
-def _offset_changes(zone: ZoneInfo, year: int) -> list[datetime]:
-    """For each change of `zone`'s UTC offset in `year`, an instant at most `_SAMPLE` after it."""
-    found = []
-    moment, end = datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
-    offset = moment.astimezone(zone).utcoffset()
-    while moment < end:
-        following = moment + _SAMPLE
-        new = following.astimezone(zone).utcoffset()
-        if new != offset:
-            found.append(following)
-            offset = new
-        moment = following
-    return found

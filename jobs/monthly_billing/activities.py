@@ -27,7 +27,6 @@ import asyncio
 import time
 from datetime import date, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
@@ -42,6 +41,7 @@ from jobs.monthly_billing.provider import (
     ProviderRefused,
     ProviderUnavailable,
 )
+from timing import zone
 
 _Q = queries(__package__, "queries")
 
@@ -61,7 +61,7 @@ class BillingParams(BaseModel):
 
 def billing_month(scheduled_at: datetime, timezone: str) -> date:
     """The month a run for `scheduled_at` bills: the one before its local date's month."""
-    local = scheduled_at.astimezone(ZoneInfo(timezone)).date()
+    local = scheduled_at.astimezone(zone(timezone)).date()
     return (local.replace(day=1) - timedelta(days=1)).replace(day=1)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
@@ -22,6 +21,7 @@ from pydantic import BaseModel, Field, field_validator
 from activities.chunked import Progress, run_in_chunks
 from activities.models import WorkInput, WorkResult
 from core.sql import queries
+from timing.zones import ZoneInfo, ZoneInfoNotFoundError
 
 _Q = queries(__package__, "queries")
 

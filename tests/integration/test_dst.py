@@ -14,7 +14,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-import pytest
 from temporalio.client import (
     Client,
     Schedule,
@@ -23,7 +22,6 @@ from temporalio.client import (
     ScheduleState,
 )
 
-from core.errors import CatalogError
 from schedules.catalog import parse_catalog
 from schedules.sync import plan, sync
 from tests.helpers import assert_eventually
@@ -171,19 +169,3 @@ async def test_sync_recompiles_a_dst_spec_once_its_horizon_is_a_year_short(clien
         assert (await change()).action == "unchanged"
     finally:
         await handle.delete()
-
-
-async def test_sync_refuses_a_cron_temporal_cannot_express_before_sending_anything(
-    client, task_queue
-):
-    job_id = f"dst-last-day-{uuid.uuid4().hex[:8]}"
-    (good, bad) = parse_catalog(
-        {
-            f"{job_id}-ok": {"kind": "invoice-reminders", "cron": "0 9 * * *", "timezone": NY},
-            job_id: {"kind": "invoice-reminders", "cron": "0 9 L * *", "timezone": NY},
-        }
-    )
-    with pytest.raises(CatalogError, match=rf"job '{job_id}': cron '0 9 L \* \*'"):
-        await sync(client, [good, bad], task_queue, prune=False)
-    report, _ = await plan(client, [good], task_queue, prune=False)
-    assert report.created == [good.id]  # nothing was sent for the good job either

@@ -32,7 +32,7 @@ def problems(**jobs) -> str:
     [
         (
             {"cron": "61 2 * * *"},
-            "job 'j': cron: is not a valid 5- or 6-field cron expression: '61 2 * * *'",
+            "job 'j': cron: minute '61' is out of range: 61 is not 0-59 (got '61 2 * * *')",
         ),
         (
             {"timezone": "Europe/Londn"},

@@ -17,6 +17,7 @@ from schedules.operate_format import (
 )
 from schedules.operate_server import ServerState
 from schedules.operate_times import between, dst_note, local_text, parse_time, upcoming
+from timing import TZDATA_VERSION
 
 NOW = datetime(2026, 11, 29, 16, 0, tzinfo=UTC)
 
@@ -149,6 +150,8 @@ def test_describe_reports_drift_and_an_unavailable_database():
     text = format_describe(entry)
     assert "drift         the schedule was built from a different catalog entry" in text
     assert "  unavailable: PostgreSQL is unavailable: refused" in text
+    assert entry["time_zone_database"] == f"tzdata {TZDATA_VERSION}"
+    assert f"(time zones)       tzdata {TZDATA_VERSION}" in text
 
 
 def test_next_text_shows_local_utc_and_the_dst_column_only_when_needed():

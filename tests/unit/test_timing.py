@@ -1,9 +1,10 @@
 """Cron + time zone -> ScheduleSpec, DST-exact, checked without servers for any `now`.
 
 UTC-compiled specs are evaluated here by plain calendar matching (UTC has no DST) and
-compared with `timing.firetimes` over their whole horizon. Specs left in the job's own
-time zone rely on Temporal's own reading, which tests/integration/test_dst.py checks
-against the real server across five years of changes.
+compared with `timing.firetimes` over their whole horizon. Which form a job gets is decided
+by evidence (the model of Temporal's matching, `timing.temporal_model`); tests/unit/
+test_evidence.py checks those decisions over whole years, and tests/integration/
+test_every_zone.py checks the compiled specs on the real server.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from temporalio.client import ScheduleCalendarSpec, ScheduleRange, ScheduleSpec
 
 from schedules.catalog import parse_catalog
 from schedules.compile import compile_schedule
+from tests.unit.calendar_match import utc_matching_times as matching_times
 from timing.calendars import (
     HORIZON_YEARS,
     compile_spec,
@@ -26,6 +28,7 @@ from timing.calendars import (
 )
 from timing.cron import CronError, parse_cron
 from timing.firetimes import fire_times
+from timing.zones import TZDATA_VERSION
 
 NOW = datetime(2026, 11, 29, 16, 30, tzinfo=UTC)
 NY, LONDON = "America/New_York", "Europe/London"
@@ -33,36 +36,6 @@ NY, LONDON = "America/New_York", "Europe/London"
 
 def utc(*args: int) -> datetime:
     return datetime(*args, tzinfo=UTC)
-
-
-def _values(ranges: tuple[ScheduleRange, ...]) -> set[int]:
-    return {v for r in ranges for v in range(r.start, r.end + 1, r.step)}
-
-
-def matching_times(spec: ScheduleSpec, start: datetime, end: datetime) -> list[datetime]:
-    """The times in [start, end) a spec in UTC matches, by plain calendar matching."""
-    assert spec.time_zone_name == "UTC"
-    found = set()
-    for cal in spec.calendars:
-        years, months, days = _values(cal.year), _values(cal.month), _values(cal.day_of_month)
-        weekdays = _values(cal.day_of_week)
-        clocks = [
-            time(h, m, s)
-            for h in _values(cal.hour)
-            for m in _values(cal.minute)
-            for s in _values(cal.second)
-        ]
-        day = start.date()
-        while day <= end.date():
-            if (
-                (not years or day.year in years)
-                and day.month in months
-                and day.day in days
-                and day.isoweekday() % 7 in weekdays
-            ):
-                found.update(datetime.combine(day, c, tzinfo=UTC) for c in clocks)
-            day += timedelta(days=1)
-    return sorted(t for t in found if start <= t < end)
 
 
 def until_instant(spec: ScheduleSpec) -> datetime:
@@ -170,11 +143,23 @@ def test_fixed_time_is_the_hour_field_named_outright():
         ("30 2 * * *", LONDON, LONDON, False),  # never meets a change
         ("0 9,17 * * 1-5", NY, NY, False),
         ("30 2 * * 1-5", NY, NY, False),  # New York changes on Sundays
-        ("0 * * * *", NY, NY, False),  # Temporal gets elapsed time right west of Greenwich
-        ("*/5 * * * *", LONDON, "UTC", False),  # ...but not at or east of it: one UTC calendar
+        # Every hour of every day is the same minutes of every UTC hour: one UTC calendar.
+        ("0 * * * *", NY, "UTC", False),
+        ("*/5 * * * *", LONDON, "UTC", False),
+        ("0 * * * *", "Asia/Tokyo", "Asia/Tokyo", False),  # no change: the zone's own
         ("0 */2 * * *", LONDON, "UTC", True),
         ("30 2 * * *", "UTC", "UTC", False),
         ("30 2 * * *", "Asia/Tokyo", "Asia/Tokyo", False),
+        # Spring forward skips local midnight: Temporal takes Sunday's weekday from Saturday.
+        ("0 2 * * 0", "America/Santiago", "UTC", True),
+        ("0 2 * * 6", "America/Santiago", "UTC", True),
+        ("0 9 * * *", "America/Santiago", "America/Santiago", False),  # every day: no weekday
+        ("0 12 * * 0", "America/Havana", "UTC", True),
+        ("0 12 * * 1-5", "America/Havana", "America/Havana", False),  # never on a Sunday
+        ("0 2 * * 0", "Australia/Lord_Howe", "Australia/Lord_Howe", False),  # 02:00 exists
+        ("30 2 * * *", "Australia/Lord_Howe", "Australia/Lord_Howe", False),  # so does 02:30
+        # 02:15 does not: Go's time.Date makes it 02:45, the intended run is at 02:30.
+        ("15 2 * * *", "Australia/Lord_Howe", "UTC", True),
     ],
 )
 def test_compilation_keeps_the_local_zone_where_temporal_is_right(
@@ -196,7 +181,7 @@ def test_a_local_compilation_is_the_cron_as_calendars():
             month=(ScheduleRange(1, 12),),
             year=(),
             day_of_week=(ScheduleRange(1, 5),),
-            comment="0 9,17 * * 1-5",
+            comment=f"0 9,17 * * 1-5 ({NY}, tzdata {TZDATA_VERSION})",
         )
     ]
 
@@ -235,8 +220,9 @@ def test_cron_syntax_temporal_cannot_express_is_refused_by_name(cron):
         ("30 1,22 * * 0", NY),  # weekly; 22:30 on Sunday is Monday in UTC
         ("30 2 1,15 * *", "Australia/Sydney"),  # a day earlier in UTC: explicit dates
         ("30 2 1 * 1", "Australia/Sydney"),  # the 1st or a Monday, a day earlier in UTC
-        ("0 2 * * 0", "Australia/Lord_Howe"),  # half-hour change
+        ("15 2 * * 0", "Australia/Lord_Howe"),  # in the half-hour gap
         ("0 0 * * *", "America/Santiago"),  # changes at midnight
+        ("0 2 * * 0", "America/Santiago"),  # the issue's case: a Sunday at 02:00
     ],
 )
 def test_utc_compilation_matches_firetimes_to_the_horizon(cron, zone):

@@ -1,0 +1,185 @@
+"""`python -m schedules verify` and sync's own check, on real dev servers.
+
+- The shipped catalog, synced, verifies clean (exit 0); a schedule edited behind sync's back
+  is caught (exit 1) with its dates and the cause, and `sync --full` puts it right.
+- A server whose time zone database disagrees with the project's: `verify` says so, and a
+  `sync` that wrote a job in calendars of that zone recompiles it to UTC calendars, checks
+  again, and keeps it so on the next sync.
+
+Each test has a namespace of its own; every schedule is paused (the shipped catalog is
+synced from a copy with `paused = true` on each job; pausing changes no fire time).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, ScheduleCalendarSpec, ScheduleRange, ScheduleUpdate
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from devstack import TemporalDevServer, free_port
+from schedules.catalog import load_catalog, parse_catalog
+from schedules.sync import sync
+from schedules.verify import verify_job
+from tests.conftest import ROOT
+from tests.integration.namespaces import fresh_namespace
+from timing.zones import zoneinfo_dir
+
+SHIPPED = ROOT / "schedules" / "jobs.toml"
+
+
+def cli(client: Client, *args: str, catalog: Path | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
+    env.update(
+        TEMPORAL_ADDRESS=client.service_client.config.target_host,
+        TEMPORAL_NAMESPACE=client.namespace,
+        TEMPORAL_TASK_QUEUE="verify-never-polled",
+        PYTHONUNBUFFERED="1",
+    )
+    where = ["--catalog", str(catalog)] if catalog else []
+    return subprocess.run(
+        [sys.executable, "-m", "schedules", *where, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def paused_copy(source: Path, target: Path) -> Path:
+    """The catalog with every job paused (its timing untouched)."""
+    lines = []
+    for line in source.read_text().splitlines():
+        lines.append(line)
+        if line.startswith("[") and "." not in line:
+            lines.append('paused = true\nnote = "verify test: never runs"')
+    target.write_text("\n".join(lines) + "\n")
+    shipped, copied = tomllib.loads(source.read_text()), tomllib.loads(target.read_text())
+    for job_id, table in shipped.items():
+        assert {k: v for k, v in copied[job_id].items() if k not in ("paused", "note")} == table
+    return target
+
+
+async def test_the_shipped_catalog_verifies_and_an_edit_behind_syncs_back_is_caught(
+    client, tmp_path
+):
+    ns = await fresh_namespace(client, "verify")
+    synced = cli(ns, "sync", catalog=paused_copy(SHIPPED, tmp_path / "paused.toml"))
+    assert synced.returncode == 0, synced.stderr
+    assert "verified" not in synced.stdout  # nothing needed recompiling
+
+    clean = cli(ns, "verify")  # the shipped catalog itself
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    jobs = [job.id for job in load_catalog()]
+    for job_id in jobs:
+        assert f"ok          {job_id}: " in clean.stdout
+    assert "0 diverge, 0 cannot tell" in clean.stdout and "tzdata 20" in clean.stdout
+
+    def edit(update):  # 03:30 instead of 02:30, the way `temporal schedule update` would
+        spec = update.description.schedule.spec
+        spec.calendars = [
+            ScheduleCalendarSpec(hour=(ScheduleRange(3),), minute=(ScheduleRange(30),))
+        ]
+        return ScheduleUpdate(schedule=update.description.schedule)
+
+    await ns.get_schedule_handle("invoice-reminders").update(edit)
+    caught = cli(ns, "verify")
+    assert caught.returncode == 1, caught.stdout + caught.stderr
+    lines = caught.stdout.splitlines()
+    (head,) = [line for line in lines if line.startswith("DIVERGES")]
+    assert head.startswith("DIVERGES    invoice-reminders: ")
+    # Every local date, with the intended and the server's times (London: GMT, then BST).
+    assert any("intended 02:30 GMT (02:30Z); server 03:30 GMT (03:30Z)" in line for line in lines)
+    assert any("intended 02:30 BST (01:30Z); server 03:30 BST (02:30Z)" in line for line in lines)
+    assert "edited behind sync's back" in caught.stdout
+    assert "1 diverge" in caught.stdout
+
+    only_one = cli(ns, "verify", "nightly-reconcile", "--days", "30")
+    assert only_one.returncode == 0 and "1 job(s)" in only_one.stdout
+
+    unknown = cli(ns, "verify", "no-such-job")
+    assert unknown.returncode == 2 and "unknown job(s) 'no-such-job'" in unknown.stderr
+
+    repaired = cli(ns, "sync", "--full", catalog=tmp_path / "paused.toml")
+    assert repaired.returncode == 0 and "updated       invoice-reminders" in repaired.stdout
+    assert cli(ns, "verify").returncode == 0
+
+
+async def test_verify_cannot_tell_without_a_schedule(client):
+    ns = await fresh_namespace(client, "verify")
+    missing = cli(ns, "verify", "weekly-cleanup")
+    assert missing.returncode == 2
+    assert "CANNOT TELL weekly-cleanup: no schedule on the server" in missing.stdout
+
+
+# --- a server with another time zone database ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def other_database_server(tmp_path_factory):
+    """A dev server whose `America/Chicago` is Denver's (an hour behind all year): a
+    server whose database disagrees with the project's tzdata."""
+    root = tmp_path_factory.mktemp("other-zoneinfo")
+    zones = root / "zoneinfo"
+    shutil.copytree(zoneinfo_dir(), zones)
+    shutil.copyfile(zones / "America" / "Denver", zones / "America" / "Chicago")
+    server = TemporalDevServer(free_port(), None, None, root / "temporal.log", zoneinfo=zones)
+    server.start()
+    try:
+        await server.wait_ready()
+        yield await Client.connect(server.address, data_converter=pydantic_data_converter)
+    finally:
+        server.stop()
+
+
+async def test_sync_recompiles_to_utc_where_the_servers_database_disagrees(
+    other_database_server,
+):
+    client = other_database_server
+    job_id = f"chicago-{uuid.uuid4().hex[:6]}"
+    (job,) = parse_catalog(
+        {
+            job_id: {
+                "kind": "invoice-reminders",
+                "cron": "0 9 * * 1-5",
+                "timezone": "America/Chicago",
+                "paused": True,
+            }
+        }
+    )
+    now = datetime.now(UTC)
+    assert job.timing.spec(now).time_zone_name == "America/Chicago"  # local by evidence
+
+    report = await sync(client, [job], "never-polled", prune=False)
+    assert report.created == [job_id] and not report.unverified
+    (note,) = report.verification
+    assert note.startswith(f"{job_id}: the server fired other times than intended on ")
+    assert "recompiled to UTC calendars and checked again" in note
+    stored = (await client.get_schedule_handle(job_id).describe()).schedule.spec
+    assert stored.time_zone_name == "UTC" and "server tz differs" in stored.calendars[0].comment
+
+    again = await sync(client, [job], "never-polled", prune=False, full=True)
+    assert again.ids("unchanged") == [job_id] and not again.verification
+
+    # A schedule left in Chicago calendars (by an older sync, say): verify names the cause.
+    def back_to_local(update):
+        update.description.schedule.spec = job.timing.spec(now)
+        return ScheduleUpdate(schedule=update.description.schedule)
+
+    await client.get_schedule_handle(job_id).update(back_to_local)
+    verdict = await verify_job(client, job, now)
+    assert verdict.status == "diverges"
+    assert "the server's own time zone database gives America/Chicago other UTC offsets" in (
+        verdict.why
+    )
+    first = verdict.divergences[0]
+    assert [t.hour for t in first.intended] == [15] and [t.hour for t in first.server] == [16]

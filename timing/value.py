@@ -1,0 +1,193 @@
+"""`Timing`: when a job fires, as one typed value with the one API for its fire times.
+
+A frozen pydantic model (cron or interval, time zone, start_at, end_at, jitter), so it can
+travel in workflow inputs and be compared and hashed. Everything that asks "when does this
+job fire" asks it: the catalog (`JobSpec.timing`), the schedule compiler, `next`,
+`backfill`, `check` and `verify`.
+
+- `fire_times(start, end, limit=..., newest=...)`: the fire times in `[start, end)`;
+- `next_after(t)` / `last_before(t)` / `upcoming(after, count)`;
+- `spec(now)`: the Temporal `ScheduleSpec` that fires exactly these times (`timing.calendars`).
+
+The job's own `start_at` and `end_at` bound every answer and are inclusive, as Temporal's.
+Fire times are nominal: the schedule's jitter delays each start by up to `jitter`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from temporalio.client import ScheduleIntervalSpec, ScheduleSpec
+
+from timing.calendars import compile_spec
+from timing.cron import Cron, parse_cron
+from timing.firetimes import (
+    cron_fires,
+    cron_fires_newest,
+    interval_fires,
+    next_cron_fire,
+    next_interval_fire,
+)
+from timing.zones import zone
+
+_TICK = timedelta(microseconds=1)
+
+
+class Timing(BaseModel):
+    """When a job fires: a cron (`timing.cron`'s grammar) read in `timezone`, or a fixed
+    `interval` counted from the Unix epoch; bounded by `start_at` / `end_at`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cron: str | None = None
+    interval: timedelta | None = None
+    timezone: str = "UTC"
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    jitter: timedelta = timedelta(0)
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_cron(value)  # CronError is a ValueError: it names field and value
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        zone(value)  # UnknownZoneError is a ValueError
+        return value
+
+    @field_validator("start_at", "end_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError(f"needs a UTC offset, e.g. 2027-01-01T00:00:00Z, got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Self:
+        if (self.cron is None) == (self.interval is None):
+            raise ValueError("give exactly one of cron and interval")
+        if self.interval is not None and self.interval < timedelta(seconds=1):
+            raise ValueError(f"interval must be at least 1s, got {self.interval}")
+        return self
+
+    # --- what it is ----------------------------------------------------------------------
+
+    @cached_property
+    def expression(self) -> Cron | None:
+        """The parsed cron (None for an interval job)."""
+        return parse_cron(self.cron) if self.cron is not None else None
+
+    @property
+    def fixed_hour(self) -> bool:
+        """Whether the job keeps its wall-clock time across DST (its hour field names hours
+        outright); interval jobs follow elapsed time."""
+        return self.expression is not None and self.expression.fixed_hour
+
+    @property
+    def text(self) -> str:
+        """`30 2 * * *` or `every 0:00:30`."""
+        return self.cron if self.cron is not None else f"every {self.interval}"
+
+    def period(self) -> timedelta:
+        """The shortest gap between two fire times by the wall clock (DST aside)."""
+        if self.interval is not None:
+            return self.interval
+        assert self.expression is not None
+        return self.expression.shortest_gap()
+
+    # --- when it fires -------------------------------------------------------------------
+
+    def _bounds(self, start: datetime | None, end: datetime) -> tuple[datetime | None, datetime]:
+        if self.start_at is not None:
+            start = self.start_at if start is None else max(start, self.start_at)
+        if self.end_at is not None:
+            end = min(end, self.end_at + _TICK)
+        return start, end
+
+    def fire_times(
+        self,
+        start: datetime | None,
+        end: datetime,
+        *,
+        limit: int | None = None,
+        newest: bool = False,
+    ) -> list[datetime]:
+        """The fire times in `[start, end)` (UTC, oldest first) within the job's bounds.
+
+        `limit` keeps the oldest `limit`, or with `newest` the newest. `start` None (no
+        lower bound) needs `newest` and a `limit`.
+        """
+        if start is None and not (newest and limit is not None):
+            raise ValueError("fire_times without a start needs newest=True and a limit")
+        if limit is not None and limit <= 0:
+            return []
+        start, end = self._bounds(start, end)
+        if start is not None and start >= end:
+            return []
+        if self.interval is not None:
+            return interval_fires(self.interval, start, end, limit, newest)
+        assert self.expression is not None
+        if newest and limit is not None:
+            return cron_fires_newest(self.expression, self.timezone, start, end, limit)
+        assert start is not None
+        found = cron_fires(self.expression, self.timezone, start, end, None if newest else limit)
+        return found[-limit:] if newest and limit is not None else found
+
+    def next_after(self, instant: datetime) -> datetime | None:
+        """The first fire time strictly after `instant` (None: none, within the bounds)."""
+        if self.start_at is not None and instant < self.start_at:
+            instant = self.start_at - _TICK
+        if self.interval is not None:
+            found: datetime | None = next_interval_fire(self.interval, instant)
+        else:
+            assert self.expression is not None
+            found = next_cron_fire(self.expression, self.timezone, instant)
+        if found is None or (self.end_at is not None and found > self.end_at):
+            return None
+        return found
+
+    def last_before(self, instant: datetime) -> datetime | None:
+        """The newest fire time strictly before `instant` (None: none, within the bounds)."""
+        found = self.fire_times(None, instant, limit=1, newest=True)
+        return found[0] if found else None
+
+    def upcoming(self, after: datetime, count: int) -> list[datetime]:
+        """The next `count` fire times strictly after `after`."""
+        return self.fire_times(after + _TICK, _END_OF_CALENDARS, limit=count)
+
+    # --- on the server -------------------------------------------------------------------
+
+    def spec(self, now: datetime, *, utc: bool = False) -> ScheduleSpec:
+        """The Temporal `ScheduleSpec` that fires these times (`timing.calendars`).
+
+        `now` places a UTC compilation's horizon; `utc` asks for UTC calendars even where
+        calendars in the job's zone are right by the model of Temporal's matching.
+        """
+        if self.interval is not None:
+            return ScheduleSpec(
+                intervals=[ScheduleIntervalSpec(every=self.interval)],
+                time_zone_name=self.timezone,
+                start_at=self.start_at,
+                end_at=self.end_at,
+                jitter=self.jitter,
+            )
+        assert self.cron is not None
+        return compile_spec(
+            self.cron,
+            self.timezone,
+            start_at=self.start_at,
+            end_at=self.end_at,
+            jitter=self.jitter,
+            now=now,
+            utc=utc,
+        )
+
+
+_END_OF_CALENDARS = datetime(2101, 1, 1, tzinfo=UTC)  # Temporal's calendars match no later year
