@@ -54,7 +54,10 @@ class PlanInput(BaseModel):
     timezone: str = "UTC"
     catchup: Literal["skip", "latest", "all"] = "latest"
     max_missed: int | None = None
+    # When the server applied the job's current timing (see `JobRun.timing_since`); while
+    # `timing_pending`, sync has just applied it and not yet stamped that time.
     timing_since: datetime | None = None
+    timing_pending: bool = False
     start_at: datetime | None = None  # the schedule fires nothing before this
     jitter_seconds: float = 0.0
 
@@ -160,8 +163,8 @@ class CatchupActivities:
                 t
                 for t in (
                     last and last + timedelta(microseconds=1),
-                    # Sync stamps the second it compiled in; the schedule existed only after.
-                    plan.timing_since and plan.timing_since + timedelta(seconds=1),
+                    # The server's own time of applying the timing: it fires what comes after.
+                    plan.timing_since and plan.timing_since + timedelta(microseconds=1),
                     plan.start_at,
                     now - LOOKBACK,
                 )
@@ -241,6 +244,9 @@ def _decide_for(
         return Decision([slot], [], 0, "manual")  # a trigger: its slot is the trigger time
     if older:
         return Decision([slot], [], 0, "backfill")  # or a re-run of an older slot
+    if plan.timing_pending:
+        # Sync applied this timing a moment ago: nothing before it can have been missed.
+        return Decision([slot], [], 0)
     due = fire_times(
         plan.cron,
         plan.timezone,

@@ -48,7 +48,9 @@ OVERLAP = {
 TIMING_FIELDS = ("cron", "interval", "timezone", "start_at", "end_at")
 
 
-def job_run(job: JobSpec, timing_since: datetime | None = None) -> JobRun:
+def job_run(
+    job: JobSpec, timing_since: datetime | None = None, *, timing_pending: bool = False
+) -> JobRun:
     """The workflow input every run of `job` receives."""
     return JobRun(
         job_name=job.id,
@@ -67,6 +69,7 @@ def job_run(job: JobSpec, timing_since: datetime | None = None) -> JobRun:
         max_missed=job.max_missed,
         jitter_seconds=job.jitter.total_seconds(),
         timing_since=timing_since,
+        timing_pending=timing_pending,
         definition=job.model_dump(mode="json"),
     )
 
@@ -78,17 +81,19 @@ def compile_schedule(
     now: datetime | None = None,
     *,
     spec: ScheduleSpec | None = None,
+    timing_pending: bool = False,
 ) -> Schedule:
     """Build the schedule: schedule id and workflow id are the job id.
 
     A cron job's spec comes from `schedules.timing` (DST-exact; `now` places its horizon).
     `spec`, when given, is one `compile_spec` already made for this job (sync compiles each
     job once per run: the plan compares it, then creates or updates with it).
+    `timing_pending` marks a timing the server has yet to report applying (`schedules.sync`).
     """
     return Schedule(
         action=ScheduleActionStartWorkflow(
             ScheduledJobWorkflow.run,
-            job_run(job, timing_since),
+            job_run(job, timing_since, timing_pending=timing_pending),
             id=job.id,
             task_queue=task_queue,
             # Shown by the Temporal UI on the schedule and on every run it starts.
@@ -126,7 +131,8 @@ def schedule_digest(schedule: Schedule) -> str:
     """A fingerprint of everything sync sets on a schedule: workflow, id, task queue, the UI
     summary and details, the job's run input (its catalog definition included), spec,
     policy and the catalog's paused / note. The run's `timing_since` is left out: sync keeps
-    it from the server.
+    it from the server. `timing_pending` is in: a schedule sync left pending never matches a
+    finished one, so the next sync looks at it and finishes it.
 
     Two schedules compiled from the same catalog entry, task queue and year (a UTC-compiled
     spec's horizon moves with the year) have the same digest.

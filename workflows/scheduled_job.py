@@ -72,9 +72,12 @@ class JobRun(BaseModel):
     catchup: Literal["skip", "latest", "all"] = "latest"
     max_missed: int | None = None
     jitter_seconds: float = 0.0
-    # Since when the current timing has been in force: missed runs are never counted
-    # from before it, so changing a job's cron does not invent missed runs.
+    # Since when the current timing has been in force (the server's own time of applying
+    # it): missed runs are never counted from before it, so changing a job's cron does not
+    # invent missed runs. `timing_pending`: sync has applied the timing but not yet stamped
+    # that time (it does so in a second write); runs meanwhile count no missed time.
     timing_since: datetime | None = None
+    timing_pending: bool = False
     # The catalog entry this schedule was built from, so sync can diff field by field.
     definition: dict[str, Any] = Field(default_factory=dict)
 
@@ -135,6 +138,7 @@ class ScheduledJobWorkflow:
                     catchup=job.catchup,
                     max_missed=job.max_missed,
                     timing_since=job.timing_since,
+                    timing_pending=job.timing_pending,
                     start_at=job.definition.get("start_at"),
                     jitter_seconds=job.jitter_seconds,
                 ),
