@@ -59,6 +59,7 @@ class PlanInput(BaseModel):
     timing_since: datetime | None = None
     timing_pending: bool = False
     start_at: datetime | None = None  # the schedule fires nothing before this
+    end_at: datetime | None = None  # nor after this
     jitter_seconds: float = 0.0
 
 
@@ -247,11 +248,12 @@ def _decide_for(
     if plan.timing_pending:
         # Sync applied this timing a moment ago: nothing before it can have been missed.
         return Decision([slot], [], 0)
+    high = now if plan.end_at is None else min(now, plan.end_at)
     due = fire_times(
         plan.cron,
         plan.timezone,
         low,
-        now + timedelta(microseconds=1),
+        high + timedelta(microseconds=1),
         interval=interval,
         limit=MAX_CONSIDERED,
     )

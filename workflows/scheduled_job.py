@@ -140,6 +140,7 @@ class ScheduledJobWorkflow:
                     timing_since=job.timing_since,
                     timing_pending=job.timing_pending,
                     start_at=job.definition.get("start_at"),
+                    end_at=job.definition.get("end_at"),
                     jitter_seconds=job.jitter_seconds,
                 ),
                 start_to_close_timeout=_BOOKKEEPING_TIMEOUT,

@@ -55,3 +55,16 @@ async def test_a_pending_timing_counts_no_missed_time(pool, db):
     )
     assert (result.run, result.skipped, result.kind) == ([slot], 0, "scheduled")
     assert executions(db, "ticking") == []
+
+
+async def test_no_fire_time_after_end_at_counts_as_missed(pool, db):
+    # Bounded to fire once, at T0: a run that plans long after sees nothing else due.
+    result = await plan_at(
+        pool,
+        T0 + 10 * EVERY,
+        T0,
+        timing_since=T0 - timedelta(minutes=5),
+        start_at=T0 - timedelta(seconds=1),
+        end_at=T0 + timedelta(seconds=1),
+    )
+    assert (result.run, result.skipped, result.kind) == ([T0], 0, "scheduled")
