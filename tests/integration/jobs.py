@@ -17,14 +17,21 @@ FAST_RETRY = RetrySpec(
 )
 
 
-def invoice_job(**params) -> JobSpec:
-    """The catalog's invoice-reminders job, with test-sized timeouts and params."""
+def invoice_job(heartbeat: timedelta | None = None, **params) -> JobSpec:
+    """The catalog's invoice-reminders job, with test-sized retries and params.
+
+    Paused: its nightly cron must add no run of its own to a test's backfilled or
+    triggered ones (both still run on a paused schedule). Its heartbeat timeout stays the
+    catalog's unless given: a short one times out a busy machine's healthy attempts.
+    """
     job = default_catalog()["invoice-reminders"]
     return job.model_copy(
         update={
             "params": job.params | params,
-            "heartbeat": timedelta(seconds=3),
+            "heartbeat": heartbeat or job.heartbeat,
             "retry": FAST_RETRY,
+            "paused": True,
+            "note": "test: backfilled and triggered runs only",
         }
     )
 
