@@ -12,6 +12,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.catchup import CatchupActivities
+from activities.chunk_gate import set_chunk_gate
 from activities.executions import ExecutionActivities
 from activities.kinds import build_kind_activities
 from worker.client import connect
@@ -64,6 +65,7 @@ async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Tele
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
 
+    set_chunk_gate(settings.worker_test_chunk_gate)
     conninfo = settings.database_url.get_secret_value()
     if settings.migrate_on_start:
         await asyncio.to_thread(apply_migrations, conninfo)

@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     migrate_on_start: bool = True
     # `python -m schedules backfill` starts at most this many runs without --yes.
     backfill_max_runs: int = Field(default=50, ge=1)
+    # Tests only (activities/chunk_gate.py): chunked work waits before each chunk while a
+    # session holds this PostgreSQL advisory lock. Never set in production.
+    worker_test_chunk_gate: int | None = None
 
     # Telemetry (worker/telemetry.py): a Prometheus scrape endpoint on this port, off when
     # unset; log lines as text or JSON. Trace export follows the standard OTEL_* variables.
