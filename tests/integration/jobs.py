@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import psycopg
 from temporalio.client import Client
 
 from schedules.catalog import JobSpec, RetrySpec, default_catalog
 from schedules.sync import sync
+from tests.helpers import assert_eventually
 
 FAST_RETRY = RetrySpec(
     initial_interval=timedelta(seconds=0.5), maximum_interval=timedelta(seconds=2)
@@ -72,3 +74,55 @@ def outbox_count(db: psycopg.Connection) -> int:
 
 def daily_slots(first: datetime, n: int) -> list[datetime]:
     return [first + timedelta(days=i) for i in range(n)]
+
+
+def grid_after(instant: datetime, every: timedelta) -> datetime:
+    """The first multiple of `every` since the epoch after `instant` (an interval's grid)."""
+    seconds = every.total_seconds()
+    return datetime.fromtimestamp((instant.timestamp() // seconds + 1) * seconds, UTC)
+
+
+def wait_until(instant: datetime) -> None:
+    """Let wall-clock time pass `instant` (a fire time must go by, or a run be late)."""
+    while datetime.now(UTC) <= instant:
+        time.sleep(0.05)
+
+
+async def fire_once(
+    client: Client, job: JobSpec, task_queue: str, every: timedelta = timedelta(seconds=4)
+) -> tuple[JobSpec, datetime]:
+    """Register `job` to fire exactly once, at a time the server confirms it will fire.
+
+    The job becomes an every-`every` interval job bounded by start_at and end_at around one
+    fire time. A sync slower than the time left to it leaves a schedule that never fires
+    (the server fires nothing from before it applied the timing); then the next fire time
+    is tried, twice as far ahead. Returns the job as registered and its fire time.
+    """
+    lead = timedelta(seconds=2)
+    while True:
+        fire = grid_after(datetime.now(UTC) + lead, every)
+        bounded = job.model_copy(
+            update={
+                "cron": None,
+                "interval": every,
+                "start_at": fire - timedelta(seconds=1),
+                "end_at": fire + timedelta(seconds=1),
+                "paused": False,
+                "note": "",
+            }
+        )
+        await sync(client, [bounded], task_queue, prune=False)
+        info = (await client.get_schedule_handle(job.id).describe()).info
+        if fire in info.next_action_times or fire in {a.scheduled_at for a in info.recent_actions}:
+            return bounded, fire
+        lead *= 2
+
+
+async def fired(client: Client, job_id: str, at: datetime, timeout: float = 60.0) -> None:
+    """Wait until the server has started the schedule's run for `at`."""
+
+    async def started():
+        info = (await client.get_schedule_handle(job_id).describe()).info
+        assert at in {a.scheduled_at for a in info.recent_actions}, info.recent_actions
+
+    await assert_eventually(started, timeout=timeout)
