@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 
 import psycopg
+from google.protobuf.timestamp_pb2 import Timestamp
+from temporalio.api.enums.v1 import ScheduleOverlapPolicy
+from temporalio.api.schedule.v1 import SchedulePatch, TriggerImmediatelyRequest
+from temporalio.api.workflowservice.v1 import PatchScheduleRequest
 from temporalio.client import Client
 
 from schedules.catalog import JobSpec, RetrySpec, default_catalog
@@ -126,3 +131,23 @@ async def fired(client: Client, job_id: str, at: datetime, timeout: float = 60.0
         assert at in {a.scheduled_at for a in info.recent_actions}, info.recent_actions
 
     await assert_eventually(started, timeout=timeout)
+
+
+async def trigger_at(client: Client, schedule_id: str, at: datetime) -> None:
+    """Trigger the schedule with the nominal time `at` (overlap ALLOW_ALL), as
+    `python -m schedules trigger` does: the run's slot and workflow id come from `at`."""
+    when = Timestamp(
+        seconds=int(at.replace(microsecond=0).timestamp()), nanos=at.microsecond * 1000
+    )
+    trigger = TriggerImmediatelyRequest(
+        overlap_policy=ScheduleOverlapPolicy.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
+        scheduled_time=when,
+    )
+    request = PatchScheduleRequest(
+        namespace=client.namespace,
+        schedule_id=schedule_id,
+        patch=SchedulePatch(trigger_immediately=trigger),
+        identity=client.identity,
+        request_id=str(uuid.uuid4()),
+    )
+    await client.workflow_service.patch_schedule(request)
