@@ -18,11 +18,20 @@ AFTER_SPRING_FORWARD = datetime(2026, 3, 9, 6, 0, tzinfo=UTC)  # reconciles 2026
 
 
 def reconcile_job(job_id: str = JOB) -> JobSpec:
-    """The catalog's nightly-reconcile job (threshold $1.00), with fast retries."""
+    """The catalog's nightly-reconcile job (threshold $1.00), with fast retries.
+
+    Paused: its nightly cron must add no run of its own to the test's backfilled ones
+    (a backfill still runs a paused schedule).
+    """
     job = default_catalog()[JOB]
     assert job.params["threshold_cents"] == 100
     return job.model_copy(
-        update={"id": job_id, "heartbeat": timedelta(seconds=5), "retry": FAST_RETRY}
+        update={
+            "id": job_id,
+            "retry": FAST_RETRY,
+            "paused": True,
+            "note": "test: backfilled runs only",
+        }
     )
 
 
