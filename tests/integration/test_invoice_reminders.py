@@ -138,7 +138,6 @@ async def test_cli_trigger_records_one_run_at_the_trigger_time(
             check=True,
             capture_output=True,
         )
-        after = datetime.now(UTC)
 
         async def one_completed():
             rows = executions(db, job.id)
@@ -146,7 +145,9 @@ async def test_cli_trigger_records_one_run_at_the_trigger_time(
             return rows[0]
 
         row = await assert_eventually(one_completed, timeout=60)
-        assert before <= row["scheduled_at"] <= after
+        # The server takes the trigger's time when it handles it, after the CLI returned
+        # perhaps, and before the run it started claimed the slot.
+        assert before <= row["scheduled_at"] <= row["started_at"]
         assert row["trigger"] == "schedule"
         assert row["workflow_id"] == f"{job.id}-{row['scheduled_at']:%Y-%m-%dT%H:%M:%SZ}"
         assert row["result"]["counts"]["reminded"] == 25
