@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench clean-dev
+.PHONY: run test stress lint format bench clean-dev
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The integration tier K times (default 5) beside two CPU burners: tests/stress.sh.
+K ?= 5
+stress: $(STAMP)
+	bash tests/stress.sh $(K)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
