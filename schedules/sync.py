@@ -391,6 +391,14 @@ async def _plan(
             target.since = current.timing_since
         digest = description.typed_search_attributes.get(DIGEST_ATTRIBUTE)
         if stamp and not fields and digest != target.digest:
+            # The server reads a schedule's search attributes before it queries the schedule
+            # itself, which waits for writes in flight: right after a write (another sync's
+            # timing stamp, say) they can be older than the rest. Described again, they are not.
+            async with limit:
+                again = await _describe(client, job.id)
+            if again is not None:
+                digest = again.typed_search_attributes.get(DIGEST_ATTRIBUTE)
+        if stamp and not fields and digest != target.digest:
             # Nothing the diff shows, yet not what this sync would send (a schedule from
             # before the digest, or an action this code builds differently): resend it so
             # the next sync can trust the listing.
