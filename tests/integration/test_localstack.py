@@ -44,9 +44,10 @@ def interrupt(proc: subprocess.Popen) -> int:
     return proc.wait(90)
 
 
-async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_path):
+async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_path, service_tmp):
     ports = (free_port(), free_port(), free_port(), free_port())
-    state, log = tmp_path / "dev", tmp_path / "run.log"
+    # The stack's state holds its PostgreSQL data: outside pytest's directories (conftest).
+    state, log = service_tmp / f"dev-{ports[0]}", tmp_path / "run.log"
     db_url = f"postgresql://postgres@127.0.0.1:{ports[0]}/scheduled_jobs"
     address = f"127.0.0.1:{ports[1]}"
 
