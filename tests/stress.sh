@@ -34,7 +34,9 @@ status=0
 for i in $(seq 1 "$runs"); do
     started=$(date +%s)
     set +e
-    "$python" -m pytest tests/integration -q -p no:cacheprovider \
+    # Its own --basetemp: a session in pytest's shared one makes it private again, which
+    # other sessions of the same user may depend on (see tests/conftest.py, service_tmp).
+    "$python" -m pytest tests/integration -q -p no:cacheprovider --basetemp="$out/tmp-$i" \
         --junitxml="$out/run-$i.xml" "$@" >"$out/run-$i.log" 2>&1
     code=$?
     set -e
