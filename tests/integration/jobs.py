@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 import uuid
@@ -18,6 +19,7 @@ from temporalio.client import Client
 from schedules.catalog import JobSpec, RetrySpec, default_catalog
 from schedules.sync import sync
 from tests.helpers import assert_eventually
+from workflows import ScheduledJobWorkflow
 
 FAST_RETRY = RetrySpec(
     initial_interval=timedelta(seconds=0.5), maximum_interval=timedelta(seconds=2)
@@ -151,3 +153,17 @@ async def trigger_at(client: Client, schedule_id: str, at: datetime) -> None:
         request_id=str(uuid.uuid4()),
     )
     await client.workflow_service.patch_schedule(request)
+
+
+async def runs_closed(client: Client, job_id: str, slots: list[datetime]) -> list:
+    """Wait until the runs of `job_id` for `slots` have closed; return their results.
+
+    A run's row is completed before its workflow closes; until then another start of the
+    same slot (the same workflow id) is dropped by Temporal.
+    """
+    results = []
+    for slot in slots:
+        workflow_id = f"{job_id}-{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+        handle = client.get_workflow_handle_for(ScheduledJobWorkflow.run, workflow_id)
+        results.append(await asyncio.wait_for(handle.result(), timeout=60))
+    return results

@@ -9,7 +9,7 @@ from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 
 from schedules.catalog import JobSpec, default_catalog
 from tests.helpers import assert_eventually
-from tests.integration.jobs import FAST_RETRY, executions, registered
+from tests.integration.jobs import FAST_RETRY, executions, registered, runs_closed
 
 JOB = "nightly-reconcile"
 # 02:00 in New York the morning after each clock change of 2026, in UTC.
@@ -173,6 +173,7 @@ async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_o
         ]
 
         # The same night again: the slot is already completed, a recorded no-op.
+        await runs_closed(client, job.id, [AFTER_FALL_BACK])  # else the start is dropped
         await backfill(client, job.id, AFTER_FALL_BACK)
         await settled_runs(db, job.id, 2, duplicates=1)
         assert reconciliations(db) == rows
