@@ -19,11 +19,22 @@ python=.venv/bin/python
 out="$(mktemp -d "${TMPDIR:-/tmp}/stress.XXXXXX")"
 
 burners=()
+run_pid=
 stop_burners() {
     for pid in "${burners[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${burners[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
+interrupted() {
+    # Ctrl-C or kill: let the running session tear its servers and workers down first.
+    if [ -n "$run_pid" ]; then
+        kill -INT "$run_pid" 2>/dev/null || true
+        wait "$run_pid" 2>/dev/null || true
+    fi
+    echo "stress: interrupted"
+    exit 130
+}
 trap stop_burners EXIT
+trap interrupted INT TERM
 for _ in 1 2; do
     (while :; do :; done) &
     burners+=("$!")
@@ -33,13 +44,16 @@ echo "stress: $runs run(s) of tests/integration beside 2 CPU burners (pids ${bur
 status=0
 for i in $(seq 1 "$runs"); do
     started=$(date +%s)
-    set +e
+    set +e -m  # job control: the run gets its own process group and keeps SIGINT
     # Its own --basetemp: a session in pytest's shared one makes it private again, which
     # other sessions of the same user may depend on (see tests/conftest.py, service_tmp).
     "$python" -m pytest tests/integration -q -p no:cacheprovider --basetemp="$out/tmp-$i" \
-        --junitxml="$out/run-$i.xml" "$@" >"$out/run-$i.log" 2>&1
+        --junitxml="$out/run-$i.xml" "$@" >"$out/run-$i.log" 2>&1 &
+    run_pid=$!
+    wait "$run_pid"
     code=$?
-    set -e
+    run_pid=
+    set -e +m
     [ "$code" -eq 0 ] || status=1
     echo "run $i/$runs: $(tail -n 1 "$out/run-$i.log") (exit $code, $(($(date +%s) - started)) s wall)"
 done
