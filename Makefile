@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench clean-dev psql
+.PHONY: run test stress lint format bench clean-dev psql
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ psql: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The integration tier K times (default 5) beside two CPU burners: tests/stress.sh.
+K ?= 5
+stress: $(STAMP)
+	bash tests/stress.sh $(K)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -8,8 +8,10 @@ which of them run (oldest first) and which are recorded as skipped with the reas
 
 - `skip`: none of the missed run; this run itself runs only if it is on time.
 - `latest`: only the most recent missed time runs.
-- `all` with `max_missed: N`: the N most recent run, oldest first; older ones are recorded
-  as a catch-up gap (alerted by `schedules check`), never silently dropped.
+- `all` with `max_missed: N`: the N most recent missed times run, oldest first, and this
+  run's own slot besides when it is on time; older ones are recorded as a catch-up gap
+  (alerted by `schedules check`), never silently dropped. The result is the same whichever
+  slot Temporal started: the earliest missed one, late, or the next on-time one.
 
 Fixed-time jobs also keep classic cron's promise for the repeated hour at fall back: a
 backfilled or late second 01:30 is skipped when the first 01:30 already has a run.
@@ -55,8 +57,12 @@ class PlanInput(BaseModel):
     timezone: str = "UTC"
     catchup: Literal["skip", "latest", "all"] = "latest"
     max_missed: int | None = None
+    # When the server applied the job's current timing (see `JobRun.timing_since`); while
+    # `timing_pending`, sync has just applied it and not yet stamped that time.
     timing_since: datetime | None = None
+    timing_pending: bool = False
     start_at: datetime | None = None  # the schedule fires nothing before this
+    end_at: datetime | None = None  # nor after this
     jitter_seconds: float = 0.0
 
 
@@ -108,21 +114,32 @@ def repeated_hour_reason(slot: datetime, recorded: set[datetime], plan: PlanInpu
 def decide(
     slot: datetime, started_at: datetime, missing: Sequence[datetime], plan: PlanInput
 ) -> Decision:
-    """Pure policy: which slots run and which are skipped (with reasons). Unit-testable."""
+    """Pure policy: which slots run and which are skipped (with reasons). Unit-testable.
+
+    `missing` holds every fire time no run has covered, the run's own slot included, oldest
+    first. The own slot is *on time* when it is the newest of them and Temporal started it
+    within `ON_TIME` (plus jitter); every other one is *missed*, the own slot too when
+    Temporal started it late (its catch-up after downtime starts the earliest missed time).
+    So the decision depends on which times were missed, not on which one Temporal started.
+    """
     if list(missing) in ([], [slot]):
         return Decision([slot], [], 0)
     latest = missing[-1]
+    on_time = slot == latest and (
+        started_at - slot <= ON_TIME + timedelta(seconds=plan.jitter_seconds)
+    )
+    missed = [s for s in missing if not (on_time and s == slot)]
     if plan.catchup == "skip":
-        on_time = started_at - slot <= ON_TIME + timedelta(seconds=plan.jitter_seconds)
-        run = [slot] if slot == latest and on_time else []
+        run = [slot] if on_time else []
         reason = "missed: catch-up policy 'skip' runs no missed time"
-        return Decision(run, [(s, reason) for s in missing if s not in run], 0)
+        return Decision(run, [(s, reason) for s in missed], 0)
     if plan.catchup == "latest":
         reason = f"missed: catch-up policy 'latest' ran only {_fmt(latest)}"
         return Decision([latest], [(s, reason) for s in missing if s != latest], 0)
-    keep = plan.max_missed or 1
-    run = list(missing[-keep:])
-    dropped = list(missing[:-keep])
+    # all: the `max_missed` newest missed times, and the own slot besides when it is on time.
+    keep = max(plan.max_missed or 1, 1)
+    dropped = missed[: max(len(missed) - keep, 0)]
+    run = missed[len(dropped) :] + ([slot] if on_time else [])
     reason = (
         f"catch-up gap: {len(dropped)} missed run(s) beyond max_missed {keep}; "
         f"ran {_fmt(run[0])} to {_fmt(run[-1])}"
@@ -153,8 +170,8 @@ class CatchupActivities:
                 t
                 for t in (
                     last and last + timedelta(microseconds=1),
-                    # Sync stamps the second it compiled in; the schedule existed only after.
-                    plan.timing_since and plan.timing_since + timedelta(seconds=1),
+                    # The server's own time of applying the timing: it fires what comes after.
+                    plan.timing_since and plan.timing_since + timedelta(microseconds=1),
                     plan.start_at,
                     now - LOOKBACK,
                 )
@@ -266,11 +283,15 @@ def _decide_for(
         return Decision([slot], [], 0, "manual")  # a trigger: its slot is the trigger time
     if older:
         return Decision([slot], [], 0, "backfill")  # or a re-run of an older slot
+    if plan.timing_pending:
+        # Sync applied this timing a moment ago: nothing before it can have been missed.
+        return Decision([slot], [], 0)
+    high = now if plan.end_at is None else min(now, plan.end_at)
     due = fire_times(
         plan.cron,
         plan.timezone,
         low,
-        now + timedelta(microseconds=1),
+        high + timedelta(microseconds=1),
         interval=interval,
         limit=MAX_CONSIDERED,
     )

@@ -18,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.chunk_gate import pass_chunk_gate
 from activities.executions import Fence, take_over
 from activities.models import ExecutionRef, WorkResult
 from activities.telemetry import db_span, fenced_span, record_completed, record_run
@@ -87,6 +88,7 @@ async def run_in_chunks(
         progress = fence.progress
 
     while True:
+        await pass_chunk_gate(pool, progress)  # test-only; a no-op unless a test sets it
         async with fenced(pool, fence, execution) as conn:
             progress, finished = await step(conn, progress)
             if finished:

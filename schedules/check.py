@@ -473,6 +473,9 @@ async def load_schedules(client: Any, job_ids: Sequence[str]) -> dict[str, Sched
             try:
                 (run,) = await client.data_converter.decode(args, [JobRun])
                 timing_since = getattr(run, "timing_since", None)
+                if run.timing_pending:  # not stamped yet: in force since the last write
+                    info = described.info
+                    timing_since = info.last_updated_at or info.created_at
             except Exception:  # an older payload without it: fall back to the rows
                 timing_since = None
         return ScheduleState(

@@ -57,10 +57,14 @@ def alert_after(job: JobSpec, year: int) -> timedelta | None:
 
 
 def job_run(
-    job: JobSpec, timing_since: datetime | None = None, now: datetime | None = None
+    job: JobSpec,
+    timing_since: datetime | None = None,
+    now: datetime | None = None,
+    *,
+    timing_pending: bool = False,
 ) -> JobRun:
     """The workflow input every run of `job` receives (`now` picks the year its alert
-    threshold is computed for)."""
+    threshold is computed for; `timing_pending`: see `JobRun.timing_pending`)."""
     overdue = alert_after(job, (now or datetime.now(UTC)).year)
     return JobRun(
         job_name=job.id,
@@ -81,6 +85,7 @@ def job_run(
         jitter_seconds=job.jitter.total_seconds(),
         timing_since=timing_since,
         alert_after_seconds=overdue.total_seconds() if overdue else None,
+        timing_pending=timing_pending,
         definition=job.model_dump(mode="json"),
     )
 
@@ -92,17 +97,19 @@ def compile_schedule(
     now: datetime | None = None,
     *,
     spec: ScheduleSpec | None = None,
+    timing_pending: bool = False,
 ) -> Schedule:
     """Build the schedule: schedule id and workflow id are the job id.
 
     The spec is the job's `Timing.spec` (DST-exact; `now` places its horizon). `spec`,
     when given, is one already made for this job (sync compiles each job once per run: the
-    plan compares it, then creates or updates with it).
+    plan compares it, then creates or updates with it). `timing_pending` marks a timing the
+    server has yet to report applying (`schedules.sync`).
     """
     return Schedule(
         action=ScheduleActionStartWorkflow(
             ScheduledJobWorkflow.run,
-            job_run(job, timing_since, now),
+            job_run(job, timing_since, now, timing_pending=timing_pending),
             id=job.id,
             task_queue=task_queue,
             # Shown by the Temporal UI on the schedule and on every run it starts; cut to
@@ -127,7 +134,8 @@ def schedule_digest(schedule: Schedule) -> str:
     """A fingerprint of everything sync sets on a schedule: workflow, id, task queue, the UI
     summary and details, the job's run input (its catalog definition included), spec,
     policy and the catalog's paused / note. The run's `timing_since` is left out: sync keeps
-    it from the server.
+    it from the server. `timing_pending` is in: a schedule sync left pending never matches a
+    finished one, so the next sync looks at it and finishes it.
 
     Two schedules compiled from the same catalog entry, task queue and year (a UTC-compiled
     spec's horizon moves with the year) have the same digest.

@@ -22,6 +22,15 @@ once per sync. What that means:
 - Sync registers the search attribute in the namespace when it is missing. Where it cannot
   (a hosted namespace without operator permissions), every job is described, as before the
   digest existed: correct, only slower. That is logged once per process.
+
+Missed runs are counted from when the job's current timing took effect (`JobRun.timing_since`,
+read by `activities.catchup`), and only the server knows when that was. So a create, or an
+update that changes the timing, is two writes: the schedule with its timing marked pending
+(runs meanwhile count no missed time), then, once the server has it, the same schedule with
+`timing_since` set to the server's own time of that write (`created_at`, `last_updated_at`).
+The second write changes no spec, so the timing really did take effect at that instant. A
+sync that stops between the two leaves a pending schedule, whose digest never matches a
+finished one: the next sync describes it and stamps the time of its last write.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import (
     Client,
     Schedule,
+    ScheduleActionStartWorkflow,
     ScheduleAlreadyRunningError,
     ScheduleDescription,
     ScheduleUpdate,
@@ -139,10 +149,22 @@ class Target:
     schedule: Schedule  # with timing_since None; `build` puts in the one the plan chose
     digest: str
     since: datetime | None = None
+    # The plan applies a new timing: written pending, then stamped with the server's time.
+    pending: bool = False
 
     def build(self) -> Schedule:
         """A fresh copy of the schedule to send (callers change its state), spec reused."""
-        return compile_schedule(self.job, self.task_queue, self.since, spec=self.schedule.spec)
+        return compile_schedule(
+            self.job,
+            self.task_queue,
+            self.since,
+            spec=self.schedule.spec,
+            timing_pending=self.pending,
+        )
+
+    def built_digest(self, schedule: Schedule) -> str:
+        """The digest of `schedule` as `build` made it (the plan's, unless pending)."""
+        return schedule_digest(schedule) if self.pending else self.digest
 
 
 @dataclass(frozen=True)
@@ -360,7 +382,7 @@ async def _plan(
             report.described += 1
             description = await _describe(client, job.id)
         if description is None:
-            target.since = now
+            target.since, target.pending = now, True
             return Change(job.id, "create")
         if await description.memo_value(MANAGED_MEMO_KEY, default=None) != MANAGED_MEMO_VALUE:
             raise CatalogError(
@@ -384,16 +406,29 @@ async def _plan(
         if job.paused and not state.paused:
             fields["paused (on the server)"] = (False, True)
         timing_changed = any(name in fields for name in TIMING_FIELDS)
-        since = now if timing_changed or current is None else current.timing_since
-        if current is not None and current.timing_since is None:
-            fields.setdefault("timing_since", (None, since))
+        if timing_changed or current is None:
+            target.since, target.pending = now, True  # `now` stands in until the server says
+        elif current.timing_pending or current.timing_since is None:
+            # A sync that stopped between its two writes, or a schedule from before
+            # timing_since: its timing took effect no later than its last write.
+            target.since = applied_at(description)
+            fields["timing_since"] = ("pending" if current.timing_pending else None, target.since)
+        else:
+            target.since = current.timing_since
         digest = description.typed_search_attributes.get(DIGEST_ATTRIBUTE)
+        if stamp and not fields and digest != target.digest:
+            # The server reads a schedule's search attributes before it queries the schedule
+            # itself, which waits for writes in flight: right after a write (another sync's
+            # timing stamp, say) they can be older than the rest. Described again, they are not.
+            async with limit:
+                again = await _describe(client, job.id)
+            if again is not None:
+                digest = again.typed_search_attributes.get(DIGEST_ATTRIBUTE)
         if stamp and not fields and digest != target.digest:
             # Nothing the diff shows, yet not what this sync would send (a schedule from
             # before the digest, or an action this code builds differently): resend it so
             # the next sync can trust the listing.
             fields["digest"] = (digest, target.digest)
-        target.since = since
         action = "update" if fields else "unchanged"
         return Change(job.id, action, fields, _drift(job, state.paused, state.note))
 
@@ -464,10 +499,14 @@ async def _apply(
     """The report's changes in the safe order (`schedules.sync_safety.apply_in_order`)."""
 
     async def apply(change: Change) -> None:
-        if change.action == "create":
-            await _create(client, targets[change.job_id], stamp)
-        elif change.action == "update":
-            await _update(client, targets[change.job_id], stamp)
+        if change.action in ("create", "update"):
+            target = targets[change.job_id]
+            if change.action == "create":
+                await _create(client, target, stamp)
+            else:
+                await _update(client, target, stamp)
+            if target.pending:  # stamp the server's own time of applying the timing
+                await _update(client, target, stamp, stamp_timing=True)
         elif change.action == "delete":
             try:
                 await client.get_schedule_handle(change.job_id).delete()
@@ -536,17 +575,19 @@ def _without_digest(target: Target, err: RPCError) -> None:
     )
 
 
+def applied_at(description: ScheduleDescription) -> datetime:
+    """When the server applied the schedule's last write (its creation or latest update)."""
+    return description.info.last_updated_at or description.info.created_at
+
+
 async def _create(client: Client, target: Target, stamp: bool) -> None:
     job_id, memo = target.job.id, {MANAGED_MEMO_KEY: MANAGED_MEMO_VALUE}
+    schedule = target.build()
+    attributes = _with_digest(TypedSearchAttributes.empty, target.built_digest(schedule))
     try:
         try:
             await client.create_schedule(
-                job_id,
-                target.build(),
-                memo=memo,
-                search_attributes=_with_digest(TypedSearchAttributes.empty, target.digest)
-                if stamp
-                else None,
+                job_id, schedule, memo=memo, search_attributes=attributes if stamp else None
             )
         except RPCError as err:
             if not stamp or not _refused_digest(err):
@@ -558,9 +599,25 @@ async def _create(client: Client, target: Target, stamp: bool) -> None:
         await _update(client, target, stamp)
 
 
-async def _update(client: Client, target: Target, stamp: bool) -> None:
-    def replace(current: ScheduleUpdateInput, digest: bool = stamp) -> ScheduleUpdate:
+async def _update(
+    client: Client, target: Target, stamp: bool, *, stamp_timing: bool = False
+) -> None:
+    """Write the target over the schedule.
+
+    `stamp_timing`: the second write of a new timing. The schedule must still hold the
+    pending run input the first write sent (else a later write replaced it, and its writer
+    finishes it); then the same schedule goes back with `timing_since` set to the server's
+    time of applying that write, and no longer pending.
+    """
+    pending = _run_of(target.build()) if stamp_timing else None
+
+    async def replace(current: ScheduleUpdateInput, digest: bool = stamp) -> ScheduleUpdate | None:
+        if pending is not None:
+            if not _same_run(await _current_run(client, current.description), pending):
+                return None
+            target.since, target.pending = applied_at(current.description), False
         schedule = target.build()
+        written = target.built_digest(schedule)
         # An operator's pause survives; the catalog can only add a pause, not lift one.
         state = current.description.schedule.state
         if state.paused and not schedule.state.paused:
@@ -569,7 +626,7 @@ async def _update(client: Client, target: Target, stamp: bool) -> None:
         attributes = current.description.typed_search_attributes
         return ScheduleUpdate(
             schedule=schedule,
-            search_attributes=_with_digest(attributes, target.digest) if digest else None,
+            search_attributes=_with_digest(attributes, written) if digest else None,
         )
 
     handle = client.get_schedule_handle(target.job.id)
@@ -580,6 +637,22 @@ async def _update(client: Client, target: Target, stamp: bool) -> None:
             raise
         _without_digest(target, err)
         await handle.update(lambda current: replace(current, digest=False))
+
+
+def _run_of(schedule: Schedule) -> JobRun:
+    action = schedule.action
+    assert isinstance(action, ScheduleActionStartWorkflow)
+    (run,) = action.args
+    assert isinstance(run, JobRun)
+    return run
+
+
+def _same_run(found: JobRun | None, sent: JobRun) -> bool:
+    """Whether the server holds the run input `sent` (its timing stamp aside)."""
+    if found is None:
+        return False
+    keep = {"timing_since"}
+    return found.model_dump(mode="json", exclude=keep) == sent.model_dump(mode="json", exclude=keep)
 
 
 def _show(value: Any) -> str:

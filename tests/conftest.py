@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,8 +47,23 @@ _db_numbers = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory) -> Iterator[EmbeddedPostgres]:
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "data", free_port())
+def service_tmp() -> Iterator[Path]:
+    """A directory for PostgreSQL clusters, outside pytest's own temporary directories.
+
+    Run as root, PostgreSQL runs as a service user, which must be able to reach its data
+    directory for as long as it runs. Every pytest session that starts (another engineer's
+    on the same machine, say) makes its user's `/tmp/pytest-of-<user>` private again, and a
+    server whose data lives below it dies at its next checkpoint ("could not open file
+    .../global/pg_control: Permission denied"). So the data lives here instead.
+    """
+    path = Path(tempfile.mkdtemp(prefix="scheduled-jobs-tests-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres(service_tmp: Path) -> Iterator[EmbeddedPostgres]:
+    server = EmbeddedPostgres(service_tmp / "pg" / "data", free_port())
     server.start()
     server.create_database(TEMPLATE_DB)
     apply_migrations(server.url(TEMPLATE_DB))

@@ -13,6 +13,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.catchup import CatchupActivities
+from activities.chunk_gate import set_chunk_gate
 from activities.executions import ExecutionActivities
 from activities.steps import StepsActivities
 from core.sql import queries
@@ -100,6 +101,7 @@ async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Tele
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
 
+    set_chunk_gate(settings.worker_test_chunk_gate)
     conninfo = settings.database_url.get_secret_value()
     if settings.migrate_on_start:
         await asyncio.to_thread(apply_migrations, conninfo)

@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     # `python -m schedules sync` holds the namespace's sync lock at most this long: the
     # lease a crashed sync leaves behind runs out after it (schedules/sync_lock.py).
     sync_lock_seconds: float = Field(default=300.0, ge=30, le=3600)
+    # Tests only (activities/chunk_gate.py): chunked work waits before each chunk while a
+    # session holds this PostgreSQL advisory lock. Never set in production.
+    worker_test_chunk_gate: int | None = None
 
     # Telemetry (worker/telemetry.py): a Prometheus scrape endpoint on this port, off when
     # unset; log lines as text or JSON. Trace export follows the standard OTEL_* variables.

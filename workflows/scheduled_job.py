@@ -71,9 +71,12 @@ class JobRun(BaseModel):
     # How long after the last success the next one is overdue: the longest gap between
     # fire times + jitter + alert_grace. Recorded with each claim and exported as a metric.
     alert_after_seconds: float | None = None
-    # Since when the current timing has been in force: missed runs are never counted
-    # from before it, so changing a job's cron does not invent missed runs.
+    # Since when the current timing has been in force (the server's own time of applying
+    # it): missed runs are never counted from before it, so changing a job's cron does not
+    # invent missed runs. `timing_pending`: sync has applied the timing but not yet stamped
+    # that time (it does so in a second write); runs meanwhile count no missed time.
     timing_since: datetime | None = None
+    timing_pending: bool = False
     # The catalog entry this schedule was built from, so sync can diff field by field.
     definition: dict[str, Any] = Field(default_factory=dict)
 
@@ -134,7 +137,9 @@ class ScheduledJobWorkflow:
                     catchup=job.catchup,
                     max_missed=job.max_missed,
                     timing_since=job.timing_since,
+                    timing_pending=job.timing_pending,
                     start_at=job.definition.get("start_at"),
+                    end_at=job.definition.get("end_at"),
                     jitter_seconds=job.jitter_seconds,
                 ),
                 start_to_close_timeout=_BOOKKEEPING_TIMEOUT,

@@ -2,29 +2,45 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
+import uuid
 from collections.abc import AsyncIterator
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import psycopg
+from google.protobuf.timestamp_pb2 import Timestamp
+from temporalio.api.enums.v1 import ScheduleOverlapPolicy
+from temporalio.api.schedule.v1 import SchedulePatch, TriggerImmediatelyRequest
+from temporalio.api.workflowservice.v1 import PatchScheduleRequest
 from temporalio.client import Client
 
 from schedules.catalog import JobSpec, RetrySpec, default_catalog
 from schedules.sync import sync
+from tests.helpers import assert_eventually
+from workflows import ScheduledJobWorkflow
 
 FAST_RETRY = RetrySpec(
     initial_interval=timedelta(seconds=0.5), maximum_interval=timedelta(seconds=2)
 )
 
 
-def invoice_job(**params) -> JobSpec:
-    """The catalog's invoice-reminders job, with test-sized timeouts and params."""
+def invoice_job(heartbeat: timedelta | None = None, **params) -> JobSpec:
+    """The catalog's invoice-reminders job, with test-sized retries and params.
+
+    Paused: its nightly cron must add no run of its own to a test's backfilled or
+    triggered ones (both still run on a paused schedule). Its heartbeat timeout stays the
+    catalog's unless given: a short one times out a busy machine's healthy attempts.
+    """
     job = default_catalog()["invoice-reminders"]
     return job.model_copy(
         update={
             "params": job.params | params,
-            "heartbeat": timedelta(seconds=3),
+            "heartbeat": heartbeat or job.heartbeat,
             "retry": FAST_RETRY,
+            "paused": True,
+            "note": "test: backfilled and triggered runs only",
         }
     )
 
@@ -65,3 +81,89 @@ def outbox_count(db: psycopg.Connection) -> int:
 
 def daily_slots(first: datetime, n: int) -> list[datetime]:
     return [first + timedelta(days=i) for i in range(n)]
+
+
+def grid_after(instant: datetime, every: timedelta) -> datetime:
+    """The first multiple of `every` since the epoch after `instant` (an interval's grid)."""
+    seconds = every.total_seconds()
+    return datetime.fromtimestamp((instant.timestamp() // seconds + 1) * seconds, UTC)
+
+
+def wait_until(instant: datetime) -> None:
+    """Let wall-clock time pass `instant` (a fire time must go by, or a run be late)."""
+    while datetime.now(UTC) <= instant:
+        time.sleep(0.05)
+
+
+async def fire_once(
+    client: Client, job: JobSpec, task_queue: str, every: timedelta = timedelta(seconds=4)
+) -> tuple[JobSpec, datetime]:
+    """Register `job` to fire exactly once, at a time the server confirms it will fire.
+
+    The job becomes an every-`every` interval job bounded by start_at and end_at around one
+    fire time. A sync slower than the time left to it leaves a schedule that never fires
+    (the server fires nothing from before it applied the timing); then the next fire time
+    is tried, twice as far ahead. Returns the job as registered and its fire time.
+    """
+    lead = timedelta(seconds=2)
+    while True:
+        fire = grid_after(datetime.now(UTC) + lead, every)
+        bounded = job.model_copy(
+            update={
+                "cron": None,
+                "interval": every,
+                "start_at": fire - timedelta(seconds=1),
+                "end_at": fire + timedelta(seconds=1),
+                "paused": False,
+                "note": "",
+            }
+        )
+        await sync(client, [bounded], task_queue, prune=False)
+        info = (await client.get_schedule_handle(job.id).describe()).info
+        if fire in info.next_action_times or fire in {a.scheduled_at for a in info.recent_actions}:
+            return bounded, fire
+        lead *= 2
+
+
+async def fired(client: Client, job_id: str, at: datetime, timeout: float = 60.0) -> None:
+    """Wait until the server has started the schedule's run for `at`."""
+
+    async def started():
+        info = (await client.get_schedule_handle(job_id).describe()).info
+        assert at in {a.scheduled_at for a in info.recent_actions}, info.recent_actions
+
+    await assert_eventually(started, timeout=timeout)
+
+
+async def trigger_at(client: Client, schedule_id: str, at: datetime) -> None:
+    """Trigger the schedule with the nominal time `at` (overlap ALLOW_ALL), as
+    `python -m schedules trigger` does: the run's slot and workflow id come from `at`."""
+    when = Timestamp(
+        seconds=int(at.replace(microsecond=0).timestamp()), nanos=at.microsecond * 1000
+    )
+    trigger = TriggerImmediatelyRequest(
+        overlap_policy=ScheduleOverlapPolicy.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
+        scheduled_time=when,
+    )
+    request = PatchScheduleRequest(
+        namespace=client.namespace,
+        schedule_id=schedule_id,
+        patch=SchedulePatch(trigger_immediately=trigger),
+        identity=client.identity,
+        request_id=str(uuid.uuid4()),
+    )
+    await client.workflow_service.patch_schedule(request)
+
+
+async def runs_closed(client: Client, job_id: str, slots: list[datetime]) -> list:
+    """Wait until the runs of `job_id` for `slots` have closed; return their results.
+
+    A run's row is completed before its workflow closes; until then another start of the
+    same slot (the same workflow id) is dropped by Temporal.
+    """
+    results = []
+    for slot in slots:
+        workflow_id = f"{job_id}-{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+        handle = client.get_workflow_handle_for(ScheduledJobWorkflow.run, workflow_id)
+        results.append(await asyncio.wait_for(handle.result(), timeout=60))
+    return results

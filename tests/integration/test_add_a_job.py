@@ -78,6 +78,14 @@ def apply_block(project: Path, body: str) -> Path:
     return path
 
 
+def pause_every_job(catalog: Path) -> None:
+    """Pause each job of the copy's catalog, so that none fires by the clock while the test
+    runs: the walkthrough's trigger still runs a paused schedule, and nothing else may."""
+    header = re.compile(r"^\[([a-z0-9-]+)\]$", re.MULTILINE)
+    quiet = 'paused = true\nnote = "test: the walkthrough triggers its run"\n'
+    catalog.write_text(header.sub(lambda m: f"{m.group(0)}\n{quiet}", catalog.read_text()))
+
+
 def commands(body: str) -> list[list[str]]:
     return [shlex.split(line) for line in body.splitlines() if line.strip()]
 
@@ -107,7 +115,10 @@ class Walkthrough:
         self.database_url = database_url
 
     def apply(self) -> list[Path]:
-        return [apply_block(self.project, body) for body in self.files]
+        written = [apply_block(self.project, body) for body in self.files]
+        # Every schedule the walkthrough's sync makes is paused: only its trigger runs.
+        pause_every_job(self.project / "schedules" / "jobs.toml")
+        return written
 
     def run(self, argv: list[str]) -> str:
         """A command of the walkthrough, from the copy: its packages come first on the path."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import itertools
 from datetime import UTC, datetime, timedelta
 
 from temporalio.client import (
@@ -19,18 +19,12 @@ from schedules.catalog import parse_catalog
 from schedules.compile import compile_schedule
 from schedules.sync import sync
 from tests.helpers import assert_eventually
-from tests.integration.jobs import executions
+from tests.integration.jobs import executions, fire_once, fired, grid_after, wait_until
 from workflows import ScheduledJobWorkflow
 
 
 def jobs(**tables) -> dict:
     return {job.id: job for job in parse_catalog(tables)}
-
-
-def wait_until(instant: datetime) -> None:
-    """Let wall-clock time pass (fire times must go by); not a guess at another process."""
-    while datetime.now(UTC) < instant:
-        time.sleep(0.05)
 
 
 async def test_both_instants_of_a_repeated_0130_run_once(client, db, task_queue, start_workers):
@@ -40,6 +34,8 @@ async def test_both_instants_of_a_repeated_0130_run_once(client, db, task_queue,
                 "kind": "invoice-reminders",
                 "cron": "30 1 * * *",
                 "timezone": "America/New_York",
+                "paused": True,  # only the backfill below runs it
+                "note": "test: backfilled runs only",
             }
         }
     )["fall-back"]
@@ -77,43 +73,34 @@ async def test_both_instants_of_a_repeated_0130_run_once(client, db, task_queue,
 async def test_a_run_whose_workers_were_down_honours_its_starting_deadline(
     client, db, task_queue, start_workers
 ):
-    every = 30
-    # Register while no worker polls: `fire` starts a workflow nobody runs yet. The
-    # schedules start just before it, so no earlier fire time muddles the record.
-    now = datetime.now(UTC)
-    fire = datetime.fromtimestamp((now.timestamp() // every + 1) * every, UTC)
-    if fire - now < timedelta(seconds=8):  # room to register before it
-        fire += timedelta(seconds=every)
+    # Registered while no worker polls: each job fires once, a workflow nobody runs yet.
+    base = {"kind": "invoice-reminders", "interval": "4s", "timezone": "UTC", "catchup": "latest"}
     catalog = jobs(
-        **{
-            name: {
-                "kind": "invoice-reminders",
-                "interval": f"{every}s",
-                "timezone": "UTC",
-                "catchup": "latest",
-                "start_at": (fire - timedelta(seconds=1)).isoformat(),
-                **extra,
-            }
-            for name, extra in {"strict": {"starting_deadline": "2s"}, "lenient": {}}.items()
-        }
+        strict=base | {"starting_deadline": "2s"},  # a run starting 2 s late is skipped
+        lenient=base,
     )
-    await sync(client, catalog.values(), task_queue)
+    fires = {}
     try:
-        wait_until(fire + timedelta(seconds=5))  # the fleet comes back 5 s late
+        for job_id, job in catalog.items():
+            _, fires[job_id] = await fire_once(client, job, task_queue)
+        for job_id, fire in fires.items():
+            await fired(client, job_id, fire)
+        wait_until(max(fires.values()) + timedelta(seconds=5))  # the fleet is 5 s late
         start_workers(1)
 
         async def settled():
-            strict, lenient = executions(db, "strict"), executions(db, "lenient")
-            assert strict and lenient
-            assert strict[0]["status"] != "running" and lenient[0]["status"] != "running"
-            return strict[0], lenient[0]
+            found = {job_id: executions(db, job_id) for job_id in catalog}
+            assert all(rows and rows[0]["status"] != "running" for rows in found.values())
+            return found
 
-        strict, lenient = await assert_eventually(settled, timeout=60)
-        assert strict["scheduled_at"] == lenient["scheduled_at"] == fire
+        found = await assert_eventually(settled, timeout=60)
+        (strict,), (lenient,) = found["strict"], found["lenient"]
+        assert strict["scheduled_at"] == fires["strict"]
+        assert lenient["scheduled_at"] == fires["lenient"]
         assert strict["status"] == "skipped"
         assert strict["error"].startswith("missed starting deadline: started")
         assert lenient["status"] == "completed"
-        assert lenient["started_at"] - fire >= timedelta(seconds=5)
+        assert lenient["started_at"] - fires["lenient"] >= timedelta(seconds=5)
     finally:
         for job_id in catalog:
             await client.get_schedule_handle(job_id).delete()
@@ -122,94 +109,81 @@ async def test_a_run_whose_workers_were_down_honours_its_starting_deadline(
 async def test_catch_up_after_temporal_was_down_follows_each_policy(
     tmp_path, db, settings, start_workers
 ):
-    every = 4
-    server = TemporalDevServer(free_port(), None, tmp_path / "t.db", tmp_path / "t.log")
-    server.start()
-    await server.wait_ready()
-    try:
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-        policies = {"c-skip": {"catchup": "skip"}, "c-latest": {"catchup": "latest"}}
-        policies["c-all"] = {"catchup": "all", "max_missed": 2}
-        catalog = jobs(
-            **{
-                name: {
-                    "kind": "invoice-reminders",
-                    "interval": f"{every}s",
-                    "timezone": "UTC",
-                    "catchup_window": "5m",
-                    **extra,
-                }
-                for name, extra in policies.items()
-            }
+    """Temporal goes down before the jobs' first fire time and comes back four fire times
+    later. Its own catch-up starts the earliest missed time, late; that run settles every
+    fire time since then by its job's policy."""
+    every = timedelta(seconds=4)
+    policies = {"c-skip": {"catchup": "skip"}, "c-latest": {"catchup": "latest"}}
+    policies["c-all"] = {"catchup": "all", "max_missed": 2}
+    lead = 2 * every
+    # The server must be down before the first fire time, so that no run of these jobs
+    # exists (or is still open) across the downtime; on a machine slower than `lead`, try
+    # again on a fresh server with twice the lead.
+    for attempt in itertools.count():
+        server = TemporalDevServer(
+            free_port(), None, tmp_path / f"t{attempt}.db", tmp_path / f"t{attempt}.log"
         )
-        await sync(client, catalog.values(), settings.temporal_task_queue)
-        start_workers(1, TEMPORAL_ADDRESS=server.address)
-
-        async def ran_once_each():
-            for name in catalog:
-                assert any(r["status"] == "completed" for r in executions(db, name)), name
-
-        await assert_eventually(ran_once_each, timeout=60)
-        server.stop()
-        stopped = datetime.now(UTC)
-        wait_until(stopped + timedelta(seconds=5 * every))
         server.start()
-        restarted = datetime.now(UTC)
+        try:
+            await server.wait_ready()
+            client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+            first = grid_after(datetime.now(UTC) + lead, every)
+            catalog = jobs(
+                **{
+                    name: {
+                        "kind": "invoice-reminders",
+                        "interval": f"{every.total_seconds():.0f}s",
+                        "timezone": "UTC",
+                        "catchup_window": "5m",
+                        "start_at": (first - timedelta(seconds=1)).isoformat(),
+                        **extra,
+                    }
+                    for name, extra in policies.items()
+                }
+            )
+            await sync(client, catalog.values(), settings.temporal_task_queue)
+        finally:
+            server.stop()
+        if datetime.now(UTC) < first:
+            break
+        lead *= 2
+
+    try:
+        downtime = [first + i * every for i in range(4)]
+        wait_until(downtime[-1])
+        server.start()
         await server.wait_ready()
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        start_workers(1, TEMPORAL_ADDRESS=server.address)
 
-        # Every fire time during the downtime gets a row: run or skipped, never dropped.
-        missed = [
-            datetime.fromtimestamp(t, UTC)
-            for t in range(
-                int(stopped.timestamp()) // every * every + every, int(restarted.timestamp()), every
-            )
-        ]
-        assert len(missed) >= 4
+        async def catch_up(job_id: str):
+            workflow_id = f"{job_id}-{first:%Y-%m-%dT%H:%M:%SZ}"
+            handle = client.get_workflow_handle_for(ScheduledJobWorkflow.run, workflow_id)
+            result = await asyncio.wait_for(handle.result(), timeout=90)
+            rows = [r for r in executions(db, job_id) if r["workflow_id"] == workflow_id]
+            return result, rows
 
-        async def all_settled():
-            for name in catalog:
-                rows = {r["scheduled_at"]: r for r in executions(db, name)}
-                assert all(t in rows and rows[t]["status"] != "running" for t in missed), name
-            return {name: executions(db, name) for name in catalog}
-
-        settled = await assert_eventually(all_settled, timeout=90)
-        first_missed = missed[0]
-
-        def catch_up_result(name):
-            row = next(r for r in settled[name] if r["scheduled_at"] == first_missed)
-            handle = client.get_workflow_handle_for(ScheduledJobWorkflow.run, row["workflow_id"])
-            return asyncio.wait_for(handle.result(), timeout=30)
-
-        def ran(rows, since):
-            return [
-                r["scheduled_at"]
-                for r in rows
-                if r["scheduled_at"] >= since and r["status"] == "completed"
-            ]
-
-        # skip: none of the missed times ran.
-        assert not [t for t in ran(settled["c-skip"], first_missed) if t in missed]
-        skip_result = await catch_up_result("c-skip")
-        assert skip_result.outcome == "skipped" and skip_result.missed_skipped >= len(missed)
-
-        def completed_slots(result) -> list[datetime]:
-            """The slots the catch-up run completed: its own and those it caught up on."""
-            own = [result.scheduled_at] if result.outcome == "completed" else []
-            return own + [c.scheduled_at for c in result.caught_up if c.outcome == "completed"]
-
-        # latest: exactly one catch-up run, the most recent due time.
-        latest = await catch_up_result("c-latest")
-        (only,) = completed_slots(latest)
-        assert only >= max(missed)
-        assert latest.missed_skipped >= len(missed) - 1
-
-        # all, max 2: the two most recent, oldest first; the older ones are a recorded gap.
-        everything = await catch_up_result("c-all")
-        runs = completed_slots(everything)
-        assert len(runs) == 2 and runs == sorted(runs) and runs[-1] >= max(missed)
-        assert everything.catchup_gap >= len(missed) - 2
-        gap_rows = [r for r in settled["c-all"] if (r["error"] or "").startswith("catch-up gap")]
-        assert len(gap_rows) == everything.catchup_gap
+        for job_id in catalog:
+            result, rows = await catch_up(job_id)
+            # The catch-up run settled every fire time from the first one on, up to about
+            # when it ran: at least the four of the downtime, with no gap.
+            settled = [r["scheduled_at"] for r in rows]
+            assert settled[:4] == downtime, job_id
+            assert settled == [first + i * every for i in range(len(settled))], job_id
+            assert result.scheduled_at == first and result.kind == "catch-up", job_id
+            done = [r["scheduled_at"] for r in rows if r["status"] == "completed"]
+            skipped = [r for r in rows if r["status"] == "skipped"]
+            caught_up = [c.scheduled_at for c in result.caught_up if c.outcome == "completed"]
+            if job_id == "c-skip":  # none of the missed times runs, its own neither
+                assert result.outcome == "skipped" and done == [] and caught_up == []
+                assert result.missed_skipped == len(settled) == len(skipped)
+            elif job_id == "c-latest":  # exactly one: the most recent
+                assert done == caught_up == [settled[-1]]
+                assert result.outcome == "skipped" and result.missed_skipped == len(settled) - 1
+            else:  # the two most recent, oldest first; the older ones are a recorded gap
+                assert done == caught_up == settled[-2:]
+                assert result.outcome == "skipped" and result.catchup_gap == len(settled) - 2
+                gap = [r["scheduled_at"] for r in skipped if r["error"].startswith("catch-up gap")]
+                assert gap == settled[:-2]
     finally:
         server.stop()

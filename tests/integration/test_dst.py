@@ -95,7 +95,9 @@ async def test_compiled_schedules_fire_as_cron_does_across_five_years_of_changes
     checks = [
         check(cron, zone, change - lead)
         for cron, zone, lead in CASES
-        for change in changes(zone, now + timedelta(days=2), YEARS)
+        # The changes of the next five calendar years: always ten a zone, and far enough
+        # ahead that no fire time falls due while the test looks.
+        for change in changes(zone, datetime(now.year + 1, 1, 1, tzinfo=UTC), YEARS)
     ]
     assert len(checks) == len(CASES) * 2 * YEARS
     try:
@@ -137,19 +139,20 @@ async def test_sync_recompiles_a_dst_spec_once_its_horizon_is_a_year_short(clien
         {job_id: {"kind": "invoice-reminders", "cron": "30 2 * * *", "timezone": NY}}
     )
     handle = client.get_schedule_handle(job_id)
+    now = datetime.now(UTC)  # one "now" for every sync here: a test at New Year is no different
 
     async def change():
-        report, _ = await plan(client, [job], task_queue, prune=False)
+        report, _ = await plan(client, [job], task_queue, prune=False, now=now)
         return report.changes[0]
 
     try:
-        await sync(client, [job], task_queue, prune=False)
+        await sync(client, [job], task_queue, prune=False, now=now)
         described = await handle.describe()
         assert described.schedule.spec.time_zone_name == "UTC"
-        assert compiled_until(described.schedule.spec).year == datetime.now(UTC).year + 10
+        assert compiled_until(described.schedule.spec).year == now.year + 10
         assert (await change()).action == "unchanged"
 
-        a_year_ago = datetime.now(UTC) - timedelta(days=366)
+        a_year_ago = now - timedelta(days=366)
         last_year = compile_spec(job.cron, job.timezone, now=a_year_ago)
         # What a sync a year ago left: last year's spec, and the digest of last year's schedule
         # (which is what makes a sync without --full describe the job again).
@@ -163,9 +166,9 @@ async def test_sync_recompiles_a_dst_spec_once_its_horizon_is_a_year_short(clien
         stale = await assert_eventually(noticed, timeout=20)
         old, new = stale.fields["calendars"]
         assert old.endswith(f"until {compiled_until(last_year)}")
-        assert new.endswith(f"in UTC until {datetime.now(UTC).year + 10}-12-31")
+        assert new.endswith(f"in UTC until {now.year + 10}-12-31")
 
-        await sync(client, [job], task_queue, prune=False)
+        await sync(client, [job], task_queue, prune=False, now=now)
         assert (await change()).action == "unchanged"
     finally:
         await handle.delete()

@@ -9,25 +9,37 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
+from temporalio.service import RPCError, RPCStatusCode
 
 from schedules.catalog import JobSpec, default_catalog
-from schedules.compile import job_run
 from tests.helpers import assert_eventually
-from tests.integration.jobs import FAST_RETRY, executions, registered
+from tests.integration.jobs import (
+    FAST_RETRY,
+    executions,
+    registered,
+    runs_closed,
+    trigger_at,
+)
 from workflows import ScheduledJobWorkflow
 
 HOUR = timedelta(hours=1)
+MINUTE = timedelta(minutes=1)
 ACCOUNTS = range(1, 8)
 
 
 def hourly_job(**params) -> JobSpec:
-    """The catalog's hourly-sync job, with test-sized timeouts and params."""
+    """The catalog's hourly-sync job, with test-sized retries and params.
+
+    Paused: its hourly cron must add no run of its own to a test's backfilled or triggered
+    ones (both still run on a paused schedule).
+    """
     job = default_catalog()["hourly-sync"]
     return job.model_copy(
         update={
             "params": job.params | params,
-            "heartbeat": timedelta(seconds=3),
             "retry": FAST_RETRY,
+            "paused": True,
+            "note": "test: backfilled and triggered runs only",
         }
     )
 
@@ -130,6 +142,7 @@ async def test_backfill_over_five_hours_processes_each_window_once(
             assert counts["chunks"] == counts["events"] // 7 + 1
 
         # The same five hours again: every slot is a recorded no-op, nothing changes.
+        await runs_closed(client, job.id, slots)  # else a start of the same slot is dropped
         await backfill(client, job.id, slots)
 
         async def five_duplicates():
@@ -146,11 +159,10 @@ async def test_backfill_over_five_hours_processes_each_window_once(
 async def test_another_run_of_a_window_changes_nothing_and_a_failed_holder_is_replaced(
     client, db, task_queue, start_workers
 ):
-    # Two runs started by hand between fire times both fall in this hour, so both process
-    # the last whole hour. Near the top of the hour, wait for the next one first.
-    if this_hour() + HOUR - datetime.now(UTC) < timedelta(seconds=45):
-        await asyncio.sleep((this_hour() + HOUR - datetime.now(UTC)).total_seconds() + 1)
-    window = this_hour() - HOUR
+    # Two runs triggered between fire times, at 10:10 and 10:20 of a past day, both
+    # process the last whole hour before them: [09:00, 10:00).
+    window = datetime(2026, 11, 20, 9, tzinfo=UTC)
+    first_at, second_at = window + HOUR + 10 * MINUTE, window + HOUR + 20 * MINUTE
     rows = insert_events(db, window - HOUR, window + 2 * HOUR, seed=7)
     expected = expected_totals(rows, [window])
 
@@ -158,7 +170,7 @@ async def test_another_run_of_a_window_changes_nothing_and_a_failed_holder_is_re
     (failed_id,) = db.execute(
         "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at)"
         " VALUES ('hourly-sync', %s, 'failed', now()) RETURNING id",
-        (window + HOUR + timedelta(minutes=3),),
+        (window + HOUR + 3 * MINUTE,),
     ).fetchone()
     db.execute(
         "INSERT INTO sync_windows (job_name, window_start, window_end, scheduled_at, execution_id)"
@@ -173,36 +185,38 @@ async def test_another_run_of_a_window_changes_nothing_and_a_failed_holder_is_re
 
     start_workers(1)
     job = hourly_job(chunk_size=10)
+    async with registered(client, job, task_queue):
 
-    async def run_by_hand(n: int):
-        handle = await client.start_workflow(
-            ScheduledJobWorkflow.run,
-            job_run(job),
-            id=f"hourly-sync-{n}-{task_queue}",
-            task_queue=task_queue,
-        )
-        return await asyncio.wait_for(handle.result(), timeout=60)
+        async def run_triggered_at(at: datetime):
+            await trigger_at(client, job.id, at)
+            workflow_id = f"{job.id}-{at:%Y-%m-%dT%H:%M:%SZ}"
+            handle = client.get_workflow_handle_for(ScheduledJobWorkflow.run, workflow_id)
 
-    first = await run_by_hand(1)
-    assert first.outcome == "completed"
-    assert first.counts["windows"] == 1
-    assert first.counts["events"] == sum(c for _, c in expected.values())
-    assert stored_totals(db) == expected  # the failed run's partial totals are gone
-    (claim,) = sync_windows(db)
-    assert claim["execution_id"] == first.execution_id and claim["status"] == "done"
+            async def finished():
+                try:
+                    return await asyncio.wait_for(handle.result(), timeout=60)
+                except RPCError as err:  # not started yet
+                    assert err.status != RPCStatusCode.NOT_FOUND, err
+                    raise
 
-    async def next_second():  # another slot: a run in the same second is the same slot
-        assert datetime.now(UTC).replace(microsecond=0) > first.scheduled_at
+            return await assert_eventually(finished, timeout=60)
 
-    await assert_eventually(next_second, timeout=5)
-    second = await run_by_hand(2)
-    assert second.outcome == "completed" and second.execution_id != first.execution_id
-    assert second.counts == {
-        "windows": 0,
-        "already_done": 1,
-        "events": 0,
-        "accounts": 0,
-        "chunks": 0,
-    }
-    assert sync_windows(db) == [claim]
-    assert stored_totals(db) == expected
+        first = await run_triggered_at(first_at)
+        assert (first.outcome, first.kind, first.scheduled_at) == ("completed", "manual", first_at)
+        assert first.counts["windows"] == 1
+        assert first.counts["events"] == sum(c for _, c in expected.values())
+        assert stored_totals(db) == expected  # the failed run's partial totals are gone
+        (claim,) = sync_windows(db)
+        assert claim["execution_id"] == first.execution_id and claim["status"] == "done"
+
+        second = await run_triggered_at(second_at)
+        assert second.outcome == "completed" and second.execution_id != first.execution_id
+        assert second.counts == {
+            "windows": 0,
+            "already_done": 1,
+            "events": 0,
+            "accounts": 0,
+            "chunks": 0,
+        }
+        assert sync_windows(db) == [claim]
+        assert stored_totals(db) == expected

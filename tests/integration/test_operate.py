@@ -22,6 +22,9 @@ from tests.helpers import assert_eventually
 from tests.integration.jobs import executions
 
 NEW_YORK = ZoneInfo("America/New_York")
+# For jobs a test triggers or backfills: no run of their own may join the test's (a trigger
+# or backfill still runs a paused schedule).
+QUIET = {"paused": True, "note": "test: triggered and backfilled runs only"}
 
 
 def write_catalog(tmp_path: Path, **jobs: dict[str, str]) -> Path:
@@ -94,10 +97,16 @@ def insert_execution(db, job: str, scheduled_at: datetime, status: str = "comple
 async def test_list_shows_schedules_next_and_last_runs_and_pauses(
     client, settings, db, tmp_path, synced
 ):
+    # op-list-a starts firing tomorrow: its next run cannot change while the test looks.
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
     catalog = write_catalog(
         tmp_path,
         **{
-            "op-list-a": {"cron": "30 2 * * *", "timezone": "America/New_York"},
+            "op-list-a": {
+                "cron": "30 2 * * *",
+                "timezone": "America/New_York",
+                "start_at": tomorrow.isoformat(),
+            },
             "op-list-b": {"interval": "15m", "timezone": "UTC"},
         },
     )
@@ -131,8 +140,17 @@ async def test_list_shows_schedules_next_and_last_runs_and_pauses(
 
 
 async def test_describe_shows_catalog_server_and_executions(client, settings, db, tmp_path, synced):
+    # Unpaused, yet nothing fires while the test looks: it starts firing the day after.
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
     catalog = write_catalog(
-        tmp_path, **{"op-describe": {"cron": "0 4 * * *", "timezone": "Europe/London"}}
+        tmp_path,
+        **{
+            "op-describe": {
+                "cron": "0 4 * * *",
+                "timezone": "Europe/London",
+                "start_at": tomorrow.isoformat(),
+            }
+        },
     )
     await synced(catalog, "op-describe")
     for day in range(12):
@@ -216,7 +234,9 @@ def test_next_shows_local_and_utc_times_and_flags_dst(settings, tmp_path):
 async def test_trigger_starts_one_run_that_is_recorded(
     settings, db, tmp_path, synced, start_workers
 ):
-    catalog = write_catalog(tmp_path, **{"op-trigger": {"cron": "0 3 * * *", "timezone": "UTC"}})
+    catalog = write_catalog(
+        tmp_path, **{"op-trigger": {"cron": "0 3 * * *", "timezone": "UTC", **QUIET}}
+    )
     await synced(catalog, "op-trigger")
     start_workers(1)
 
@@ -238,7 +258,9 @@ async def test_trigger_starts_one_run_that_is_recorded(
 async def test_a_second_trigger_in_the_same_second_is_reported_not_lost(
     client, ctx, tmp_path, synced
 ):
-    catalog = write_catalog(tmp_path, **{"op-twice": {"cron": "0 3 * * *", "timezone": "UTC"}})
+    catalog = write_catalog(
+        tmp_path, **{"op-twice": {"cron": "0 3 * * *", "timezone": "UTC", **QUIET}}
+    )
     await synced(catalog, "op-twice")
     # No worker: the first run stays running, so Temporal drops a second start of its id.
     second = datetime.now(UTC).replace(microsecond=0)
@@ -259,7 +281,9 @@ async def test_a_second_trigger_in_the_same_second_is_reported_not_lost(
 async def test_backfill_counts_refuses_past_the_maximum_and_runs_with_yes(
     settings, db, tmp_path, synced, start_workers
 ):
-    catalog = write_catalog(tmp_path, **{"op-backfill": {"cron": "0 3 * * *", "timezone": "UTC"}})
+    catalog = write_catalog(
+        tmp_path, **{"op-backfill": {"cron": "0 3 * * *", "timezone": "UTC", **QUIET}}
+    )
     await synced(catalog, "op-backfill")
     args = ("backfill", "op-backfill", "--start", "2026-10-01", "--end", "2026-10-06")
 
@@ -289,7 +313,8 @@ async def test_backfill_across_a_dst_change_runs_the_jobs_own_fire_times(
     settings, db, tmp_path, synced, start_workers
 ):
     catalog = write_catalog(
-        tmp_path, **{"op-backfill-dst": {"cron": "30 2 * * *", "timezone": "America/New_York"}}
+        tmp_path,
+        **{"op-backfill-dst": {"cron": "30 2 * * *", "timezone": "America/New_York", **QUIET}},
     )
     await synced(catalog, "op-backfill-dst")
     start_workers(1)

@@ -9,7 +9,7 @@ from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 
 from schedules.catalog import JobSpec, default_catalog
 from tests.helpers import assert_eventually
-from tests.integration.jobs import FAST_RETRY, executions, registered
+from tests.integration.jobs import FAST_RETRY, executions, registered, runs_closed
 
 JOB = "nightly-reconcile"
 # 02:00 in New York the morning after each clock change of 2026, in UTC.
@@ -18,11 +18,20 @@ AFTER_SPRING_FORWARD = datetime(2026, 3, 9, 6, 0, tzinfo=UTC)  # reconciles 2026
 
 
 def reconcile_job(job_id: str = JOB) -> JobSpec:
-    """The catalog's nightly-reconcile job (threshold $1.00), with fast retries."""
+    """The catalog's nightly-reconcile job (threshold $1.00), with fast retries.
+
+    Paused: its nightly cron must add no run of its own to the test's backfilled ones
+    (a backfill still runs a paused schedule).
+    """
     job = default_catalog()[JOB]
     assert job.params["threshold_cents"] == 100
     return job.model_copy(
-        update={"id": job_id, "heartbeat": timedelta(seconds=5), "retry": FAST_RETRY}
+        update={
+            "id": job_id,
+            "retry": FAST_RETRY,
+            "paused": True,
+            "note": "test: backfilled runs only",
+        }
     )
 
 
@@ -164,6 +173,7 @@ async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_o
         ]
 
         # The same night again: the slot is already completed, a recorded no-op.
+        await runs_closed(client, job.id, [AFTER_FALL_BACK])  # else the start is dropped
         await backfill(client, job.id, AFTER_FALL_BACK)
         await settled_runs(db, job.id, 2, duplicates=1)
         assert reconciliations(db) == rows

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import time
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -21,7 +20,15 @@ from jobs import KINDS
 from jobs.card_settlement.activities import settle_chunk
 from schedules.catalog import JobSpec, default_catalog
 from tests.helpers import assert_eventually
-from tests.integration.jobs import FAST_RETRY, executions, registered
+from tests.integration.jobs import (
+    FAST_RETRY,
+    executions,
+    fire_once,
+    fired,
+    registered,
+    runs_closed,
+    wait_until,
+)
 
 JOB = "card-settlement"
 MINUTE = timedelta(minutes=1)
@@ -37,7 +44,6 @@ def settlement_job(**update) -> JobSpec:
     return job.model_copy(
         update={
             "params": job.params | {"chunk_size": 1000},
-            "heartbeat": timedelta(seconds=3),
             "retry": FAST_RETRY,
             "paused": True,
             "note": "test: triggered runs only",
@@ -59,28 +65,6 @@ def capture(db: psycopg.Connection, count: int, ago: timedelta, currency: str = 
 
 def captured(db: psycopg.Connection) -> int:
     return db.execute("SELECT count(*) FROM card_payments WHERE status = 'captured'").fetchone()[0]
-
-
-def wait_until(instant: datetime) -> None:
-    """Let wall-clock time pass (fire times must go by); not a guess at another process."""
-    while datetime.now(UTC) < instant:
-        time.sleep(0.05)
-
-
-def lone_fire_time(every: int) -> datetime:
-    """The next `every`-second grid point, at least 8 s ahead (room to register before it).
-
-    None may lie between the registration and it: the catch-up planner reads the interval,
-    not start_at, so from the schedule's timing_since (to the second) it would count one as
-    missed.
-    """
-    while True:
-        now = datetime.now(UTC)
-        fire = datetime.fromtimestamp((now.timestamp() // every + 1) * every, UTC)
-        previous = fire - timedelta(seconds=every)
-        if fire - now >= timedelta(seconds=8) and now.replace(microsecond=0) > previous:
-            return fire
-        time.sleep(0.2)
 
 
 def batches(db: psycopg.Connection) -> list[dict]:
@@ -160,6 +144,8 @@ async def test_triggered_runs_settle_each_captured_payment_once_in_one_batch_a_r
         # Captured since: the next run settles those and nothing of the first batch again.
         capture(db, 40, timedelta(seconds=1))
         wait_until(first["scheduled_at"] + timedelta(seconds=1))  # a slot of its own
+        # The CLI's trigger has overlap skip: it starts nothing while the first run is open.
+        await runs_closed(client, JOB, [first["scheduled_at"]])
         trigger(temporal.address)
         first_again, second = await completed_runs(db, 2)
         assert first_again == first
@@ -185,20 +171,13 @@ async def test_triggered_runs_settle_each_captured_payment_once_in_one_batch_a_r
 async def test_a_run_started_after_its_deadline_is_skipped_and_settles_nothing(
     client, db, task_queue, start_workers
 ):
-    every = 30
-    fire = lone_fire_time(every)
-    # Register while no worker polls: its one fire time starts a workflow nobody runs yet.
-    job = settlement_job(
-        cron=None,
-        interval=timedelta(seconds=every),
-        starting_deadline=timedelta(seconds=2),
-        start_at=fire - timedelta(seconds=1),  # fires once, at `fire`
-        end_at=fire + timedelta(seconds=1),
-        paused=False,
-        note="",
-    )
     capture(db, 50, MINUTE)
-    async with registered(client, job, task_queue):
+    # Registered while no worker polls: its one fire time starts a workflow nobody runs yet.
+    job, fire = await fire_once(
+        client, settlement_job(starting_deadline=timedelta(seconds=2)), task_queue
+    )
+    try:
+        await fired(client, job.id, fire)
         wait_until(fire + timedelta(seconds=5))  # the fleet comes back 5 s late
         start_workers(1)
 
@@ -213,6 +192,8 @@ async def test_a_run_started_after_its_deadline_is_skipped_and_settles_nothing(
         assert row["error"].startswith("missed starting deadline: started")
         assert batches(db) == []
         assert settled_by_batch(db) == {}
+    finally:
+        await client.get_schedule_handle(job.id).delete()
 
 
 @pytest.fixture

@@ -7,21 +7,32 @@ import dataclasses
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 from croniter import croniter
-from temporalio.client import Schedule, ScheduleActionStartWorkflow, ScheduleSpec, ScheduleUpdate
+from psycopg_pool import AsyncConnectionPool
+from temporalio.client import (
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleDescription,
+    ScheduleSpec,
+    ScheduleUpdate,
+)
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.testing import ActivityEnvironment
 
+import schedules.sync
+from activities.catchup import CatchupActivities, PlanInput, PlanResult
 from core.errors import CatalogError
-from schedules.catalog import load_catalog
+from schedules.catalog import JobSpec, load_catalog, parse_catalog
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
-from schedules.sync import managed_schedule_ids, sync
+from schedules.sync import managed_schedule_ids, plan, sync
 from tests.conftest import ROOT, settings_env
 from tests.helpers import assert_eventually
+from workflows import JobRun
 
 JOB = """
 [{id}]
@@ -121,21 +132,37 @@ async def test_create_then_no_change_then_field_level_dry_run(client, settings, 
 async def test_changing_the_cron_neither_fires_an_extra_run_nor_loses_the_next(
     client, settings, tmp_path, clean
 ):
-    path = catalog(tmp_path, ("every-few", "*/2 * * * *", "UTC"))
+    def every(minutes: int) -> str:
+        # Overlap allow_all: with no worker, a run that fired stays open; under skip it
+        # would keep later fire times from starting, and hide whether they were lost.
+        return JOB.format(id="every-few", cron=f"*/{minutes} * * * *", tz="UTC") + (
+            'overlap = "allow_all"\n'
+        )
+
+    path = tmp_path / "jobs.toml"
+    path.write_text(every(2))
     assert run_cli(settings, "--catalog", str(path), "sync").returncode == 0
     handle = client.get_schedule_handle("every-few")
-    before = await handle.describe()
 
-    changed = catalog(tmp_path, ("every-few", "*/3 * * * *", "UTC"), name="changed.toml")
+    changed = tmp_path / "changed.toml"
+    changed.write_text(every(3))
     done = run_cli(settings, "--catalog", str(changed), "sync")
     assert done.returncode == 0 and "updated       every-few" in done.stdout
     after = await handle.describe()
-    assert after.info.num_actions == before.info.num_actions  # no extra run
-    now = datetime.now(UTC)
-    expected_next = croniter("*/3 * * * *", now).get_next(datetime)
-    assert after.info.next_action_times[0] == expected_next  # the next one is kept
-    run = await client.data_converter.decode(after.schedule.action.args, [object])
-    assert run[0]["timing_since"] is not None
+    (run,) = await client.data_converter.decode(after.schedule.action.args, [JobRun])
+    since = run.timing_since  # the server's time of applying */3
+    assert not run.timing_pending and since <= after.info.last_updated_at
+    # No extra run: whatever fired is a */2 time from before the change or a */3 one after.
+    for action in after.info.recent_actions:
+        fired = action.scheduled_at
+        assert fired.second == 0, fired
+        assert (fired <= since and fired.minute % 2 == 0) or (
+            fired > since and fired.minute % 3 == 0
+        ), (fired, since)
+    # The next one is kept: the first */3 time after the change fired or is the next due.
+    first = croniter("*/3 * * * *", since).get_next(datetime)
+    fired = {a.scheduled_at for a in after.info.recent_actions}
+    assert first in fired or after.info.next_action_times[0] == first
 
 
 async def test_operator_pause_is_kept_and_reported_as_drift(client, settings, tmp_path, clean):
@@ -241,9 +268,12 @@ async def test_a_no_change_sync_describes_nothing_yet_still_sees_a_pause(
     await managed_ids_become(client, ids)
     before = await last_updated(client, ids)
 
-    again = await sync(client, jobs, task_queue)
-    assert again.created == again.updated == again.deleted == [] and not again.drift
-    assert again.described == 0  # the listed digests vouched for every job
+    async def trusted():  # once the listing (visibility) shows each job's final digest
+        again = await sync(client, jobs, task_queue)
+        assert again.created == again.updated == again.deleted == [] and not again.drift
+        assert again.described == 0  # the listed digests vouched for every job
+
+    await assert_eventually(trusted, timeout=20)
     assert await last_updated(client, ids) == before
 
     await client.get_schedule_handle("quiet-2").pause(note="on-call: disk full")
@@ -348,3 +378,113 @@ def test_help_of_every_command_names_its_exit_codes():
             timeout=60,
         )
         assert done.returncode == 0 and "exit codes" in done.stdout, command
+
+
+@pytest.fixture
+async def pool(database_url):
+    async with AsyncConnectionPool(database_url, min_size=1, max_size=2, open=False) as pool:
+        await pool.wait()
+        yield pool
+
+
+def ticking_job(every: int = 4, **fields) -> JobSpec:
+    """A paused every-`every`-seconds job: plenty of fire times, none of them fired."""
+    (job,) = parse_catalog(
+        {
+            "ticking": {
+                "kind": "invoice-reminders",
+                "interval": f"{every}s",
+                "timezone": "UTC",
+                "catchup": "all",
+                "max_missed": 100,
+                "paused": True,
+                "note": "test: never fires",
+            }
+            | fields
+        }
+    )
+    return job
+
+
+async def stored_run(client, job_id: str) -> tuple[JobRun, ScheduleDescription]:
+    described = await client.get_schedule_handle(job_id).describe()
+    (run,) = await client.data_converter.decode(described.schedule.action.args, [JobRun])
+    return run, described
+
+
+async def first_run_plan(pool, run: JobRun, after: datetime, every: int) -> PlanResult:
+    """What the first scheduled run after `after` plans, started on time (its slot from an
+    independent grid: every `every` seconds from the epoch)."""
+    slot = datetime.fromtimestamp((after.timestamp() // every + 1) * every, UTC)
+    plan = PlanInput(
+        job_name=run.job_name,
+        scheduled_at=slot,
+        started_at=slot,
+        workflow_id=f"{run.job_name}-{slot:%Y-%m-%dT%H:%M:%SZ}",
+        run_id="run-1",
+        interval_seconds=run.interval_seconds,
+        catchup=run.catchup,
+        max_missed=run.max_missed,
+        timing_since=run.timing_since,
+        timing_pending=run.timing_pending,
+    )
+    activities = CatchupActivities(pool, clock=lambda: slot + timedelta(seconds=1))
+    return await ActivityEnvironment().run(activities.plan_run, plan)
+
+
+async def test_timing_since_is_the_servers_own_time_of_applying_the_timing(
+    client, task_queue, pool, clean
+):
+    # A sync whose clock read a minute before the server applied its writes (a slow sync,
+    # a busy server): no fire time of that minute may count as missed.
+    job = ticking_job()
+    await sync(client, [job], task_queue, now=datetime.now(UTC) - timedelta(minutes=1))
+    run, described = await stored_run(client, job.id)
+    assert run.timing_since == described.info.created_at
+    assert not run.timing_pending
+    first = await first_run_plan(pool, run, described.info.created_at, every=4)
+    assert (first.run, first.skipped, first.kind) == ([first.run[0]], 0, "scheduled")
+
+    # A new timing: in force from the server's time of the write that applied it.
+    changed = ticking_job(every=6)
+    before = datetime.now(UTC)
+    report = await sync(client, [changed], task_queue, now=before - timedelta(hours=1))
+    assert report.updated == [job.id]
+    run, described = await stored_run(client, job.id)
+    assert before <= run.timing_since <= described.info.last_updated_at
+    assert not run.timing_pending
+    first = await first_run_plan(pool, run, run.timing_since, every=6)
+    assert (first.skipped, first.kind) == (0, "scheduled")
+
+
+async def test_a_sync_stopped_between_its_two_writes_is_finished_by_the_next(
+    client, task_queue, pool, clean, monkeypatch
+):
+    job = ticking_job()
+    write = schedules.sync._update
+
+    async def stop_before_stamping(client, target, stamp, *, stamp_timing=False):
+        if stamp_timing:
+            raise RuntimeError("sync stopped")
+        await write(client, target, stamp)
+
+    monkeypatch.setattr("schedules.sync._update", stop_before_stamping)
+    with pytest.raises(RuntimeError, match="sync stopped"):
+        await sync(client, [job], task_queue)
+    pending, described = await stored_run(client, job.id)
+    assert pending.timing_pending
+    applied = described.info.last_updated_at or described.info.created_at
+    # Runs meanwhile count no missed time, however early the provisional stamp.
+    early = pending.model_copy(update={"timing_since": applied - timedelta(hours=1)})
+    first = await first_run_plan(pool, early, applied, every=4)
+    assert (first.skipped, first.kind) == (0, "scheduled")
+    monkeypatch.undo()
+
+    report, _ = await plan(client, [job], task_queue)
+    (change,) = report.changes
+    assert change.action == "update" and change.fields == {"timing_since": ("pending", applied)}
+    assert (await sync(client, [job], task_queue)).updated == [job.id]
+    run, _ = await stored_run(client, job.id)
+    assert not run.timing_pending and run.timing_since == applied
+    again = await sync(client, [job], task_queue)
+    assert again.created == again.updated == again.deleted == []

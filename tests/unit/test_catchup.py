@@ -55,6 +55,44 @@ def test_all_runs_the_newest_n_oldest_first_and_records_the_gap():
     assert all(reason.startswith("catch-up gap: 3 missed") for _, reason in decision.skip)
 
 
+def test_all_late_earliest_slot_is_one_of_the_missed():
+    """After downtime Temporal starts the earliest missed time, late: it is one of the
+    missed, so it runs only if it is among the newest N, and is a recorded gap otherwise."""
+    restarted = MISSED[-1] + timedelta(seconds=3)
+    decision = decide(MISSED[0], restarted, MISSED, plan(catchup="all", max_missed=2))
+    assert decision.run == MISSED[-2:]
+    assert [s for s, _ in decision.skip] == MISSED[:3] and decision.gap == 3
+
+
+def test_all_on_time_run_catches_up_n_missed_besides_its_own_slot():
+    """Temporal started nothing during the downtime; the next on-time fire catches up: the
+    N newest missed times, and its own slot, which was not missed."""
+    own = MISSED[-1] + EVERY
+    decision = decide(
+        own, own + timedelta(seconds=1), [*MISSED, own], plan(catchup="all", max_missed=2)
+    )
+    assert decision.run == [*MISSED[-2:], own]
+    assert [s for s, _ in decision.skip] == MISSED[:3] and decision.gap == 3
+    assert all(reason.startswith("catch-up gap: 3 missed") for _, reason in decision.skip)
+
+
+def test_all_runs_the_same_missed_times_whichever_slot_temporal_started():
+    cap = plan(catchup="all", max_missed=3)
+    late = decide(MISSED[0], MISSED[-1] + timedelta(seconds=3), MISSED, cap)
+    own = MISSED[-1] + EVERY
+    on_time = decide(own, own, [*MISSED, own], cap)
+    assert late.run == [s for s in on_time.run if s != own] == MISSED[-3:]
+    assert [s for s, _ in late.skip] == [s for s, _ in on_time.skip] == MISSED[:2]
+    assert late.gap == on_time.gap == 2
+
+
+def test_all_counts_a_late_newest_slot_as_missed():
+    """The newest slot started past ON_TIME was missed too: it counts against the cap."""
+    late = MISSED[-1] + timedelta(minutes=2)
+    decision = decide(MISSED[-1], late, MISSED, plan(catchup="all", max_missed=2))
+    assert decision.run == MISSED[-2:] and decision.gap == 3
+
+
 def test_all_with_fewer_missed_than_the_cap_runs_them_all():
     decision = decide(T0, MISSED[-1], MISSED, plan(catchup="all", max_missed=10))
     assert decision.run == MISSED and decision.gap == 0 and decision.skip == []

@@ -46,3 +46,10 @@ def test_the_task_queue_and_a_new_horizon_year_change_the_digest():
     assert digest(NIGHTLY, task_queue="other") != digest(NIGHTLY)
     # The UTC-compiled spec of a DST job covers whole years from the current one.
     assert digest(NIGHTLY, now=datetime(2027, 1, 2, tzinfo=UTC)) != digest(NIGHTLY)
+
+
+def test_a_pending_timing_changes_the_digest():
+    # A sync that stopped before stamping timing_since leaves a digest no finished schedule
+    # has, so the next sync describes the job and finishes it.
+    assert digest(NIGHTLY, timing_pending=True) != digest(NIGHTLY)
+    assert digest(NIGHTLY, timing_pending=True) == digest(NIGHTLY, timing_pending=True)

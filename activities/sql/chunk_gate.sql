@@ -1,0 +1,5 @@
+-- Test-only (activities/chunk_gate.py): wait until no other session holds the gate's
+-- advisory lock exclusively.
+
+-- name: pass
+SELECT pg_advisory_xact_lock_shared(%(key)s)
