@@ -33,9 +33,13 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 
 from google.protobuf.timestamp_pb2 import Timestamp
-from temporalio.api.workflowservice.v1 import ListScheduleMatchingTimesRequest
+from temporalio.api.workflowservice.v1 import (
+    ListScheduleMatchingTimesRequest,
+    ListScheduleMatchingTimesResponse,
+)
 from temporalio.client import Client, ScheduleDescription, ScheduleSpec
 from temporalio.service import RPCError, RPCStatusCode
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from schedules.catalog import JobSpec
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, schedule_digest
@@ -58,6 +62,16 @@ _TICK = timedelta(microseconds=1)
 _ONE_DAY = timedelta(days=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PAGE = 1000  # the server lists at most this many times per call
+_CALL_TIMEOUT = timedelta(seconds=30)
+_RETRY_FOR = 120.0  # seconds a listing is retried on a busy server before it counts as failed
+_BUSY = {
+    # The server answers a listing by querying the schedule's own workflow; a loaded server
+    # cancels or times out such a query, and a listing changes nothing: it is safe to ask again.
+    RPCStatusCode.CANCELLED,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+}
 
 Status = Literal["ok", "diverges", "unknown"]
 
@@ -111,12 +125,30 @@ async def server_times(
             start_time=_timestamp(after),
             end_time=_timestamp(end - _TICK),
         )
-        response = await client.workflow_service.list_schedule_matching_times(request)
+        response = await list_matching_times(client, request)
         page = [t.ToDatetime(tzinfo=UTC) for t in response.start_time]
         found += page
         if len(page) < _PAGE:
             return found
         after = page[-1]
+
+
+async def list_matching_times(
+    client: Client, request: ListScheduleMatchingTimesRequest
+) -> ListScheduleMatchingTimesResponse:
+    """One `ListScheduleMatchingTimes` call, asked again while the server is too busy to
+    answer (for up to two minutes); any other error, or a busy server past that, raises."""
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception(lambda e: isinstance(e, RPCError) and e.status in _BUSY),
+        stop=stop_after_delay(_RETRY_FOR),
+        wait=wait_exponential(multiplier=0.2, max=5),
+        reraise=True,
+    ):
+        with attempt:
+            return await client.workflow_service.list_schedule_matching_times(
+                request, timeout=_CALL_TIMEOUT
+            )
+    raise AssertionError("unreachable: tenacity reraises")
 
 
 # --- what to compare -------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.workflowservice.v1 import ListScheduleMatchingTimesRequest
 from temporalio.client import Client
 
+from schedules.verify import list_matching_times
+
 FIRST, END = datetime(2027, 1, 1, tzinfo=UTC), datetime(2032, 1, 1, tzinfo=UTC)
 T = TypeVar("T")
 
@@ -127,13 +129,14 @@ async def server_times(
     found: list[datetime] = []
     after = start - timedelta(seconds=1)
     while True:
-        response = await client.workflow_service.list_schedule_matching_times(
+        response = await list_matching_times(
+            client,
             ListScheduleMatchingTimesRequest(
                 namespace=client.namespace,
                 schedule_id=schedule_id,
                 start_time=_timestamp(after),
                 end_time=_timestamp(end - timedelta(seconds=1)),
-            )
+            ),
         )
         page = [t.ToDatetime(tzinfo=UTC) for t in response.start_time]
         found += page
