@@ -22,16 +22,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
+from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, model_validator
 from temporalio import activity
 
 from activities.executions import Clock, utcnow
+from activities.models import Origin
 from activities.telemetry import record_catchup_gap, record_skip
 from core.sql import queries
-from timing.firetimes import fire_times, fixed_hour
+from timing import Timing
 from timing.zones import ZoneInfo
 
 _Q = queries("activities.sql", "catchup")
@@ -44,6 +46,7 @@ ON_TIME = timedelta(seconds=30)
 # A slot this far after its run's start has not come yet: the run does nothing for it. The
 # margin covers the clock of a host that triggered a run with its own nominal time.
 FUTURE_MARGIN = timedelta(seconds=60)
+_TICK = timedelta(microseconds=1)
 
 
 class PlanInput(BaseModel):
@@ -52,18 +55,31 @@ class PlanInput(BaseModel):
     started_at: datetime  # when Temporal started the workflow
     workflow_id: str
     run_id: str
-    cron: str | None = None
-    interval_seconds: float | None = None
-    timezone: str = "UTC"
+    timing: Timing  # when the job fires, start_at, end_at and jitter included
     catchup: Literal["skip", "latest", "all"] = "latest"
     max_missed: int | None = None
     # When the server applied the job's current timing (see `JobRun.timing_since`); while
     # `timing_pending`, sync has just applied it and not yet stamped that time.
     timing_since: datetime | None = None
     timing_pending: bool = False
-    start_at: datetime | None = None  # the schedule fires nothing before this
-    end_at: datetime | None = None  # nor after this
-    jitter_seconds: float = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        """The flat timing fields a workflow of the previous release sends."""
+        if not isinstance(data, dict) or "timing" in data:
+            return data
+        data = dict(data)
+        seconds = data.pop("interval_seconds", None)
+        data["timing"] = {
+            "cron": data.pop("cron", None),
+            "interval": timedelta(seconds=seconds) if seconds is not None else None,
+            "timezone": data.pop("timezone", None) or "UTC",
+            "start_at": data.pop("start_at", None),
+            "end_at": data.pop("end_at", None),
+            "jitter": timedelta(seconds=data.pop("jitter_seconds", None) or 0),
+        }
+        return data
 
 
 class PlanResult(BaseModel):
@@ -71,8 +87,9 @@ class PlanResult(BaseModel):
     skipped: int = 0  # missed slots recorded as skipped
     gap: int = 0  # of those, beyond the catch-up cap
     reason: str | None = None  # why this run's own slot does not run, if it does not
-    # How this run came about, for people reading it in the Temporal UI.
-    kind: Literal["scheduled", "catch-up", "manual", "backfill"] = "scheduled"
+    # How this run came about (`activities.models.Origin`); `kind` in results recorded by
+    # the previous release.
+    origin: Origin = Field(default="scheduled", validation_alias=AliasChoices("origin", "kind"))
     local_time: str = ""  # the slot in the job's time zone, e.g. "2027-03-14 03:00 EDT"
 
 
@@ -81,7 +98,7 @@ class Decision:
     run: list[datetime]
     skip: list[tuple[datetime, str]]
     gap: int
-    kind: Literal["scheduled", "catch-up", "manual", "backfill"] = "scheduled"
+    origin: Origin = "scheduled"
 
 
 def _fmt(instant: datetime) -> str:
@@ -99,14 +116,15 @@ def second_occurrence_of(slot: datetime, timezone: str) -> datetime | None:
 
 def repeated_hour_reason(slot: datetime, recorded: set[datetime], plan: PlanInput) -> str | None:
     """Why a fixed-time job's second 01:30 (fall back) must not run, if the first one did."""
-    if not (plan.cron and fixed_hour(plan.cron)):
+    if not plan.timing.fixed_hour:
         return None
-    first = second_occurrence_of(slot, plan.timezone)
+    timezone = plan.timing.timezone
+    first = second_occurrence_of(slot, timezone)
     if first is None or first not in recorded:
         return None
-    local = slot.astimezone(ZoneInfo(plan.timezone))
+    local = slot.astimezone(ZoneInfo(timezone))
     return (
-        f"repeated local time {local:%H:%M} {plan.timezone} (fall back): "
+        f"repeated local time {local:%H:%M} {timezone} (fall back): "
         f"the job already ran at {_fmt(first)}"
     )
 
@@ -125,9 +143,7 @@ def decide(
     if list(missing) in ([], [slot]):
         return Decision([slot], [], 0)
     latest = missing[-1]
-    on_time = slot == latest and (
-        started_at - slot <= ON_TIME + timedelta(seconds=plan.jitter_seconds)
-    )
+    on_time = slot == latest and (started_at - slot <= ON_TIME + plan.timing.jitter)
     missed = [s for s in missing if not (on_time and s == slot)]
     if plan.catchup == "skip":
         run = [slot] if on_time else []
@@ -159,74 +175,88 @@ class CatchupActivities:
         """Decide which slots this run covers; record the missed ones it will not run."""
         future = future_slot_reason(plan)
         if future is not None:
-            return _not_yet(plan, future)
-        now = self.clock()
-        slot = plan.scheduled_at
-        interval = timedelta(seconds=plan.interval_seconds) if plan.interval_seconds else None
+            return not_yet(plan, future)
         async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(_Q["last_recorded"], {"job_name": plan.job_name, "now": now})
-            (last,) = await cur.fetchone()
-            low = max(
-                t
-                for t in (
-                    last and last + timedelta(microseconds=1),
-                    # The server's own time of applying the timing: it fires what comes after.
-                    plan.timing_since and plan.timing_since + timedelta(microseconds=1),
-                    plan.start_at,
-                    now - LOOKBACK,
-                )
-                if t is not None
-            )
-            low = min(low, slot)
-            cur = await conn.execute(
-                _Q["recorded_between"],
-                # Around the slot too: a backfilled future slot's first 01:30 is after now.
-                {
-                    "job_name": plan.job_name,
-                    "low": low - timedelta(hours=3),
-                    "high": max(now, slot),
-                },
-            )
-            recorded = {row[0] for row in await cur.fetchall()}
-            decision = _decide_for(plan, slot, last, low, now, recorded, interval)
-            for skipped, reason in decision.skip:
-                await conn.execute(
-                    _Q["record_skipped"],
-                    {
-                        "job_name": plan.job_name,
-                        "scheduled_at": skipped,
-                        "workflow_id": plan.workflow_id,
-                        "run_id": plan.run_id,
-                        "reason": reason,
-                    },
-                )
-        # Counted once the skipped rows are committed.
-        for _, reason in decision.skip:
-            record_skip(
-                plan.job_name,
-                "repeated_local_time" if reason.startswith("repeated") else "catchup_policy",
-            )
-        record_catchup_gap(plan.job_name, decision.gap)
-        own = next((r for s, r in decision.skip if s == slot), None)
-        if decision.skip:
-            activity.logger.info(
-                "catch-up: %d slot(s) run, %d recorded skipped",
-                len(decision.run),
-                len(decision.skip),
-                extra={"job": plan.job_name, "scheduled_at": slot.isoformat()},
-            )
-        kind = decision.kind
-        if kind == "scheduled" and (decision.skip or decision.run != [slot]):
-            kind = "catch-up"
-        local = slot.astimezone(ZoneInfo(plan.timezone))
-        return PlanResult(
+            result, decision = await plan_in(conn, plan, self.clock())
+        planned(plan, decision)
+        return result
+
+
+async def plan_in(
+    conn: AsyncConnection, plan: PlanInput, now: datetime
+) -> tuple[PlanResult, Decision]:
+    """In `conn`'s transaction, decide which slots the run covers and record the missed
+    ones it will not run (skipped, with the reason). Call `planned` once committed."""
+    slot = plan.scheduled_at
+    cur = await conn.execute(_Q["last_recorded"], {"job_name": plan.job_name, "now": now})
+    (last,) = await cur.fetchone()
+    low = max(
+        t
+        for t in (
+            last and last + _TICK,
+            # The server's own time of applying the timing: it fires what comes after.
+            plan.timing_since and plan.timing_since + _TICK,
+            now - LOOKBACK,
+        )
+        if t is not None
+    )
+    low = min(low, slot)
+    cur = await conn.execute(
+        _Q["recorded_between"],
+        # Around the slot too: a backfilled future slot's first 01:30 is after now.
+        {"job_name": plan.job_name, "low": low - timedelta(hours=3), "high": max(now, slot)},
+    )
+    recorded = {row[0] for row in await cur.fetchall()}
+    decision = _decide_for(plan, slot, last, low, now, recorded)
+    for skipped, reason in decision.skip:
+        await conn.execute(
+            _Q["record_skipped"],
+            {
+                "job_name": plan.job_name,
+                "scheduled_at": skipped,
+                "origin": decision.origin if skipped == slot else "catch-up",
+                "workflow_id": plan.workflow_id,
+                "run_id": plan.run_id,
+                "reason": reason,
+            },
+        )
+    origin = decision.origin
+    if origin == "scheduled" and (decision.skip or decision.run != [slot]):
+        origin = "catch-up"
+    return (
+        PlanResult(
             run=decision.run,
             skipped=len(decision.skip),
             gap=decision.gap,
-            reason=own,
-            kind=kind,
-            local_time=f"{local:%Y-%m-%d %H:%M} {local.tzname()}",
+            reason=next((r for s, r in decision.skip if s == slot), None),
+            origin=origin,
+            local_time=local_time(slot, plan.timing.timezone),
+        ),
+        decision,
+    )
+
+
+def planned(plan: PlanInput, decision: Decision) -> None:
+    """Count and log a plan once its skipped rows are committed."""
+    for _, reason in decision.skip:
+        record_skip(
+            plan.job_name,
+            "repeated_local_time" if reason.startswith("repeated") else "catchup_policy",
         )
+    record_catchup_gap(plan.job_name, decision.gap)
+    if decision.skip:
+        activity.logger.info(
+            "catch-up: %d slot(s) run, %d recorded skipped",
+            len(decision.run),
+            len(decision.skip),
+            extra={"job": plan.job_name, "scheduled_at": plan.scheduled_at.isoformat()},
+        )
+
+
+def local_time(slot: datetime, timezone: str) -> str:
+    """The slot in the job's zone, as the Temporal UI shows it: `2027-03-14 03:00 EDT`."""
+    local = slot.astimezone(ZoneInfo(timezone))
+    return f"{local:%Y-%m-%d %H:%M} {local.tzname()}"
 
 
 def future_slot_reason(plan: PlanInput) -> str | None:
@@ -246,18 +276,18 @@ def future_slot_reason(plan: PlanInput) -> str | None:
     )
 
 
-def _not_yet(plan: PlanInput, reason: str) -> PlanResult:
+def not_yet(plan: PlanInput, reason: str) -> PlanResult:
+    """The plan of a run whose slot lies after its start: nothing runs (see above)."""
     record_skip(plan.job_name, "future_slot")
     activity.logger.warning(
         "refused a run of a future slot",
         extra={"job": plan.job_name, "scheduled_at": plan.scheduled_at.isoformat()},
     )
-    local = plan.scheduled_at.astimezone(ZoneInfo(plan.timezone))
     return PlanResult(
         run=[],
         reason=reason,
-        kind="backfill",
-        local_time=f"{local:%Y-%m-%d %H:%M} {local.tzname()}",
+        origin="backfill",
+        local_time=local_time(plan.scheduled_at, plan.timing.timezone),
     )
 
 
@@ -268,14 +298,12 @@ def _decide_for(
     low: datetime,
     now: datetime,
     recorded: set[datetime],
-    interval: timedelta | None,
 ) -> Decision:
+    timing = plan.timing
     reason = repeated_hour_reason(slot, recorded, plan)
     if reason is not None:
         return Decision([], [(slot, reason)], 0)
-    on_grid = slot in fire_times(
-        plan.cron, plan.timezone, slot, slot + timedelta(seconds=1), interval=interval
-    )
+    on_grid = timing.fire_times(slot, slot + timedelta(seconds=1)) == [slot]
     older = (last is not None and last >= slot) or (
         plan.timing_since is not None and slot < plan.timing_since
     )
@@ -286,14 +314,8 @@ def _decide_for(
     if plan.timing_pending:
         # Sync applied this timing a moment ago: nothing before it can have been missed.
         return Decision([slot], [], 0)
-    high = now if plan.end_at is None else min(now, plan.end_at)
-    due = fire_times(
-        plan.cron,
-        plan.timezone,
-        low,
-        high + timedelta(microseconds=1),
-        interval=interval,
-        limit=MAX_CONSIDERED,
-    )
+    # The newest fire times up to now: with more than MAX_CONSIDERED missed, the policy
+    # still sees the most recent ones (older ones are beyond every policy's reach).
+    due = timing.fire_times(low, now + _TICK, limit=MAX_CONSIDERED, newest=True)
     missing = sorted({t for t in due if t not in recorded} | {slot})
     return decide(slot, plan.started_at, missing, plan)

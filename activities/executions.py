@@ -22,7 +22,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.models import STALE_ATTEMPT, ClaimInput, ClaimResult, FailureInput
+from activities.models import (
+    STALE_ATTEMPT,
+    ClaimInput,
+    ClaimResult,
+    FailureInput,
+    origin_of_trigger,
+)
 from activities.telemetry import record_claim, record_duplicate, record_failed, traced
 from core import redact
 from core.sql import queries
@@ -133,77 +139,15 @@ class ExecutionActivities:
     @activity.defn
     @traced("db.claim_execution")
     async def claim_execution(self, claim: ClaimInput) -> ClaimResult:
-        """Record that a run of (job, scheduled_at) begins, or say why it must not.
-
-        A completed or skipped slot is a no-op (counted as a duplicate run); a failed one
-        is retried (a workflow job resumes at its first unfinished step), a compensated one
-        starts over; a run that starts after its starting deadline is recorded as skipped.
-        A slot whose time has not come (by the server's clock) is refused and nothing is
-        recorded: its real run comes at its time. The workflow's plan normally stops such a
-        run first (`activities.catchup.future_slot_reason`).
-        """
+        """`claim_in` in a transaction of its own: the claim of a workflow that plans in a
+        separate activity (`activities.begin.begin_run` does both in one)."""
         server_now = (
             activity.info().current_attempt_scheduled_time
             if activity.in_activity()
             else self.clock()
         )
-        ahead = (claim.scheduled_at - server_now).total_seconds()
-        if ahead > _FUTURE_MARGIN_SECONDS:
-            raise ApplicationError(
-                f"{claim.job_name}: slot {claim.scheduled_at.isoformat()} is {ahead:.0f}s in "
-                "the future; a slot is claimed only once its time has come",
-                type=FUTURE_SLOT,
-                non_retryable=True,
-            )
-        lateness = (self.clock() - claim.scheduled_at).total_seconds()
-        late = (
-            claim.starting_deadline_seconds is not None
-            and lateness > claim.starting_deadline_seconds
-        )
-        reason = (
-            f"missed starting deadline: started {lateness:.0f}s after the scheduled time, "
-            f"deadline {claim.starting_deadline_seconds:.0f}s"
-            if late
-            else None
-        )
-        params = claim.model_dump() | {
-            "status": "skipped" if late else "running",
-            "error": reason,
-        }
         async with self.pool.connection() as conn, conn.transaction():
-            # Row factory on a cursor, never on the pooled connection.
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(_Q["insert_claim"], params)
-            row = await cur.fetchone()
-            if row is not None:
-                outcome = "skipped" if late else "claimed"
-                record_claim(claim.job_name, row["id"], lateness, skipped=late)
-                activity.logger.info("execution %s", outcome, extra=_log_fields(claim, row["id"]))
-                return ClaimResult(execution_id=row["id"], outcome=outcome, reason=reason)
-
-            await cur.execute(_Q["lock_claim"], params)
-            row = await cur.fetchone()
-            if row["status"] in ("completed", "skipped"):
-                await conn.execute(_Q["record_duplicate"], {"id": row["id"]})
-                record_duplicate(claim.job_name, row["id"], row["status"])
-                activity.logger.info(
-                    "execution already %s", row["status"], extra=_log_fields(claim, row["id"])
-                )
-                return ClaimResult(
-                    execution_id=row["id"],
-                    outcome=row["status"],
-                    reason=f"this slot was already {row['status']}",
-                )
-            if row["status"] == "compensated":
-                await conn.execute(_Q["forget_steps"], {"id": row["id"]})
-            await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
-            record_claim(claim.job_name, row["id"], lateness, skipped=False)
-            activity.logger.info(
-                "execution reclaimed from status %s",
-                row["status"],
-                extra=_log_fields(claim, row["id"]),
-            )
-            return ClaimResult(execution_id=row["id"], outcome="claimed")
+            return await claim_in(conn, claim, server_now=server_now, now=self.clock())
 
     @activity.defn
     @traced("db.record_failure")
@@ -219,6 +163,75 @@ class ExecutionActivities:
                 },
             )
             record_failed(row[0] if (row := await cur.fetchone()) else None)
+
+
+async def claim_in(
+    conn: AsyncConnection, claim: ClaimInput, *, server_now: datetime, now: datetime
+) -> ClaimResult:
+    """In `conn`'s transaction, record that a run of (job, scheduled_at) begins, or say why
+    it must not.
+
+    A completed or skipped slot is a no-op (counted as a duplicate run); a failed one is
+    retried (a workflow job resumes at its first unfinished step), a compensated one starts
+    over; a run that starts after its starting deadline is recorded as skipped. A slot whose
+    time has not come by `server_now` (the Temporal server's clock) is refused and nothing
+    is recorded: its real run comes at its time. The workflow's plan normally stops such a
+    run first (`activities.catchup.future_slot_reason`).
+    """
+    ahead = (claim.scheduled_at - server_now).total_seconds()
+    if ahead > _FUTURE_MARGIN_SECONDS:
+        raise ApplicationError(
+            f"{claim.job_name}: slot {claim.scheduled_at.isoformat()} is {ahead:.0f}s in "
+            "the future; a slot is claimed only once its time has come",
+            type=FUTURE_SLOT,
+            non_retryable=True,
+        )
+    lateness = (now - claim.scheduled_at).total_seconds()
+    late = (
+        claim.starting_deadline_seconds is not None and lateness > claim.starting_deadline_seconds
+    )
+    reason = (
+        f"missed starting deadline: started {lateness:.0f}s after the scheduled time, "
+        f"deadline {claim.starting_deadline_seconds:.0f}s"
+        if late
+        else None
+    )
+    params = claim.model_dump() | {
+        "origin": claim.origin or origin_of_trigger(claim.trigger),
+        "status": "skipped" if late else "running",
+        "error": reason,
+    }
+    # Row factory on a cursor, never on the pooled connection.
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(_Q["insert_claim"], params)
+    row = await cur.fetchone()
+    if row is not None:
+        outcome = "skipped" if late else "claimed"
+        record_claim(claim.job_name, row["id"], lateness, skipped=late)
+        activity.logger.info("execution %s", outcome, extra=_log_fields(claim, row["id"]))
+        return ClaimResult(execution_id=row["id"], outcome=outcome, reason=reason)
+
+    await cur.execute(_Q["lock_claim"], params)
+    row = await cur.fetchone()
+    if row["status"] in ("completed", "skipped"):
+        await conn.execute(_Q["record_duplicate"], {"id": row["id"]})
+        record_duplicate(claim.job_name, row["id"], row["status"])
+        activity.logger.info(
+            "execution already %s", row["status"], extra=_log_fields(claim, row["id"])
+        )
+        return ClaimResult(
+            execution_id=row["id"],
+            outcome=row["status"],
+            reason=f"this slot was already {row['status']}",
+        )
+    if row["status"] == "compensated":
+        await conn.execute(_Q["forget_steps"], {"id": row["id"]})
+    await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
+    record_claim(claim.job_name, row["id"], lateness, skipped=False)
+    activity.logger.info(
+        "execution reclaimed from status %s", row["status"], extra=_log_fields(claim, row["id"])
+    )
+    return ClaimResult(execution_id=row["id"], outcome="claimed")
 
 
 def _log_fields(claim: ClaimInput, execution_id: int) -> dict[str, Any]:

@@ -5,12 +5,46 @@ Only ids, times and counts travel through workflow history; customer data stays 
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
+
+from timing import Timing
 
 Trigger = Literal["schedule", "direct"]
+"""Whether a schedule started the workflow; superseded by `Origin` in the record."""
+
+Origin = Literal["scheduled", "catch-up", "manual", "backfill", "direct"]
+"""How a run came about, in the one vocabulary of `job_executions.origin`, the Temporal UI
+and the CLI: the schedule fired on time (`scheduled`); a missed fire time run or recorded
+late (`catch-up`); an operator's trigger (`manual`); an older fire time run again
+(`backfill`); a workflow started without a schedule (`direct`)."""
+
+
+def origin_of_trigger(trigger: Trigger | None) -> Origin:
+    """The origin a run of a worker of the previous release meant by its `trigger`."""
+    return "direct" if trigger == "direct" else "scheduled"
+
+
+def _timing_or_legacy(value: Any) -> Any:
+    """A `Timing`, also from the `{cron, interval_seconds, timezone}` a workflow of the
+    previous release sends (None when it carried neither cron nor interval)."""
+    if isinstance(value, dict) and "interval_seconds" in value:
+        if value.get("cron") is None and value.get("interval_seconds") is None:
+            return None
+        seconds = value.get("interval_seconds")
+        return {
+            "cron": value.get("cron"),
+            "interval": timedelta(seconds=seconds) if seconds is not None else None,
+            "timezone": value.get("timezone") or "UTC",
+        }
+    return value
+
+
+TimingField = Annotated[Timing | None, BeforeValidator(_timing_or_legacy)]
+"""When the job fires, carried typed from the catalog to the activities; None for a run
+started without a schedule's timing."""
 
 STALE_ATTEMPT = "StaleAttempt"
 """The error type of an attempt whose fencing token is no longer the slot's: it committed
@@ -20,7 +54,8 @@ nothing, and another attempt or workflow run carries the slot on."""
 class ClaimInput(BaseModel):
     job_name: str
     scheduled_at: datetime
-    trigger: Trigger
+    origin: Origin | None = None
+    trigger: Trigger | None = None  # what a workflow of the previous release sends instead
     workflow_id: str
     run_id: str
     # A run that starts later than this after its scheduled time is recorded as skipped.
@@ -42,18 +77,10 @@ class ExecutionRef(BaseModel):
     scheduled_at: datetime
 
 
-class JobTiming(BaseModel):
-    """When the job fires, as its schedule was built: for work that depends on its window."""
-
-    cron: str | None = None
-    interval_seconds: float | None = None
-    timezone: str = "UTC"
-
-
 class WorkInput(BaseModel):
     execution: ExecutionRef
     params: dict[str, Any] = Field(default_factory=dict)
-    timing: JobTiming = Field(default_factory=JobTiming)
+    timing: TimingField = None
 
 
 class WorkResult(BaseModel):

@@ -36,7 +36,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.chunked import fenced
 from activities.executions import Fence, take_over_in
-from activities.models import ExecutionRef, JobTiming, WorkResult
+from activities.models import ExecutionRef, TimingField, WorkResult
 from activities.telemetry import db_span, record_completed, record_run
 from core.sql import queries
 
@@ -55,7 +55,7 @@ class StepInput(BaseModel):
     run_id: str  # the workflow run that holds the slot (ScheduledJobWorkflow's)
     step: str  # the record's name: the step's activity, or undo:<step> for a compensation
     params: dict[str, Any] = Field(default_factory=dict)
-    timing: JobTiming = Field(default_factory=JobTiming)
+    timing: TimingField = None
     # Outputs of earlier steps the workflow passes on: ids and counts only.
     inputs: dict[str, Any] = Field(default_factory=dict)
 

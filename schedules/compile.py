@@ -77,6 +77,7 @@ def job_run(
             job.starting_deadline.total_seconds() if job.starting_deadline else None
         ),
         retry=job.retry.settings(),
+        timing=job.timing,
         cron=job.cron,
         interval_seconds=job.interval.total_seconds() if job.interval else None,
         timezone=job.timezone,

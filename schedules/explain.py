@@ -104,7 +104,7 @@ def explain(ev: Evidence) -> Verdict:
 
 def _from_row(ev: Evidence, row: dict[str, Any]) -> Verdict:
     status, attempt, error = row["status"], row.get("attempt") or 0, row.get("error") or ""
-    origin = row.get("trigger") or "scheduled"
+    origin = row.get("origin") or "scheduled"
     if status == "completed":
         took = row["finished_at"] - row["started_at"] if row.get("finished_at") else None
         counts = ", ".join(

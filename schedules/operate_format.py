@@ -36,7 +36,7 @@ def execution_entry(row: dict[str, Any], timezone: str) -> dict[str, Any]:
         "scheduled_at": _instant(row["scheduled_at"], timezone),
         "status": row["status"],
         "attempt": row.get("attempt"),
-        "trigger": row.get("trigger"),
+        "origin": row.get("origin"),
         "workflow_id": row.get("workflow_id"),
         "started_at": utc_text(row["started_at"]) if row.get("started_at") else None,
         "finished_at": utc_text(row["finished_at"]) if row.get("finished_at") else None,
@@ -240,13 +240,13 @@ def format_describe(entry: dict[str, Any]) -> str:
     elif not entry["executions"]:
         lines.append("  none")
     else:
-        header = ("SCHEDULED", "SCHEDULED (UTC)", "STATUS", "ATTEMPT", "TRIGGER", "TOOK", "ERROR")
+        header = ("SCHEDULED", "SCHEDULED (UTC)", "STATUS", "ATTEMPT", "ORIGIN", "TOOK", "ERROR")
         rows = [
             (
                 *_when(e["scheduled_at"], tz),
                 e["status"],
                 str(e["attempt"]),
-                e["trigger"] or "-",
+                e["origin"] or "-",
                 e["took"],
                 (e["error"] or "")[:80],
             )

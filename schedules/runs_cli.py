@@ -33,7 +33,7 @@ def format_runs(job_id: str, entries: list[dict]) -> str:
         (
             e["scheduled_at"]["local"],
             e["scheduled_at"]["utc"],
-            e["trigger"] or "-",
+            e["origin"] or "-",
             e["status"],
             str(e["attempt"]),
             e["took"],

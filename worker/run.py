@@ -12,6 +12,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.begin import BeginActivities
 from activities.catchup import CatchupActivities
 from activities.chunk_gate import set_chunk_gate
 from activities.executions import ExecutionActivities
@@ -61,6 +62,7 @@ def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
     catchup = CatchupActivities(pool)
     steps = StepsActivities(pool)
     return [
+        BeginActivities(pool).begin_run,
         executions.claim_execution,
         executions.record_failure,
         catchup.plan_run,

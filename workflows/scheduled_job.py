@@ -11,7 +11,7 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, model_validator
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import (
@@ -22,17 +22,20 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from activities.begin import BeginActivities, BeginInput, origins
     from activities.catchup import CatchupActivities, PlanInput, PlanResult
     from activities.executions import ExecutionActivities
     from activities.models import (
         STALE_ATTEMPT,
         ClaimInput,
+        ClaimResult,
         ExecutionRef,
         FailureInput,
-        JobTiming,
+        Origin,
         WorkInput,
         WorkResult,
     )
+    from timing import Timing
 
 from workflows.retry import RetrySettings
 from workflows.steps import StepOptions, WorkflowJobInput
@@ -46,6 +49,11 @@ _BOOKKEEPING_RETRY = RetryPolicy(
 )
 _BOOKKEEPING_TIMEOUT = timedelta(seconds=30)
 _BOOKKEEPING_DEADLINE = timedelta(hours=1)
+
+# Runs started from here on plan and claim in one local activity (`activities.begin`), and
+# record failures and claim catch-up slots as local activities too: one activity round trip
+# through the server per run instead of three. Runs started before it keep the three.
+BEGIN_RUN_PATCH = "begin-run-local"
 
 
 class JobRun(BaseModel):
@@ -61,12 +69,17 @@ class JobRun(BaseModel):
     heartbeat_seconds: float | None = Field(default=60.0, gt=0)
     starting_deadline_seconds: float | None = Field(default=None, gt=0)
     retry: RetrySettings = Field(default_factory=RetrySettings)
-    # When the fire times are and what to do with missed ones (see activities/catchup.py).
+    # When the fire times are (None: a run without a schedule's timing, which covers its
+    # own slot only) and what to do with missed ones (see activities/catchup.py).
+    timing: Timing | None = None
+    catchup: Literal["skip", "latest", "all"] = "latest"
+    max_missed: int | None = None
+    # The same timing, flat, for workers of the previous release during a rolling deploy;
+    # this release reads `timing` only (and builds it from these when a schedule written
+    # by the previous release's sync carries no `timing`).
     cron: str | None = None
     interval_seconds: float | None = None
     timezone: str = "UTC"
-    catchup: Literal["skip", "latest", "all"] = "latest"
-    max_missed: int | None = None
     jitter_seconds: float = 0.0
     # How long after the last success the next one is overdue: the longest gap between
     # fire times + jitter + alert_grace. Recorded with each claim and exported as a metric.
@@ -79,6 +92,25 @@ class JobRun(BaseModel):
     timing_pending: bool = False
     # The catalog entry this schedule was built from, so sync can diff field by field.
     definition: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _timing_of_previous_release(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("timing") is not None:
+            return data
+        if data.get("cron") is None and data.get("interval_seconds") is None:
+            return data
+        definition = data.get("definition") or {}
+        seconds = data.get("interval_seconds")
+        timing = {
+            "cron": data.get("cron"),
+            "interval": timedelta(seconds=seconds) if seconds is not None else None,
+            "timezone": data.get("timezone") or "UTC",
+            "start_at": definition.get("start_at"),
+            "end_at": definition.get("end_at"),
+            "jitter": timedelta(seconds=data.get("jitter_seconds") or 0),
+        }
+        return data | {"timing": timing}
 
 
 class SlotRun(BaseModel):
@@ -105,12 +137,15 @@ class JobRunResult(BaseModel):
     caught_up: list[SlotRun] = Field(default_factory=list)
     missed_skipped: int = 0
     catchup_gap: int = 0
-    # scheduled | catch-up | manual | backfill | direct (started without a schedule)
-    kind: str = "scheduled"
+    # How the run came about (`activities.models.Origin`); `kind` in the previous release.
+    origin: str = Field(default="scheduled", validation_alias=AliasChoices("origin", "kind"))
 
 
 @workflow.defn
 class ScheduledJobWorkflow:
+    def __init__(self) -> None:
+        self._local = False  # bookkeeping as local activities (BEGIN_RUN_PATCH)
+
     @workflow.run
     async def run(self, job: JobRun) -> JobRunResult:
         info = workflow.info()
@@ -120,42 +155,62 @@ class ScheduledJobWorkflow:
             # Started by hand without a schedule: its own start time is its slot.
             scheduled_at = info.start_time.replace(microsecond=0)
             trigger = "direct"
+        plan_input = None
+        if trigger == "schedule" and job.timing is not None:
+            plan_input = PlanInput(
+                job_name=job.job_name,
+                scheduled_at=scheduled_at,
+                started_at=info.start_time,
+                workflow_id=info.workflow_id,
+                run_id=info.run_id,
+                timing=job.timing,
+                catchup=job.catchup,
+                max_missed=job.max_missed,
+                timing_since=job.timing_since,
+                timing_pending=job.timing_pending,
+            )
 
-        plan = PlanResult(run=[scheduled_at])
-        if trigger == "schedule" and (job.cron or job.interval_seconds):
-            plan = await workflow.execute_activity_method(
-                CatchupActivities.plan_run,
-                PlanInput(
-                    job_name=job.job_name,
-                    scheduled_at=scheduled_at,
-                    started_at=info.start_time,
-                    workflow_id=info.workflow_id,
-                    run_id=info.run_id,
-                    cron=job.cron,
-                    interval_seconds=job.interval_seconds,
-                    timezone=job.timezone,
-                    catchup=job.catchup,
-                    max_missed=job.max_missed,
-                    timing_since=job.timing_since,
-                    timing_pending=job.timing_pending,
-                    start_at=job.definition.get("start_at"),
-                    end_at=job.definition.get("end_at"),
-                    jitter_seconds=job.jitter_seconds,
+        claims: dict[datetime, ClaimResult] = {}
+        if workflow.patched(BEGIN_RUN_PATCH):
+            self._local = True
+            begin = await workflow.execute_local_activity_method(
+                BeginActivities.begin_run,
+                BeginInput(
+                    plan=plan_input,
+                    claim=self._claim_input(
+                        job, scheduled_at, "direct" if trigger == "direct" else None
+                    ),
+                    server_now=workflow.now(),
                 ),
                 start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
                 schedule_to_close_timeout=_BOOKKEEPING_DEADLINE,
                 retry_policy=_BOOKKEEPING_RETRY,
             )
+            plan = begin.plan
+            if begin.claim is not None:
+                claims[plan.run[0]] = begin.claim
+        elif plan_input is not None:
+            plan = await workflow.execute_activity_method(
+                CatchupActivities.plan_run,
+                plan_input,
+                start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
+                schedule_to_close_timeout=_BOOKKEEPING_DEADLINE,
+                retry_policy=_BOOKKEEPING_RETRY,
+            )
+        else:
+            plan = PlanResult(
+                run=[scheduled_at], origin="direct" if trigger == "direct" else "scheduled"
+            )
 
-        kind = plan.kind if trigger == "schedule" else "direct"
+        origin = "direct" if trigger == "direct" else plan.origin
         when = plan.local_time or f"{scheduled_at:%Y-%m-%d %H:%M} UTC"
-        headline = f"**{job.job_name}** · {when} · {kind}"
+        headline = f"**{job.job_name}** · {when} · {origin}"
         workflow.set_current_details(f"{headline}\n\nrunning")
 
         own = SlotRun(scheduled_at=scheduled_at, outcome="skipped", reason=plan.reason)
         caught_up = []
-        for slot in plan.run:
-            done = await self._run_slot(job, slot, trigger, headline)
+        for slot, slot_origin in zip(plan.run, origins(plan, scheduled_at), strict=True):
+            done = await self._run_slot(job, slot, slot_origin, headline, claims.get(slot))
             if slot == scheduled_at:
                 own = done
             else:
@@ -172,7 +227,7 @@ class ScheduledJobWorkflow:
         workflow.set_current_details("\n".join(lines))
         return JobRunResult(
             **own.model_dump(),  # the run's own slot: time, execution, outcome, counts
-            kind=kind,
+            origin=origin,
             job_name=job.job_name,
             trigger=trigger,
             caught_up=caught_up,
@@ -180,30 +235,48 @@ class ScheduledJobWorkflow:
             catchup_gap=plan.gap,
         )
 
-    async def _run_slot(
-        self,
-        job: JobRun,
-        scheduled_at: datetime,
-        trigger: Literal["schedule", "direct"],
-        headline: str = "",
-    ) -> SlotRun:
-        """Claim one slot, do its work, record the outcome."""
+    def _claim_input(self, job: JobRun, slot: datetime, origin: Origin | None) -> ClaimInput:
         info = workflow.info()
-        claim = await workflow.execute_activity_method(
-            ExecutionActivities.claim_execution,
-            ClaimInput(
-                job_name=job.job_name,
-                scheduled_at=scheduled_at,
-                trigger=trigger,
-                workflow_id=info.workflow_id,
-                run_id=info.run_id,
-                starting_deadline_seconds=job.starting_deadline_seconds,
-                alert_after_seconds=job.alert_after_seconds,
-            ),
+        return ClaimInput(
+            job_name=job.job_name,
+            scheduled_at=slot,
+            origin=origin,
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            starting_deadline_seconds=job.starting_deadline_seconds,
+            alert_after_seconds=job.alert_after_seconds,
+        )
+
+    async def _bookkeeping(self, method: Any, arg: Any) -> Any:
+        """A bookkeeping activity: local under BEGIN_RUN_PATCH, else through the server."""
+        run = (
+            workflow.execute_local_activity_method
+            if self._local
+            else workflow.execute_activity_method
+        )
+        return await run(
+            method,
+            arg,
             start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
             schedule_to_close_timeout=_BOOKKEEPING_DEADLINE,
             retry_policy=_BOOKKEEPING_RETRY,
         )
+
+    async def _run_slot(
+        self,
+        job: JobRun,
+        scheduled_at: datetime,
+        origin: Origin,
+        headline: str = "",
+        claim: ClaimResult | None = None,
+    ) -> SlotRun:
+        """Claim one slot (unless `begin_run` did), do its work, record the outcome."""
+        info = workflow.info()
+        if claim is None:
+            claim = await self._bookkeeping(
+                ExecutionActivities.claim_execution,
+                self._claim_input(job, scheduled_at, origin),
+            )
 
         def result(outcome: Any, counts: dict[str, int] | None = None, reason: str | None = None):
             return SlotRun(
@@ -222,16 +295,13 @@ class ScheduledJobWorkflow:
         execution = ExecutionRef(
             execution_id=claim.execution_id, job_name=job.job_name, scheduled_at=scheduled_at
         )
-        timing = JobTiming(
-            cron=job.cron, interval_seconds=job.interval_seconds, timezone=job.timezone
-        )
         try:
             if job.workflow:
-                work = await self._run_steps(job, execution, timing, headline)
+                work = await self._run_steps(job, execution, headline)
             else:
                 work = await workflow.execute_activity(
                     job.activity,
-                    WorkInput(execution=execution, params=job.params, timing=timing),
+                    WorkInput(execution=execution, params=job.params, timing=job.timing),
                     result_type=WorkResult,
                     start_to_close_timeout=timedelta(seconds=job.start_to_close_seconds),
                     heartbeat_timeout=(
@@ -250,12 +320,9 @@ class ScheduledJobWorkflow:
             message = str(cause) if cause is not None else str(err)
             # A workflow job has settled its execution already (compensated or failed);
             # this marks only what is still running under this run.
-            await workflow.execute_activity_method(
+            await self._bookkeeping(
                 ExecutionActivities.record_failure,
                 FailureInput(execution_id=claim.execution_id, run_id=info.run_id, error=message),
-                start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
-                schedule_to_close_timeout=_BOOKKEEPING_DEADLINE,
-                retry_policy=_BOOKKEEPING_RETRY,
             )
             raise ApplicationError(
                 f"{job.job_name} at {scheduled_at.isoformat()} failed: {message}",
@@ -266,9 +333,7 @@ class ScheduledJobWorkflow:
             return result("already_completed", work.counts, "another run completed this slot")
         return result("completed", work.counts)
 
-    async def _run_steps(
-        self, job: JobRun, execution: ExecutionRef, timing: JobTiming, headline: str
-    ) -> WorkResult:
+    async def _run_steps(self, job: JobRun, execution: ExecutionRef, headline: str) -> WorkResult:
         """Run a workflow kind's steps as a child workflow, named after this run."""
         info = workflow.info()
         return await workflow.execute_child_workflow(
@@ -277,7 +342,7 @@ class ScheduledJobWorkflow:
                 execution=execution,
                 run_id=info.run_id,
                 params=job.params,
-                timing=timing,
+                timing=job.timing,
                 options=StepOptions(
                     start_to_close_seconds=job.start_to_close_seconds,
                     heartbeat_seconds=job.heartbeat_seconds,

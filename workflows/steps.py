@@ -44,7 +44,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import STALE_ATTEMPT, ExecutionRef, JobTiming, WorkResult
+    from activities.models import STALE_ATTEMPT, ExecutionRef, TimingField, WorkResult
     from activities.steps import (
         UNDO,
         FinishInput,
@@ -82,7 +82,7 @@ class WorkflowJobInput(BaseModel):
     execution: ExecutionRef
     run_id: str  # the ScheduledJobWorkflow run that holds the slot
     params: dict[str, Any] = Field(default_factory=dict)
-    timing: JobTiming = Field(default_factory=JobTiming)
+    timing: TimingField = None
     options: StepOptions = Field(default_factory=StepOptions)
     headline: str = ""  # "**job** · local time · kind", the first line of the details
 

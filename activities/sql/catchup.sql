@@ -9,8 +9,8 @@ WHERE job_name = %(job_name)s AND scheduled_at >= %(low)s AND scheduled_at <= %(
 
 -- name: record_skipped
 INSERT INTO job_executions
-    (job_name, scheduled_at, status, trigger, workflow_id, run_id, error, finished_at)
+    (job_name, scheduled_at, status, origin, workflow_id, run_id, error, finished_at)
 VALUES
-    (%(job_name)s, %(scheduled_at)s, 'skipped', 'schedule', %(workflow_id)s, %(run_id)s,
+    (%(job_name)s, %(scheduled_at)s, 'skipped', %(origin)s, %(workflow_id)s, %(run_id)s,
      %(reason)s, now())
 ON CONFLICT (job_name, scheduled_at) DO NOTHING

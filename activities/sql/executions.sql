@@ -1,9 +1,9 @@
 -- name: insert_claim
 INSERT INTO job_executions
-    (job_name, scheduled_at, status, trigger, workflow_id, run_id, error, finished_at,
+    (job_name, scheduled_at, status, origin, workflow_id, run_id, error, finished_at,
      alert_after_seconds)
 VALUES
-    (%(job_name)s, %(scheduled_at)s, %(status)s, %(trigger)s, %(workflow_id)s, %(run_id)s,
+    (%(job_name)s, %(scheduled_at)s, %(status)s, %(origin)s, %(workflow_id)s, %(run_id)s,
      %(error)s, CASE WHEN %(status)s = 'running' THEN NULL ELSE now() END,
      %(alert_after_seconds)s)
 ON CONFLICT (job_name, scheduled_at) DO NOTHING

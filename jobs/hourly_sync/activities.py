@@ -24,11 +24,12 @@ from activities.chunked import Progress, run_in_chunks
 from activities.heartbeat import heartbeating
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from core.sql import queries
-from timing.firetimes import fire_times
+from timing import Timing
 
 _Q = queries(__package__, "queries")
 
 WINDOW_BUSY = "WindowBusy"
+_TICK = timedelta(microseconds=1)
 # The cursor before a window's first event: (occurred_at, id) > (-infinity, 0).
 _START = {"after_at": "-infinity", "after_id": 0}
 
@@ -41,37 +42,31 @@ class HourlySyncParams(BaseModel):
     pause_between_chunks_ms: int = Field(default=0, ge=0, le=60_000)
 
 
-def data_window(
-    cron: str | None,
-    timezone: str,
-    scheduled_at: datetime,
-    interval: timedelta | None = None,
-) -> tuple[datetime, datetime]:
+def data_window(timing: Timing, scheduled_at: datetime) -> tuple[datetime, datetime]:
     """The window [start, end) a run for `scheduled_at` processes.
 
     `end` is the newest fire time at or before `scheduled_at` (the slot itself, unless a
-    manual trigger put it between fire times) and `start` the fire time before `end`.
-    Pure, so DST years ahead can be tested today.
+    manual trigger put it between fire times) and `start` the fire time before `end`, the
+    job's start_at and end_at aside (its first window still has a start). Pure, so DST
+    years ahead can be tested today.
     """
-    just_after = scheduled_at + timedelta(microseconds=1)
-    ends = fire_times(cron, timezone, None, just_after, interval=interval, limit=1)
-    starts = ends and fire_times(cron, timezone, None, ends[0], interval=interval, limit=1)
+    unbounded = timing.model_copy(update={"start_at": None, "end_at": None})
+    ends = unbounded.fire_times(None, scheduled_at + _TICK, limit=1, newest=True)
+    starts = ends and unbounded.fire_times(None, ends[0], limit=1, newest=True)
     if not starts:
-        raise ValueError(f"no fire time of {cron or interval} ({timezone}) before {scheduled_at}")
+        raise ValueError(f"no fire time of {timing.text} ({timing.timezone}) before {scheduled_at}")
     return starts[0], ends[0]
 
 
 def job_window(work: WorkInput) -> tuple[datetime, datetime]:
     """`data_window` with the timing the job's schedule was built with."""
-    timing = work.timing
-    if timing.cron is None and timing.interval_seconds is None:
+    if work.timing is None:
         raise ApplicationError(
             f"{work.execution.job_name}: started without a schedule's timing; its data "
             "window comes from the job's cron",
             non_retryable=True,
         )
-    interval = timedelta(seconds=timing.interval_seconds) if timing.interval_seconds else None
-    return data_window(timing.cron, timing.timezone, work.execution.scheduled_at, interval)
+    return data_window(work.timing, work.execution.scheduled_at)
 
 
 class HourlySyncActivities:

@@ -80,7 +80,8 @@ class BillingActivities:
         self.provider_timeout = settings.payments_timeout_seconds
 
     def _month(self, step: StepRun) -> date:
-        return billing_month(step.execution.scheduled_at, step.input.timing.timezone)
+        timing = step.input.timing
+        return billing_month(step.execution.scheduled_at, timing.timezone if timing else "UTC")
 
     async def open_billing_run(self, step: StepRun, params: BillingParams) -> StepResult:
         """Step 1: open the month's billing run; refuse a month another run billed."""

@@ -2,11 +2,11 @@
 
 -- name: last_runs
 -- The newest execution of each job: one index probe per job (job_executions_job_recent).
-SELECT j.job_name, e.scheduled_at, e.status, e.attempt, e.trigger, e.started_at,
+SELECT j.job_name, e.scheduled_at, e.status, e.attempt, e.origin, e.started_at,
        e.finished_at, e.error
 FROM unnest(%(jobs)s::text[]) AS j(job_name)
 CROSS JOIN LATERAL (
-    SELECT scheduled_at, status, attempt, trigger, started_at, finished_at, error
+    SELECT scheduled_at, status, attempt, origin, started_at, finished_at, error
     FROM job_executions
     WHERE job_name = j.job_name
     ORDER BY scheduled_at DESC
@@ -14,7 +14,7 @@ CROSS JOIN LATERAL (
 ) AS e
 
 -- name: recent_executions
-SELECT scheduled_at, status, attempt, trigger, workflow_id, started_at, finished_at,
+SELECT scheduled_at, status, attempt, origin, workflow_id, started_at, finished_at,
        duplicate_runs, result -> 'counts' AS counts, error
 FROM job_executions
 WHERE job_name = %(job)s
@@ -23,7 +23,7 @@ LIMIT %(limit)s
 
 -- name: execution_at
 -- One slot's row, for `explain`.
-SELECT scheduled_at, status, attempt, trigger, workflow_id, holder, started_at, finished_at,
+SELECT scheduled_at, status, attempt, origin, workflow_id, holder, started_at, finished_at,
        result, error
 FROM job_executions
 WHERE job_name = %(job)s AND scheduled_at = %(scheduled_at)s

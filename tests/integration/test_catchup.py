@@ -170,7 +170,7 @@ async def test_catch_up_after_temporal_was_down_follows_each_policy(
             settled = [r["scheduled_at"] for r in rows]
             assert settled[:4] == downtime, job_id
             assert settled == [first + i * every for i in range(len(settled))], job_id
-            assert result.scheduled_at == first and result.kind == "catch-up", job_id
+            assert result.scheduled_at == first and result.origin == "catch-up", job_id
             done = [r["scheduled_at"] for r in rows if r["status"] == "completed"]
             skipped = [r for r in rows if r["status"] == "skipped"]
             caught_up = [c.scheduled_at for c in result.caught_up if c.outcome == "completed"]

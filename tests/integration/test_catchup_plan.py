@@ -11,6 +11,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.catchup import CatchupActivities, PlanInput, PlanResult
 from tests.integration.jobs import executions
+from timing import Timing
 
 EVERY = timedelta(seconds=10)
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # on the 10 s grid
@@ -23,14 +24,16 @@ async def pool(database_url):
         yield pool
 
 
-async def plan_at(pool, now: datetime, slot: datetime, **fields) -> PlanResult:
+async def plan_at(
+    pool, now: datetime, slot: datetime, timing: Timing | None = None, **fields
+) -> PlanResult:
     plan = PlanInput(
         job_name="ticking",
         scheduled_at=slot,
         started_at=slot,
         workflow_id=f"ticking-{slot:%Y-%m-%dT%H:%M:%SZ}",
         run_id="run-1",
-        interval_seconds=EVERY.total_seconds(),
+        timing=timing or Timing(interval=EVERY),
         catchup="all",
         max_missed=100,
         **fields,
@@ -53,7 +56,7 @@ async def test_a_pending_timing_counts_no_missed_time(pool, db):
     result = await plan_at(
         pool, slot + timedelta(seconds=1), slot, timing_since=T0, timing_pending=True
     )
-    assert (result.run, result.skipped, result.kind) == ([slot], 0, "scheduled")
+    assert (result.run, result.skipped, result.origin) == ([slot], 0, "scheduled")
     assert executions(db, "ticking") == []
 
 
@@ -63,8 +66,11 @@ async def test_no_fire_time_after_end_at_counts_as_missed(pool, db):
         pool,
         T0 + 10 * EVERY,
         T0,
+        Timing(
+            interval=EVERY,
+            start_at=T0 - timedelta(seconds=1),
+            end_at=T0 + timedelta(seconds=1),
+        ),
         timing_since=T0 - timedelta(minutes=5),
-        start_at=T0 - timedelta(seconds=1),
-        end_at=T0 + timedelta(seconds=1),
     )
-    assert (result.run, result.skipped, result.kind) == ([T0], 0, "scheduled")
+    assert (result.run, result.skipped, result.origin) == ([T0], 0, "scheduled")

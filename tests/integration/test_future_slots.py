@@ -62,7 +62,7 @@ async def test_a_backfill_of_a_future_night_reminds_nobody_and_leaves_the_slot_t
                 raise AssertionError(err.message) from None
 
         result = await assert_eventually(finished, timeout=60)
-        assert result.outcome == "skipped" and result.kind == "backfill"
+        assert result.outcome == "skipped" and result.origin == "backfill"
         assert result.reason.startswith(f"not run: slot {slot:%Y-%m-%dT%H:%M:%SZ} is after")
         assert result.execution_id is None and result.counts == {}
         # Nothing recorded for the slot (its own run at 02:30 that night still does the

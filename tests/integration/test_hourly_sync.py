@@ -202,7 +202,11 @@ async def test_another_run_of_a_window_changes_nothing_and_a_failed_holder_is_re
             return await assert_eventually(finished, timeout=60)
 
         first = await run_triggered_at(first_at)
-        assert (first.outcome, first.kind, first.scheduled_at) == ("completed", "manual", first_at)
+        assert (first.outcome, first.origin, first.scheduled_at) == (
+            "completed",
+            "manual",
+            first_at,
+        )
         assert first.counts["windows"] == 1
         assert first.counts["events"] == sum(c for _, c in expected.values())
         assert stored_totals(db) == expected  # the failed run's partial totals are gone

@@ -150,7 +150,7 @@ async def test_cli_trigger_records_one_run_at_the_trigger_time(
         # The server takes the trigger's time when it handles it, after the CLI returned
         # perhaps, and before the run it started claimed the slot.
         assert before <= row["scheduled_at"] <= row["started_at"]
-        assert row["trigger"] == "schedule"
+        assert row["origin"] == "manual"  # a trigger, in the record as in the run's result
         assert row["workflow_id"] == f"{job.id}-{row['scheduled_at']:%Y-%m-%dT%H:%M:%SZ}"
         assert row["result"]["counts"]["reminded"] == 25
         assert outbox_count(db) == 25
@@ -172,7 +172,7 @@ async def test_a_workflow_started_without_a_schedule_uses_its_start_time(
     assert result.outcome == "completed" and result.trigger == "direct"
     assert result.scheduled_at == started.replace(microsecond=0)
     (row,) = executions(db, "invoice-reminders")
-    assert row["trigger"] == "direct" and row["scheduled_at"] == result.scheduled_at
+    assert row["origin"] == "direct" and row["scheduled_at"] == result.scheduled_at
     assert result.counts == {"reminded": 10, "queued": 10, "chunks": 1}
 
 
@@ -220,7 +220,7 @@ async def test_the_temporal_ui_shows_what_each_run_is_and_did(
         row = await assert_eventually(one_completed, timeout=60)
         handle = client.get_workflow_handle_for(ScheduledJobWorkflow.run, row["workflow_id"])
         result = await asyncio.wait_for(handle.result(), timeout=30)
-        assert result.kind == "manual"  # a trigger: off the cron's grid
+        assert result.origin == "manual"  # a trigger: off the cron's grid
         description = await handle.describe()
         assert await description.static_summary() == f"{job.id}: {job.description}"
         metadata = await handle.query("__temporal_workflow_metadata")

@@ -30,6 +30,7 @@ from core.errors import CatalogError
 from schedules.catalog import JobSpec, load_catalog, parse_catalog
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
 from schedules.sync import managed_schedule_ids, plan, sync
+from schedules.sync_safety import SyncIncompleteError
 from tests.conftest import ROOT, settings_env
 from tests.helpers import assert_eventually
 from workflows import JobRun
@@ -422,7 +423,7 @@ async def first_run_plan(pool, run: JobRun, after: datetime, every: int) -> Plan
         started_at=slot,
         workflow_id=f"{run.job_name}-{slot:%Y-%m-%dT%H:%M:%SZ}",
         run_id="run-1",
-        interval_seconds=run.interval_seconds,
+        timing=run.timing,
         catchup=run.catchup,
         max_missed=run.max_missed,
         timing_since=run.timing_since,
@@ -443,7 +444,7 @@ async def test_timing_since_is_the_servers_own_time_of_applying_the_timing(
     assert run.timing_since == described.info.created_at
     assert not run.timing_pending
     first = await first_run_plan(pool, run, described.info.created_at, every=4)
-    assert (first.run, first.skipped, first.kind) == ([first.run[0]], 0, "scheduled")
+    assert (first.run, first.skipped, first.origin) == ([first.run[0]], 0, "scheduled")
 
     # A new timing: in force from the server's time of the write that applied it.
     changed = ticking_job(every=6)
@@ -454,7 +455,7 @@ async def test_timing_since_is_the_servers_own_time_of_applying_the_timing(
     assert before <= run.timing_since <= described.info.last_updated_at
     assert not run.timing_pending
     first = await first_run_plan(pool, run, run.timing_since, every=6)
-    assert (first.skipped, first.kind) == (0, "scheduled")
+    assert (first.skipped, first.origin) == (0, "scheduled")
 
 
 async def test_a_sync_stopped_between_its_two_writes_is_finished_by_the_next(
@@ -469,7 +470,10 @@ async def test_a_sync_stopped_between_its_two_writes_is_finished_by_the_next(
         await write(client, target, stamp)
 
     monkeypatch.setattr("schedules.sync._update", stop_before_stamping)
-    with pytest.raises(RuntimeError, match="sync stopped"):
+    # The failure is reported as a sync that stopped part-way, which the next one finishes.
+    with pytest.raises(
+        SyncIncompleteError, match="create ticking failed: RuntimeError: sync stopped"
+    ):
         await sync(client, [job], task_queue)
     pending, described = await stored_run(client, job.id)
     assert pending.timing_pending
@@ -477,7 +481,7 @@ async def test_a_sync_stopped_between_its_two_writes_is_finished_by_the_next(
     # Runs meanwhile count no missed time, however early the provisional stamp.
     early = pending.model_copy(update={"timing_since": applied - timedelta(hours=1)})
     first = await first_run_plan(pool, early, applied, every=4)
-    assert (first.skipped, first.kind) == (0, "scheduled")
+    assert (first.skipped, first.origin) == (0, "scheduled")
     monkeypatch.undo()
 
     report, _ = await plan(client, [job], task_queue)

@@ -112,7 +112,9 @@ async def test_a_frozen_holder_of_the_row_lock_never_costs_the_run_its_retries(
             for e in history.events
             if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
         ]
-        assert started == [1, 1, 2]  # plan_run, claim_execution, the work's second attempt
+        # Through the server only the work (the run begins in a local activity), whose
+        # retried attempt records one started event: the second.
+        assert started == [2]
         assert done["result"]["counts"]["reminded"] == total
         assert outbox_count(db) == total
         distinct = db.execute(

@@ -117,15 +117,17 @@ async def test_a_schedule_started_run_is_one_trace_from_workflow_to_postgres(
     assert format(trace_id, "032x") == run_trace_id(workflow_id, row["run_id"])
     assert root.parent.is_remote and root.parent.span_id not in ids
     for name in (
-        "StartActivity:claim_execution",
-        "RunActivity:claim_execution",
+        # The run begins (plan and claim) in one local activity.
+        "StartActivity:begin_run",
+        "RunActivity:begin_run",
+        "db.begin_run",
         "db.claim_execution",
         "StartActivity:send_invoice_reminders",
         "RunActivity:send_invoice_reminders",
         "db.take_over",
         "CompleteWorkflow:ScheduledJobWorkflow",
     ):
-        assert len(by_name[name]) == 1, (name, sorted(by_name))
+        assert len(by_name[name]) == 1, " ".join(sorted(by_name))
     # Planning, then 3 chunks of 10, the last of which also completes the row.
     fenced = by_name["db.fenced_transaction"]
     assert len(fenced) == 1 + 3
@@ -133,7 +135,8 @@ async def test_a_schedule_started_run_is_one_trace_from_workflow_to_postgres(
     def parent_name(span):
         return ids[span.parent.span_id].name
 
-    assert parent_name(by_name["db.claim_execution"][0]) == "RunActivity:claim_execution"
+    assert parent_name(by_name["db.claim_execution"][0]) == "db.begin_run"
+    assert parent_name(by_name["db.begin_run"][0]) == "RunActivity:begin_run"
     db_work = [*fenced, by_name["db.take_over"][0]]
     assert {parent_name(s) for s in db_work} == {"RunActivity:send_invoice_reminders"}
     labels = {
@@ -246,7 +249,7 @@ async def test_the_worker_serves_job_outbox_and_sdk_metrics_and_logs_json(
     assert claimed["scheduled_at"] == row["scheduled_at"].isoformat()
     assert claimed["workflow_id"] == row["workflow_id"]
     assert claimed["execution_id"] == row["id"]
-    assert claimed["activity_type"] == "claim_execution" and claimed["attempt"] == 1
+    assert claimed["activity_type"] == "begin_run" and claimed["attempt"] == 1
     assert len(claimed["trace_id"]) == 32 and len(claimed["span_id"]) == 16
     assert {"time", "level", "logger"} <= claimed.keys()
 

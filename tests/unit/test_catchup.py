@@ -5,22 +5,42 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from activities.catchup import PlanInput, decide, repeated_hour_reason, second_occurrence_of
+from timing import Timing
 
 T0 = datetime(2027, 1, 1, 12, 0, tzinfo=UTC)
 EVERY = timedelta(minutes=5)
 MISSED = [T0 + i * EVERY for i in range(5)]
 
 
-def plan(**fields) -> PlanInput:
+def plan(timing: Timing | None = None, **fields) -> PlanInput:
     base = {
         "job_name": "j",
         "scheduled_at": T0,
         "started_at": T0,
         "workflow_id": "w",
         "run_id": "r",
-        "interval_seconds": 300,
+        "timing": timing or Timing(interval=EVERY),
     }
     return PlanInput(**(base | fields))
+
+
+def test_a_plan_of_the_previous_release_carries_its_timing_flat():
+    legacy = PlanInput(
+        job_name="j",
+        scheduled_at=T0,
+        started_at=T0,
+        workflow_id="w",
+        run_id="r",
+        cron="30 1 * * *",
+        interval_seconds=None,
+        timezone="America/New_York",
+        start_at=T0,
+        end_at=None,
+        jitter_seconds=5.0,
+    )
+    assert legacy.timing == Timing(
+        cron="30 1 * * *", timezone="America/New_York", start_at=T0, jitter=timedelta(seconds=5)
+    )
 
 
 def test_nothing_missed_runs_the_slot():
@@ -105,12 +125,12 @@ def test_the_second_0130_of_a_fall_back_night_is_recognised():
     assert second_occurrence_of(first, "America/New_York") is None
     assert second_occurrence_of(second, "UTC") is None
 
-    fixed = plan(cron="30 1 * * *", interval_seconds=None, timezone="America/New_York")
+    fixed = plan(Timing(cron="30 1 * * *", timezone="America/New_York"))
     reason = repeated_hour_reason(second, {first}, fixed)
     assert reason == (
         "repeated local time 01:30 America/New_York (fall back): "
         "the job already ran at 2027-11-07T05:30:00Z"
     )
     assert repeated_hour_reason(second, set(), fixed) is None  # the first one never ran
-    hourly = fixed.model_copy(update={"cron": "30 * * * *"})
+    hourly = plan(Timing(cron="30 * * * *", timezone="America/New_York"))
     assert repeated_hour_reason(second, {first}, hourly) is None  # elapsed-time job: runs

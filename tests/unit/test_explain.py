@@ -27,7 +27,7 @@ def row(status: str, **fields) -> dict:
     return {
         "status": status,
         "attempt": 1,
-        "trigger": "schedule",
+        "origin": "scheduled",
         "started_at": FIRE + timedelta(seconds=1),
         "finished_at": FIRE + timedelta(seconds=41),
         "error": None,
