@@ -17,7 +17,7 @@ from typing import Any
 from core.errors import SchedulerError
 from schedules import cli
 from schedules.catalog import JobSpec, load_catalog
-from schedules.cli import Context, positive_seconds
+from schedules.cli import Context, add_cluster_wait, positive_seconds
 from schedules.operate_format import (
     describe_entry,
     format_describe,
@@ -346,6 +346,7 @@ def add(commands: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="how long to wait for the run to start (default 10)",
     )
+    add_cluster_wait(trigger_cmd)
     trigger_cmd.set_defaults(handler=_trigger)
 
     backfill_cmd = _command(
@@ -369,6 +370,7 @@ def add(commands: argparse._SubParsersAction) -> None:
         "--max", type=_count, default=None, metavar="N", help="most runs without --yes"
     )
     backfill_cmd.add_argument("--yes", action="store_true", help="start more than the maximum")
+    add_cluster_wait(backfill_cmd)
     backfill_cmd.set_defaults(handler=_backfill)
 
     pause_cmd = _command(
@@ -381,6 +383,7 @@ def add(commands: argparse._SubParsersAction) -> None:
     )
     pause_cmd.add_argument("job", metavar="ID", help="job id")
     pause_cmd.add_argument("--note", required=True, metavar="TEXT", help="why (required)")
+    add_cluster_wait(pause_cmd)
     pause_cmd.set_defaults(handler=_pause)
 
     resume_cmd = _command(
@@ -393,6 +396,7 @@ def add(commands: argparse._SubParsersAction) -> None:
     )
     resume_cmd.add_argument("job", metavar="ID", help="job id")
     resume_cmd.add_argument("--note", default=None, metavar="TEXT", help="optional note")
+    add_cluster_wait(resume_cmd)
     resume_cmd.set_defaults(handler=_resume)
 
 
