@@ -76,6 +76,8 @@ def one_line(done: subprocess.CompletedProcess) -> str:
         (["describe", "ff-job"], 1),
         (["verify"], 2),
         (["trigger", "ff-job"], 1),
+        (["trigger", "ff-job", "--wait"], 1),
+        (["backfill", "ff-job", "--start", "2026-01-01", "--end", "2026-01-03", "--wait"], 1),
         (["backfill", "ff-job", "--start", "2026-01-01", "--end", "2026-01-03"], 1),
         (["pause", "ff-job", "--note", "x"], 1),
         (["resume", "ff-job"], 1),
