@@ -31,6 +31,7 @@ from schedules.operate_server import (
     DatabaseUnavailableError,
     OperationError,
     backfill,
+    execution_counts,
     last_runs,
     pause,
     recent_executions,
@@ -148,12 +149,14 @@ async def _list(args: argparse.Namespace, ctx: Context) -> int:
 async def _describe(args: argparse.Namespace, ctx: Context) -> int:
     job = _job(args)
     state = await schedule_state(ctx, job.id)
-    executions, database_error = None, None
+    executions, record, database_error = None, None, None
+    url = ctx.settings.database_url.get_secret_value()
     try:
-        executions = await recent_executions(ctx.settings.database_url.get_secret_value(), job.id)
+        executions = await recent_executions(url, job.id)
+        record = await execution_counts(url, job.id)
     except DatabaseUnavailableError as exc:
         database_error = str(exc)
-    entry = describe_entry(job, state, executions, database_error)
+    entry = describe_entry(job, state, executions, database_error, record)
     if args.json:
         _print_json(entry)
     else:
@@ -323,7 +326,8 @@ def add(commands: argparse._SubParsersAction) -> None:
         "every job: schedule, next run, last run and its status, paused",
         "One line per catalog job: its schedule and time zone, the next run (from Temporal) "
         "in local time and UTC, the last run and its status (from PostgreSQL), and whether "
-        "it is paused and why. Jobs without a schedule on the server show 'not synced'.",
+        "it is paused and why. A paused job shows 'paused: NOTE' instead of a next run; "
+        "jobs without a schedule on the server show 'not synced'.",
         EXIT_LIST,
     )
     list_cmd.add_argument("--json", action="store_true", help="print one JSON document")
@@ -333,9 +337,10 @@ def add(commands: argparse._SubParsersAction) -> None:
         commands,
         "describe",
         "one job: catalog entry, server state, recent runs and executions",
-        "The job's catalog entry; its schedule on Temporal (paused and why, next runs, "
-        "recent runs, counts, drift from the catalog); its newest 10 executions from "
-        "PostgreSQL.",
+        "The job's catalog entry; its schedule on Temporal (paused and why, next runs - none "
+        "while paused -, recent runs, counts, drift from the catalog); its record in "
+        "PostgreSQL: how many runs completed, failed and were skipped, the newest success "
+        "and failure, and the newest 10 executions.",
         EXIT_DESCRIBE,
     )
     describe_cmd.add_argument("job", metavar="ID", help="job id")
@@ -348,7 +353,9 @@ def add(commands: argparse._SubParsersAction) -> None:
         "a job's next fire times in local time and UTC, DST changes flagged",
         "The job's next fire times, computed from its catalog entry with the project's DST "
         "rules (a fixed-time job in the spring-forward gap runs at the first valid instant "
-        "after it; in the repeated fall-back hour it runs once, at the first occurrence).",
+        "after it; in the repeated fall-back hour it runs once, at the first occurrence). "
+        "No server is asked: a job the catalog pauses is said to be paused (its times are "
+        "those after a resume); an operator's pause shows in `list` and `describe`.",
         EXIT_NEXT,
     )
     next_cmd.add_argument("job", metavar="ID", help="job id")
