@@ -100,7 +100,7 @@ class Context:
     """Settings and a Temporal client, made on first use, with retries for a starting cluster.
 
     By default a command fails fast: transient Temporal errors are retried for
-    `wait_seconds` (5), each connection attempt is bounded by what is left of them, and a
+    `wait_seconds` (5), no connection attempt outlasts what is left of them, and a
     refused connection (nothing listens at the address) is final at once. With
     `waiting_for_cluster` (a write given `--wait-for-cluster SECONDS`) a refused connection
     is retried too, for `wait_seconds`, and stderr says once what it waits for.
@@ -166,9 +166,9 @@ class Context:
             ) from None
         raise AssertionError("unreachable")
 
-    async def _connect(self) -> Client:
-        # One attempt may not outlast the budget (an address that never answers).
-        limit = max(self.wait_seconds, 0.5)
+    async def _connect(self, deadline: float) -> Client:
+        # No attempt may outlast the budget (an address that never answers).
+        limit = max(deadline - time.monotonic(), 0.5)
         if self.waiting_for_cluster:
             limit = min(limit, _ATTEMPT_SECONDS)
         try:
@@ -178,7 +178,8 @@ class Context:
 
     async def client(self) -> Client:
         if self._client is None:
-            self._client = await self.retrying(self._connect)
+            deadline = time.monotonic() + self.wait_seconds
+            self._client = await self.retrying(lambda: self._connect(deadline))
         return self._client
 
 
