@@ -18,7 +18,15 @@ from core.errors import SchedulerError
 from schedules import explain_cli, operate, runs_cli  # noqa: F401
 from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
-from schedules.cli import Context, Parser, non_negative_seconds, register
+from schedules.cli import (
+    CLUSTER_WAIT_HELP,
+    FAIL_FAST_SECONDS,
+    Context,
+    Parser,
+    add_cluster_wait,
+    non_negative_seconds,
+    register,
+)
 from schedules.sync import compile_jobs, format_report, sync
 from schedules.sync_safety import DEFAULT_MAX_PRUNE, SyncIncompleteError, check_prune
 from schedules.verify_cli import add_verify_command, verdict_lines
@@ -27,9 +35,13 @@ from worker.process import exit_process
 from worker.settings import Settings
 
 EXIT_CODES = (
-    "exit codes: 0 success; 1 failure (Temporal unreachable, a command that could not be "
-    "carried out); 2 bad input (usage, an invalid catalog, an unknown job)"
+    "exit codes: 0 success; 1 failure (Temporal or PostgreSQL unreachable, a command that "
+    "could not be carried out); 2 bad input (usage, an invalid catalog, an unknown job). "
+    "A server that cannot be reached is one line naming its address, within about "
+    f"{FAIL_FAST_SECONDS:g}s; only the commands that write (sync, trigger, backfill, pause, "
+    "resume) wait for a starting cluster, and only when given --wait-for-cluster SECONDS"
 )
+WRITES = ("sync", "trigger", "backfill", "pause", "resume")
 EXIT_SYNC = (
     "exit codes: 0 in line with the catalog, every written schedule checked on the server "
     "(or, with --dry-run, the plan shown); 1 Temporal unreachable, another sync holds the "
@@ -120,12 +132,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="catalog file (default: the packaged schedules/jobs.toml)",
     )
     parser.add_argument(
-        "--wait",
+        "--wait-for-cluster",
+        dest="cluster_wait",
         type=non_negative_seconds,
-        default=60.0,
+        default=None,
         metavar="SECONDS",
-        help="keep retrying while Temporal is unreachable or starting, up to this long "
-        "(default 60)",
+        help=f"{CLUSTER_WAIT_HELP}; only for {', '.join(WRITES)}",
+    )
+    parser.add_argument(
+        "--wait",
+        dest="legacy_wait",
+        type=non_negative_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="deprecated spelling of --wait-for-cluster, accepted only before the command; "
+        "read-only commands ignore it (they fail fast). After `trigger` or `backfill`, "
+        "--wait means: wait for the runs to finish",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -183,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="describe every schedule instead of trusting the digest each one carries; "
         "finds and undoes edits made by other means than sync",
     )
+    add_cluster_wait(sync_cmd)
     sync_cmd.set_defaults(handler=_sync)
 
     register(commands)
@@ -199,10 +222,26 @@ def _configure_logging(debug: bool) -> None:
     quiet_libraries()
 
 
+def _context(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Context:
+    """Fail fast, unless a command that writes was asked to wait for a starting cluster."""
+    if not getattr(args, "waits_for_cluster", False):
+        if args.cluster_wait is not None:
+            parser.error(
+                f"--wait-for-cluster: `{args.command}` does not wait for a cluster (only "
+                f"{', '.join(WRITES)} do); it fails within about {FAIL_FAST_SECONDS:g}s"
+            )
+        return Context()
+    wait = args.cluster_wait if args.cluster_wait is not None else args.legacy_wait
+    if wait is None:
+        return Context()
+    return Context(wait, waiting_for_cluster=True)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     _configure_logging(args.debug)
-    ctx = Context(args.wait)
+    ctx = _context(parser, args)
     try:
         return asyncio.run(args.handler(args, ctx))
     except SchedulerError as exc:

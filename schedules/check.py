@@ -39,6 +39,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from core import redact
 from core.sql import queries
+from schedules.cli import transport_cause
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
 from timing import Timing
 from worker.client import connect
@@ -536,7 +537,8 @@ async def run_check(
     if isinstance(tp, BaseException):
         if not isinstance(tp, RPCError | RuntimeError | OSError | TimeoutError):
             raise tp  # a bug, not an unreachable server
-        why = f"no answer within {timeout:g}s" if isinstance(tp, TimeoutError) else _first_line(tp)
+        why = f"no answer within {timeout:g}s" if isinstance(tp, TimeoutError) else None
+        why = why or (transport_cause(tp) if isinstance(tp, RuntimeError) else _first_line(tp))
         errors.append(redact.scrub(f"cannot reach Temporal at {settings.temporal_address}: {why}"))
     else:
         schedules = tp

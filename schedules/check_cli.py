@@ -22,7 +22,7 @@ from schedules.check import (
     Kind,
     run_check,
 )
-from schedules.cli import positive_seconds
+from schedules.cli import FAIL_FAST_SECONDS, positive_seconds
 from schedules.durations import format_duration, parse_duration
 from worker.settings import load_settings
 
@@ -83,9 +83,10 @@ def add_check_command(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout",
         type=positive_seconds,
-        default=10.0,
+        default=FAIL_FAST_SECONDS,
         metavar="SECONDS",
-        help="give up on PostgreSQL or Temporal after this long: exit 2 (default 10)",
+        help="give up on PostgreSQL or Temporal after this long: exit 2 "
+        f"(default {FAIL_FAST_SECONDS:g})",
     )
     parser.set_defaults(handler=run)
 

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
+import re
+import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from core import redact
 from core.errors import TemporalUnreachableError
@@ -18,12 +28,36 @@ from worker.settings import Settings, load_settings
 
 T = TypeVar("T")
 
+# What a command that was not asked to wait gives an unreachable Temporal, in seconds.
+FAIL_FAST_SECONDS = 5.0
+# One connection attempt while waiting for a starting cluster.
+_ATTEMPT_SECONDS = 10.0
+# `... Os { code: 111, kind: ConnectionRefused, message: "Connection refused" } ...`
+_OS_MESSAGE = re.compile(r'(?:message|error): "([^"]+)"')
+
 _TRANSIENT = {
     RPCStatusCode.UNAVAILABLE,
     RPCStatusCode.DEADLINE_EXCEEDED,
     RPCStatusCode.RESOURCE_EXHAUSTED,
     RPCStatusCode.INTERNAL,  # a fresh server's "shard status unknown"
 }
+
+
+def _nobody_there(exc: BaseException) -> bool:
+    """A connection attempt that nothing at the address accepted, or a name that no DNS
+    server knows: waiting a few seconds changes neither."""
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("refused" in text or "lookup address" in text)
+
+
+def transport_cause(exc: BaseException) -> str:
+    """The gist of a transport error: the OS's message inside the SDK's Rust error text."""
+    text = str(exc)
+    found = _OS_MESSAGE.findall(text)
+    if found:
+        return redact.scrub(found[-1])
+    first = (text.strip().splitlines() or [type(exc).__name__])[0]
+    return redact.scrub(first[:200])
 
 
 def _transient(exc: BaseException) -> bool:
@@ -63,12 +97,23 @@ def non_negative_seconds(text: str) -> float:
 
 
 class Context:
-    """Settings and a Temporal client, made on first use, with retries for a starting cluster."""
+    """Settings and a Temporal client, made on first use, with retries for a starting cluster.
 
-    def __init__(self, wait_seconds: float) -> None:
+    By default a command fails fast: transient Temporal errors are retried for
+    `wait_seconds` (5), no connection attempt outlasts what is left of them, and a
+    refused connection (nothing listens at the address) is final at once. With
+    `waiting_for_cluster` (a write given `--wait-for-cluster SECONDS`) a refused connection
+    is retried too, for `wait_seconds`, and stderr says once what it waits for.
+    """
+
+    def __init__(
+        self, wait_seconds: float = FAIL_FAST_SECONDS, *, waiting_for_cluster: bool = False
+    ) -> None:
         self.wait_seconds = wait_seconds
+        self.waiting_for_cluster = waiting_for_cluster
         self._settings: Settings | None = None
         self._client: Client | None = None
+        self._announced = False
 
     @property
     def settings(self) -> Settings:
@@ -76,13 +121,36 @@ class Context:
             self._settings = load_settings()
         return self._settings
 
+    def _address(self) -> str:
+        return redact.scrub(self.settings.temporal_address)
+
+    def _retryable(self, exc: BaseException) -> bool:
+        if not _transient(exc):
+            return False
+        return self.waiting_for_cluster or not _nobody_there(exc)
+
+    def _announce(self, state: RetryCallState) -> None:
+        if self._announced or not self.waiting_for_cluster:
+            return
+        self._announced = True
+        exc = state.outcome.exception() if state.outcome else None
+        cause = f": {transport_cause(exc)}" if exc is not None else ""
+        print(
+            f"waiting up to {self.wait_seconds:g}s (--wait-for-cluster) for Temporal at "
+            f"{self._address()} to answer{cause}",
+            file=sys.stderr,
+            flush=True,
+        )
+
     async def retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         """Run `call`, retrying transient Temporal errors for up to `wait_seconds`."""
+        started = time.monotonic()
         try:
             async for attempt in AsyncRetrying(
-                retry=retry_if_exception(_transient),
+                retry=retry_if_exception(self._retryable),
                 stop=stop_after_delay(self.wait_seconds),
                 wait=wait_exponential(multiplier=0.25, max=5),
+                before_sleep=self._announce,
                 reraise=True,
             ):
                 with attempt:
@@ -90,20 +158,50 @@ class Context:
         except (RPCError, RuntimeError) as exc:
             if not _transient(exc):
                 raise
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            where = f"cannot reach Temporal at {self._address()}"
+            if time.monotonic() - started >= 1 or self.waiting_for_cluster:
+                where += f" within {self.wait_seconds:g}s"
             raise TemporalUnreachableError(
-                f"cannot reach Temporal at {self.settings.temporal_address} "
-                f"within {self.wait_seconds:g}s: {redact.scrub(first)}"
+                f"{where}: {transport_cause(exc)} (TEMPORAL_ADDRESS)"
             ) from None
         raise AssertionError("unreachable")
 
+    async def _connect(self, deadline: float) -> Client:
+        # No attempt may outlast the budget (an address that never answers).
+        limit = max(deadline - time.monotonic(), 0.5)
+        if self.waiting_for_cluster:
+            limit = min(limit, _ATTEMPT_SECONDS)
+        try:
+            return await asyncio.wait_for(connect(self.settings), timeout=limit)
+        except TimeoutError:
+            raise RuntimeError(f"no answer within {limit:g}s") from None
+
     async def client(self) -> Client:
         if self._client is None:
-            self._client = await self.retrying(lambda: connect(self.settings))
+            deadline = time.monotonic() + self.wait_seconds
+            self._client = await self.retrying(lambda: self._connect(deadline))
         return self._client
 
 
 Handler = Callable[[argparse.Namespace, Context], Awaitable[int]]
+
+CLUSTER_WAIT_HELP = (
+    "if Temporal is unreachable or still starting, keep trying for up to this long, saying "
+    "so on stderr (default: fail within about 5s); may come before or after the command"
+)
+
+
+def add_cluster_wait(parser: argparse.ArgumentParser) -> None:
+    """Give a command that writes `--wait-for-cluster SECONDS` (read-only ones fail fast)."""
+    parser.add_argument(
+        "--wait-for-cluster",
+        dest="cluster_wait",
+        type=non_negative_seconds,
+        default=argparse.SUPPRESS,  # keep a value given before the command
+        metavar="SECONDS",
+        help=CLUSTER_WAIT_HELP,
+    )
+    parser.set_defaults(waits_for_cluster=True)
 
 
 def register(commands: argparse._SubParsersAction) -> None:

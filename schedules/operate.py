@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.errors import SchedulerError
 from schedules import cli
 from schedules.catalog import JobSpec, load_catalog
-from schedules.cli import Context, positive_seconds
+from schedules.cli import Context, add_cluster_wait, positive_seconds
 from schedules.operate_format import (
     describe_entry,
     format_describe,
@@ -30,6 +31,7 @@ from schedules.operate_server import (
     DatabaseUnavailableError,
     OperationError,
     backfill,
+    execution_counts,
     last_runs,
     pause,
     recent_executions,
@@ -42,9 +44,20 @@ from schedules.operate_server import (
     usable_state,
 )
 from schedules.operate_times import between, local_text, parse_time, upcoming, utc_text
+from schedules.wait_runs import (
+    DEFAULT_WAIT_SECONDS,
+    EXIT_STILL_RUNNING,
+    outcome_line,
+    print_summary,
+    run_ids,
+    wait_for_run,
+    wait_for_slots,
+)
 
 # Temporal buffers the starts of a trigger burst; past about a thousand it drops them.
 BACKFILL_HARD_LIMIT = 1000
+# How long `trigger` waits for its run to start (the server drops a same-second trigger).
+START_TIMEOUT = 10.0
 
 _COMMON = "2 bad input (usage, an invalid catalog, an unknown job id)"
 EXIT_LIST = (
@@ -56,16 +69,22 @@ EXIT_DESCRIBE = (
     f"catalog entry and server state are still shown); {_COMMON}"
 )
 EXIT_NEXT = f"exit codes: 0 listed (no server is contacted); {_COMMON} or time"
+_WAITED = (
+    "with --wait: 0 every run completed or correctly did nothing (already completed, "
+    "skipped by the job's policy); 1 a run failed (its error is printed); "
+    f"{EXIT_STILL_RUNNING} not every run finished within --timeout (they go on: `python -m "
+    "schedules runs JOB` follows them)"
+)
 EXIT_TRIGGER = (
     "exit codes: 0 the run started; 1 it did not start within --timeout (Temporal drops a "
     "second trigger in the same second), Temporal unreachable, the job has no schedule; "
-    f"{_COMMON}"
+    f"{_COMMON}; {_WAITED}"
 )
 EXIT_BACKFILL = (
     "exit codes: 0 the runs were requested (or there were none); 1 the server did not take "
     "the request up, Temporal unreachable, "
     f"the job has no schedule; {_COMMON}, a bad range, more runs than the maximum "
-    "without --yes"
+    f"without --yes; {_WAITED}"
 )
 EXIT_PAUSE = (
     "exit codes: 0 done; 1 it did not take effect, Temporal unreachable, the job has no "
@@ -130,12 +149,14 @@ async def _list(args: argparse.Namespace, ctx: Context) -> int:
 async def _describe(args: argparse.Namespace, ctx: Context) -> int:
     job = _job(args)
     state = await schedule_state(ctx, job.id)
-    executions, database_error = None, None
+    executions, record, database_error = None, None, None
+    url = ctx.settings.database_url.get_secret_value()
     try:
-        executions = await recent_executions(ctx.settings.database_url.get_secret_value(), job.id)
+        executions = await recent_executions(url, job.id)
+        record = await execution_counts(url, job.id)
     except DatabaseUnavailableError as exc:
         database_error = str(exc)
-    entry = describe_entry(job, state, executions, database_error)
+    entry = describe_entry(job, state, executions, database_error, record)
     if args.json:
         _print_json(entry)
     else:
@@ -166,16 +187,26 @@ async def _next(args: argparse.Namespace, ctx: Context) -> int:
 
 async def _trigger(args: argparse.Namespace, ctx: Context) -> int:
     job = _job(args)
+    timeout = args.timeout
+    if timeout is None:
+        timeout = DEFAULT_WAIT_SECONDS if args.wait else START_TIMEOUT
     state = await usable_state(ctx, job.id)
     at = datetime.now(UTC)
-    action = await trigger(ctx, job.id, at, timeout=args.timeout)
+    deadline = time.monotonic() + timeout
+    action = await trigger(ctx, job.id, at, timeout=min(timeout, START_TIMEOUT))
+    workflow_id, run_id = action.action.workflow_id, action.action.first_execution_run_id
     print(
-        f"started {action.action.workflow_id} (run {action.action.first_execution_run_id}): "
-        f"{job.id} at {local_text(at, job.timezone)} ({utc_text(at)}), overlap ALLOW_ALL"
+        f"started {workflow_id} (run {run_id}): "
+        f"{job.id} at {local_text(at, job.timezone)} ({utc_text(at)}), overlap ALLOW_ALL",
+        flush=True,
     )
     if state.paused:
         print(f"note: the schedule is paused ({state.note or 'no note'}); a trigger runs anyway")
-    return 0
+    if not args.wait:
+        return 0
+    outcome = await wait_for_run(ctx, workflow_id, run_id, action.scheduled_at, "manual", deadline)
+    print(outcome_line(outcome, job.timezone))
+    return print_summary([outcome], job.id, timeout)
 
 
 async def _backfill(args: argparse.Namespace, ctx: Context) -> int:
@@ -194,6 +225,9 @@ async def _backfill(args: argparse.Namespace, ctx: Context) -> int:
             f"({utc_text(now)}): backfill runs past fire times only (the next ones run on "
             "schedule); give --end now or an earlier time"
         )
+    if args.timeout is not None and not args.wait:
+        raise BadInputError("--timeout: applies only with --wait (how long to wait for the runs)")
+    timeout = args.timeout if args.timeout is not None else DEFAULT_WAIT_SECONDS
     maximum = args.max if args.max is not None else ctx.settings.backfill_max_runs
     times = between(job, start, end, BACKFILL_HARD_LIMIT + 1)
     span = f"[{utc_text(start)}, {utc_text(end)})"
@@ -216,6 +250,7 @@ async def _backfill(args: argparse.Namespace, ctx: Context) -> int:
         f"backfill of {job.id}: {len(times)} run(s) in {span}, first "
         f"{local_text(times[0], job.timezone)}, last {local_text(times[-1], job.timezone)}"
     )
+    before = await run_ids(ctx, [f"{job.id}-{utc_text(t)}" for t in times]) if args.wait else {}
     if await server_times(ctx, job.id, start, end) == times:
         await backfill(ctx, job.id, start, end)
         how = "Temporal backfill"
@@ -230,7 +265,11 @@ async def _backfill(args: argparse.Namespace, ctx: Context) -> int:
     )
     if state.paused:
         print(f"note: the schedule is paused ({state.note or 'no note'}); backfills run anyway")
-    return 0
+    if not args.wait:
+        return 0
+    sys.stdout.flush()
+    outcomes = await wait_for_slots(ctx, job.id, job.timezone, times, before, timeout)
+    return print_summary(outcomes, job.id, timeout)
 
 
 async def _pause(args: argparse.Namespace, ctx: Context) -> int:
@@ -287,7 +326,8 @@ def add(commands: argparse._SubParsersAction) -> None:
         "every job: schedule, next run, last run and its status, paused",
         "One line per catalog job: its schedule and time zone, the next run (from Temporal) "
         "in local time and UTC, the last run and its status (from PostgreSQL), and whether "
-        "it is paused and why. Jobs without a schedule on the server show 'not synced'.",
+        "it is paused and why. A paused job shows 'paused: NOTE' instead of a next run; "
+        "jobs without a schedule on the server show 'not synced'.",
         EXIT_LIST,
     )
     list_cmd.add_argument("--json", action="store_true", help="print one JSON document")
@@ -297,9 +337,10 @@ def add(commands: argparse._SubParsersAction) -> None:
         commands,
         "describe",
         "one job: catalog entry, server state, recent runs and executions",
-        "The job's catalog entry; its schedule on Temporal (paused and why, next runs, "
-        "recent runs, counts, drift from the catalog); its newest 10 executions from "
-        "PostgreSQL.",
+        "The job's catalog entry; its schedule on Temporal (paused and why, next runs - none "
+        "while paused -, recent runs, counts, drift from the catalog); its record in "
+        "PostgreSQL: how many runs completed, failed and were skipped, the newest success "
+        "and failure, and the newest 10 executions.",
         EXIT_DESCRIBE,
     )
     describe_cmd.add_argument("job", metavar="ID", help="job id")
@@ -312,7 +353,9 @@ def add(commands: argparse._SubParsersAction) -> None:
         "a job's next fire times in local time and UTC, DST changes flagged",
         "The job's next fire times, computed from its catalog entry with the project's DST "
         "rules (a fixed-time job in the spring-forward gap runs at the first valid instant "
-        "after it; in the repeated fall-back hour it runs once, at the first occurrence).",
+        "after it; in the repeated fall-back hour it runs once, at the first occurrence). "
+        "No server is asked: a job the catalog pauses is said to be paused (its times are "
+        "those after a resume); an operator's pause shows in `list` and `describe`.",
         EXIT_NEXT,
     )
     next_cmd.add_argument("job", metavar="ID", help="job id")
@@ -335,17 +378,28 @@ def add(commands: argparse._SubParsersAction) -> None:
         "start one run now and check that it started",
         "Start one run of the job now, overlap ALLOW_ALL (it runs beside one in flight), and "
         "wait until Temporal reports it started. Two triggers in the same second share a "
-        "workflow id and Temporal drops the second: that is reported, with exit 1.",
+        "workflow id and Temporal drops the second: that is reported, with exit 1. With "
+        "--wait, also wait until the run has finished and print one line: its slot in the "
+        "job's time zone and UTC, its origin (manual), status, duration and counts, and its "
+        "error if it failed.",
         EXIT_TRIGGER,
     )
     trigger_cmd.add_argument("job", metavar="ID", help="job id")
     trigger_cmd.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait until the run has finished, then print its slot, origin, status, "
+        "duration and counts (and its error if it failed)",
+    )
+    trigger_cmd.add_argument(
         "--timeout",
         type=positive_seconds,
-        default=10.0,
+        default=None,
         metavar="SECONDS",
-        help="how long to wait for the run to start (default 10)",
+        help=f"how long to wait for the run to start (default {START_TIMEOUT:g}), or with "
+        f"--wait for it to finish (default {DEFAULT_WAIT_SECONDS:g})",
     )
+    add_cluster_wait(trigger_cmd)
     trigger_cmd.set_defaults(handler=_trigger)
 
     backfill_cmd = _command(
@@ -357,7 +411,9 @@ def add(commands: argparse._SubParsersAction) -> None:
         "overlap BUFFER_ALL (one after another; none is dropped). The count is printed "
         "first; more than the maximum (--max, else BACKFILL_MAX_RUNS, default 50) needs "
         f"--yes, and more than {BACKFILL_HARD_LIMIT} is refused. A slot that already "
-        "completed is a recorded no-op. Times without a UTC offset are in the job's zone.",
+        "completed is a recorded no-op. Times without a UTC offset are in the job's zone. "
+        "With --wait, wait until every run has finished, printing one line per run as it "
+        "ends (slot, origin, status, duration, counts, error) and a count at the end.",
         EXIT_BACKFILL,
     )
     backfill_cmd.add_argument("job", metavar="ID", help="job id")
@@ -369,6 +425,20 @@ def add(commands: argparse._SubParsersAction) -> None:
         "--max", type=_count, default=None, metavar="N", help="most runs without --yes"
     )
     backfill_cmd.add_argument("--yes", action="store_true", help="start more than the maximum")
+    backfill_cmd.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait until every run has finished, printing one line per run as it ends: "
+        "slot, origin, status, duration, counts (and the error of a failed one)",
+    )
+    backfill_cmd.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help=f"with --wait: how long to wait for all the runs (default {DEFAULT_WAIT_SECONDS:g})",
+    )
+    add_cluster_wait(backfill_cmd)
     backfill_cmd.set_defaults(handler=_backfill)
 
     pause_cmd = _command(
@@ -381,6 +451,7 @@ def add(commands: argparse._SubParsersAction) -> None:
     )
     pause_cmd.add_argument("job", metavar="ID", help="job id")
     pause_cmd.add_argument("--note", required=True, metavar="TEXT", help="why (required)")
+    add_cluster_wait(pause_cmd)
     pause_cmd.set_defaults(handler=_pause)
 
     resume_cmd = _command(
@@ -393,6 +464,7 @@ def add(commands: argparse._SubParsersAction) -> None:
     )
     resume_cmd.add_argument("job", metavar="ID", help="job id")
     resume_cmd.add_argument("--note", default=None, metavar="TEXT", help="optional note")
+    add_cluster_wait(resume_cmd)
     resume_cmd.set_defaults(handler=_resume)
 
 

@@ -63,7 +63,10 @@ def list_entry(job: JobSpec, state: ServerState, last: dict[str, Any] | None) ->
         "schedule": schedule_text(job),
         "timezone": job.timezone,
         **_server_summary(state),
-        "next_run": _instant(state.next_times[0], job.timezone) if state.next_times else None,
+        # A paused schedule runs nothing: its next times are for after a resume.
+        "next_run": _instant(state.next_times[0], job.timezone)
+        if state.next_times and not (state.usable and state.paused)
+        else None,
         "last_run": execution_entry(last, job.timezone) if last else None,
     }
 
@@ -92,6 +95,11 @@ def _paused_text(entry: dict[str, Any]) -> str:
     return f"yes: {entry['note']}" if entry["note"] else "yes"
 
 
+def _paused_instead(note: str | None) -> str:
+    """What stands where a paused job's next run would."""
+    return f"paused: {note}" if note else "paused"
+
+
 def format_list(entries: list[dict[str, Any]], database_ok: bool) -> str:
     """The `list` table: one line per job, next run in local time and UTC."""
     rows = []
@@ -100,6 +108,8 @@ def format_list(entries: list[dict[str, Any]], database_ok: bool) -> str:
         if not e["synced"]:
             next_local = "not synced" if e["managed"] is None else "not managed by this project"
             next_utc = "-"
+        elif e["paused"]:
+            next_local, next_utc = _paused_instead(e["note"]), "-"
         else:
             next_local, next_utc = _when(e["next_run"], tz)
         if not database_ok:
@@ -143,8 +153,10 @@ def describe_entry(
     state: ServerState,
     executions: list[dict[str, Any]] | None,
     database_error: str | None = None,
+    record: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """`describe`'s content as JSON-ready data: catalog entry, server state, executions."""
+    """`describe`'s content as JSON-ready data: catalog entry, server state, executions,
+    and `record`: how many executions ended how, the newest success and failure."""
     tz = job.timezone
     server: dict[str, Any] = _server_summary(state)
     if state.usable:
@@ -152,7 +164,8 @@ def describe_entry(
             "matches_catalog": None
             if state.definition is None
             else state.definition == job.model_dump(mode="json"),
-            "next_runs": [_instant(t, tz) for t in state.next_times],
+            # A paused schedule runs nothing: its next times are for after a resume.
+            "next_runs": [] if state.paused else [_instant(t, tz) for t in state.next_times],
             "recent_actions": [
                 {
                     "scheduled_at": _instant(a.scheduled_at, tz),
@@ -177,6 +190,13 @@ def describe_entry(
         "executions": None
         if executions is None
         else [execution_entry(row, tz) for row in executions],
+        "record": None
+        if record is None
+        else {
+            **{k: v for k, v in record.items() if k not in ("last_success", "last_failure")},
+            "last_success": _instant(record["last_success"], tz),
+            "last_failure": _instant(record["last_failure"], tz),
+        },
         "database_error": database_error,
     }
 
@@ -217,10 +237,13 @@ def format_describe(entry: dict[str, Any]) -> str:
                 "see `python -m schedules sync --dry-run`"
             )
         nexts = [_when(n, tz) for n in server["next_runs"]]
-        lines += [
-            f"  {'next runs' if i == 0 else '':<12}  {local}  {utc}"
-            for i, (local, utc) in enumerate(nexts)
-        ] or ["  next runs     none"]
+        if server["paused"]:
+            lines.append(f"  next runs     none: {_paused_instead(server['note'])}")
+        else:
+            lines += [
+                f"  {'next runs' if i == 0 else '':<12}  {local}  {utc}"
+                for i, (local, utc) in enumerate(nexts)
+            ] or ["  next runs     none"]
         recent = server["recent_actions"]
         lines += [
             f"  {'recent runs' if i == 0 else '':<12}  {_when(a['scheduled_at'], tz)[0]}  "
@@ -233,6 +256,18 @@ def format_describe(entry: dict[str, Any]) -> str:
             f"skipped (overlap), {server['missed_catchup_window']} missed (catch-up window), "
             f"{server['buffered']} buffered, {server['buffer_dropped']} dropped (buffer full)"
         )
+
+    record = entry.get("record")
+    if record is not None:
+        lines += ["", "record (PostgreSQL)"]
+        shown = [("completed", "completed"), ("failed", "failed"), ("skipped", "skipped")]
+        shown += [(k, k) for k in ("compensated", "running") if record.get(k)]
+        lines.append("  runs          " + ", ".join(f"{record[k]} {label}" for k, label in shown))
+        for key, label in (("last_success", "last success"), ("last_failure", "last failure")):
+            local, utc = _when(record[key], tz)
+            lines.append(
+                f"  {label:<12}  {local}  {utc}" if record[key] else f"  {label:<12}  never"
+            )
 
     lines += ["", "executions (newest 10, from PostgreSQL)"]
     if entry["executions"] is None:
@@ -276,6 +311,9 @@ def next_entry(job: JobSpec, after: datetime, times: list[datetime]) -> dict[str
         "schedule": schedule_text(job),
         "timezone": job.timezone,
         "after": utc_text(after),
+        # The catalog's pause (`next` asks no server; `describe` shows an operator's pause).
+        "paused": job.paused,
+        "note": job.note or None,
         "runs": runs,
     }
 
@@ -288,6 +326,11 @@ def format_next(entry: dict[str, Any]) -> str:
         f"next {len(entry['runs'])} run(s) of {entry['job']} ({entry['schedule']}, {tz}) "
         f"from {local_text(after, tz)} ({entry['after']})"
     ]
+    if entry.get("paused"):
+        lines.append(
+            f"  {_paused_instead(entry['note'])} (the catalog pauses it): it runs none of "
+            "these until resumed; they are the times it fires once resumed"
+        )
     notes = any(run["note"] for run in entry["runs"])
     header = ("LOCAL", "UTC", "DST") if notes else ("LOCAL", "UTC")
     rows = [(*_when(run, tz), run["note"] or "")[: len(header)] for run in entry["runs"]]

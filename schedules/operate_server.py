@@ -430,6 +430,13 @@ async def recent_executions(url: str, job_id: str, limit: int = 10) -> list[dict
     return await _fetch(url, "recent_executions", {"job": job_id, "limit": limit})
 
 
+async def execution_counts(url: str, job_id: str) -> dict[str, Any]:
+    """How many of `job_id`'s executions completed, failed, were skipped ... and the slots
+    of its newest success and failure (None if it has none)."""
+    (row,) = await _fetch(url, "execution_counts", {"job": job_id})
+    return row
+
+
 async def execution_at(url: str, job_id: str, scheduled_at: datetime) -> dict[str, Any] | None:
     """The `job_executions` row of one slot, if it has one."""
     rows = await _fetch(url, "execution_at", {"job": job_id, "scheduled_at": scheduled_at})

@@ -1,6 +1,6 @@
 """A job's timing as a Temporal `ScheduleSpec` that fires the job's intended times, DST included.
 
-`timing.firetimes` defines when a job fires (DESIGN.md, "Time zones and DST"): a
+`timing.firetimes` defines when a job fires (its module docstring states the rules): a
 fixed-hour job whose local time falls in the spring-forward gap runs once at the first valid
 instant after it; one in the repeated fall-back span runs once, at the first occurrence; a
 job with a wildcard or stepped hour follows elapsed time.

@@ -1,8 +1,8 @@
 """A job's intended fire times as UTC instants, with classic cron's DST rules.
 
 Pure functions of the parsed cron (`timing.cron`), the zone (`timing.zones`) and the bounds,
-so DST years ahead are tested today. The semantics are the project's (DESIGN.md, "Time
-zones and DST"):
+so DST years ahead are tested today. The semantics are the project's, stated here (tested in
+`tests/unit/test_firetimes.py`):
 
 - a fixed-hour job whose local time does not exist (spring forward) fires once, at the first
   valid instant after the gap (several such times of one day collapse into that one run);

@@ -27,3 +27,15 @@ SELECT scheduled_at, status, attempt, origin, workflow_id, holder, started_at, f
        result, error
 FROM job_executions
 WHERE job_name = %(job)s AND scheduled_at = %(scheduled_at)s
+
+-- name: execution_counts
+-- How a job's recorded executions ended, and its newest success and failure, for `describe`.
+SELECT count(*) FILTER (WHERE status = 'completed') AS completed,
+       count(*) FILTER (WHERE status = 'failed') AS failed,
+       count(*) FILTER (WHERE status = 'skipped') AS skipped,
+       count(*) FILTER (WHERE status = 'compensated') AS compensated,
+       count(*) FILTER (WHERE status = 'running') AS running,
+       max(scheduled_at) FILTER (WHERE status = 'completed') AS last_success,
+       max(scheduled_at) FILTER (WHERE status = 'failed') AS last_failure
+FROM job_executions
+WHERE job_name = %(job)s

@@ -121,6 +121,7 @@ async def test_list_shows_schedules_next_and_last_runs_and_pauses(
     lines = {line.split()[0]: line for line in done.stdout.splitlines()}
     assert "NEXT RUN (UTC)" in lines["JOB"]
     assert "America/New_York" in lines["op-list-a"]
+    assert "paused: ledger migration  -" in lines["op-list-a"]  # no next run while paused
     assert "2026-11-20 02:30 EST  failed" in lines["op-list-a"]
     assert lines["op-list-a"].endswith("yes: ledger migration")
     assert "not synced" in lines["op-list-b"] and "never ran" in lines["op-list-b"]
@@ -129,11 +130,7 @@ async def test_list_shows_schedules_next_and_last_runs_and_pauses(
     assert as_json.returncode == 0, as_json.stderr
     jobs = {job["id"]: job for job in json.loads(as_json.stdout)["jobs"]}
     a, b = jobs["op-list-a"], jobs["op-list-b"]
-    described = await client.get_schedule_handle("op-list-a").describe()
-    expected_next = described.info.next_action_times[0]
-    assert a["next_run"]["utc"] == expected_next.isoformat().replace("+00:00", "Z")
-    assert a["next_run"]["local"] == expected_next.astimezone(NEW_YORK).isoformat()
-    assert (a["paused"], a["note"]) == (True, "ledger migration")
+    assert (a["paused"], a["note"], a["next_run"]) == (True, "ledger migration", None)
     assert a["last_run"]["status"] == "failed"
     assert a["last_run"]["scheduled_at"]["utc"] == "2026-11-20T07:30:00Z"
     assert (b["synced"], b["next_run"], b["last_run"]) == (False, None, None)
@@ -163,6 +160,9 @@ async def test_describe_shows_catalog_server_and_executions(client, settings, db
     assert any(line.split() == ["cron", "0", "4", "*", "*", "*"] for line in text.splitlines())
     assert "  paused        no" in text
     assert "next runs" in text and "recent runs   none" in text
+    assert "  runs          12 completed, 0 failed, 0 skipped\n" in text
+    assert "  last success  2026-11-12 04:00 GMT  2026-11-12T04:00:00Z\n" in text
+    assert "  last failure  never\n" in text
     assert "executions (newest 10, from PostgreSQL)" in text
     assert "2026-11-12 04:00 GMT  2026-11-12T04:00:00Z  completed" in text
     assert "2026-11-02T04:00:00Z" not in text  # only the newest 10
@@ -173,6 +173,7 @@ async def test_describe_shows_catalog_server_and_executions(client, settings, db
     assert len(as_json["server"]["next_runs"]) >= 5
     assert len(as_json["executions"]) == 10
     assert as_json["executions"][0]["scheduled_at"]["utc"] == "2026-11-12T04:00:00Z"
+    assert as_json["record"]["completed"] == 12 and as_json["record"]["last_failure"] is None
     assert as_json["database_error"] is None
 
 

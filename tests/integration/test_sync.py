@@ -363,9 +363,11 @@ def test_sync_with_temporal_unreachable_fails_with_one_line():
         timeout=60,
     )
     assert done.returncode == 1
-    assert "cannot reach Temporal at 127.0.0.1:1 within 2s" in done.stderr
+    # The deprecated `--wait 2` is --wait-for-cluster: one line says what it waits for.
+    waiting, error = done.stderr.strip().splitlines()
+    assert waiting.startswith("waiting up to 2s (--wait-for-cluster) for Temporal at 127.0.0.1:1")
+    assert error.startswith("error: cannot reach Temporal at 127.0.0.1:1 within 2s")
     assert "Traceback" not in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_help_of_every_command_names_its_exit_codes():

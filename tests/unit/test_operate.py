@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -126,21 +127,58 @@ def test_list_shows_not_synced_paused_with_note_and_unknown_last_runs():
         next_times=[utc(2026, 11, 30, 7, 30)],
     )
     last = {"scheduled_at": utc(2026, 11, 29, 7, 30), "status": "completed", "attempt": 1}
+    running = ServerState(exists=True, managed=True, next_times=[utc(2026, 11, 30, 7, 30)])
     entries = [
         list_entry(job(), synced, last),
         list_entry(job().model_copy(update={"id": "later"}), ServerState(exists=False), None),
+        list_entry(job().model_copy(update={"id": "running"}), running, last),
     ]
-    assert entries[0]["next_run"] == {
+    # A paused job runs nothing: no next run, the pause and its note instead.
+    assert entries[0]["next_run"] is None
+    assert entries[2]["next_run"] == {
         "utc": "2026-11-30T07:30:00Z",
         "local": "2026-11-30T02:30:00-05:00",
     }
     text = format_list(entries, database_ok=True).splitlines()
     assert text[1].split("  ")[0] == "nightly"
-    assert "2026-11-30 02:30 EST  2026-11-30T07:30:00Z  2026-11-29 02:30 EST  completed" in text[1]
+    cells = [re.split(r"  +", line) for line in text]
+    assert cells[1][3:7] == ["paused: ledger migration", "-", "2026-11-29 02:30 EST", "completed"]
     assert text[1].endswith("yes: ledger migration")
     assert "not synced" in text[2] and "never ran" in text[2]
+    assert cells[3][3:5] == ["2026-11-30 02:30 EST", "2026-11-30T07:30:00Z"]
     unknown = format_list(entries, database_ok=False).splitlines()
     assert "?" in unknown[1] and "never ran" not in unknown[2]
+
+
+def test_describe_of_a_paused_job_shows_no_next_run_and_the_record_counts():
+    state = ServerState(
+        exists=True,
+        managed=True,
+        paused=True,
+        note="ledger migration",
+        next_times=[utc(2026, 11, 30, 7, 30)],
+    )
+    record = {
+        "completed": 12,
+        "failed": 1,
+        "skipped": 2,
+        "compensated": 0,
+        "running": 0,
+        "last_success": utc(2026, 11, 29, 7, 30),
+        "last_failure": None,
+    }
+    entry = describe_entry(job(), state, [], None, record)
+    assert entry["server"]["next_runs"] == []
+    assert entry["record"]["last_success"] == {
+        "utc": "2026-11-29T07:30:00Z",
+        "local": "2026-11-29T02:30:00-05:00",
+    }
+    text = format_describe(entry)
+    assert "  next runs     none: paused: ledger migration" in text
+    assert "2026-11-30" not in text
+    assert "  runs          12 completed, 1 failed, 2 skipped\n" in text
+    assert "  last success  2026-11-29 02:30 EST  2026-11-29T07:30:00Z" in text
+    assert "  last failure  never" in text
 
 
 def test_describe_reports_drift_and_an_unavailable_database():
@@ -162,3 +200,17 @@ def test_next_text_shows_local_utc_and_the_dst_column_only_when_needed():
     plain = format_next(next_entry(job(), NOW, upcoming(job(), NOW, 1)))
     assert "DST" not in plain and "2026-11-30 02:30 EST  2026-11-30T07:30:00Z" in plain
     assert local_text(utc(2026, 11, 30, 7, 30, 5), "UTC") == "2026-11-30 07:30:05 UTC"
+
+
+def test_next_of_a_job_the_catalog_pauses_says_so_above_its_times():
+    paused = job(paused=True, note="ledger migration")
+    after = utc(2027, 3, 13, 12)
+    entry = next_entry(paused, after, upcoming(paused, after, 1))
+    assert (entry["paused"], entry["note"]) == (True, "ledger migration")
+    lines = format_next(entry).splitlines()
+    assert lines[1] == (
+        "  paused: ledger migration (the catalog pauses it): it runs none of these until "
+        "resumed; they are the times it fires once resumed"
+    )
+    assert "2027-03-14T07:00:00Z" in lines[-1]
+    assert "paused" not in format_next(next_entry(job(), after, upcoming(job(), after, 1)))
