@@ -14,18 +14,19 @@ import signal
 import subprocess
 import sys
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 
 from core.errors import SchedulerError
 from core.sql import queries
+from devstack.demo import load_demo_data
 from devstack.mailsink import MailSink
 from devstack.payments import PaymentProviderServer
 from devstack.postgres import EmbeddedPostgres
 from devstack.temporal import TemporalDevServer
 from devstack.webhooks import WebhookSink
-from jobs import demo_data
 from schedules.catalog import load_catalog
 from schedules.sync import format_report, sync
 from worker.client import connect
@@ -112,8 +113,7 @@ class LocalStack:
         _say(f"migrations applied: {len(applied)} new")
         with psycopg.connect(url) as conn:
             # Each job family may bring a demo.sql; each guards itself to load only once.
-            for _family, demo in demo_data():
-                conn.execute(demo.read_text())
+            load_demo_data(conn, datetime.now(UTC))
             (overdue,) = conn.execute(_Q["overdue_invoices"]).fetchone()
         _say(f"demo billing data ready: {overdue} unpaid invoices past due")
 

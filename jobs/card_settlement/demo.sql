@@ -11,12 +11,12 @@ BEGIN
 
     INSERT INTO card_payments (amount_cents, currency, status, captured_at, settled_at)
     SELECT 500 + (n * 7919) % 20000, 'USD', 'settled',
-           now() - n * interval '36 minutes' - interval '1 minute',
-           now() - n * interval '36 minutes'
+           current_setting('demo.now')::timestamptz - n * interval '36 minutes' - interval '1 minute',
+           current_setting('demo.now')::timestamptz - n * interval '36 minutes'
     FROM generate_series(1, 320) AS n;
 
     INSERT INTO card_payments (amount_cents, currency, status, captured_at)
-    SELECT 500 + (n * 104729) % 20000, 'USD', 'captured', now() - n * interval '10 seconds'
+    SELECT 500 + (n * 104729) % 20000, 'USD', 'captured', current_setting('demo.now')::timestamptz - n * interval '10 seconds'
     FROM generate_series(1, 150) AS n;
 
     INSERT INTO ledger_entries (booked_on, amount_cents, currency, description)
@@ -25,7 +25,7 @@ BEGIN
     FROM card_payments;
 
     INSERT INTO ledger_entries (booked_on, amount_cents, currency, description)
-    VALUES ((now() AT TIME ZONE 'America/New_York')::date - 1, 25000, 'USD',
+    VALUES ((current_setting('demo.now')::timestamptz AT TIME ZONE 'America/New_York')::date - 1, 25000, 'USD',
             'manual adjustment, no matching payment');
 END
 $$;

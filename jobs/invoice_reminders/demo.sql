@@ -4,7 +4,7 @@ INSERT INTO invoices (invoice_number, customer_email, status, due_date, amount_c
 SELECT 'INV-' || lpad(n::text, 6, '0'),
        'customer' || lpad((n % 300)::text, 3, '0') || '@example.com',
        CASE WHEN n % 3 = 0 THEN 'Paid' ELSE 'Unpaid' END,
-       current_date - ((n % 60) - 20),
+       current_setting('demo.now')::timestamptz::date - ((n % 60) - 20),
        1000 + (n * 7919) % 90000
 FROM generate_series(1, 1200) AS n
 WHERE NOT EXISTS (SELECT 1 FROM invoices);

@@ -6,7 +6,7 @@ SELECT 'customer' || lpad((n % 300)::text, 3, '0') || '@example.com',
        (ARRAY['starter', 'team', 'business'])[1 + n % 3],
        (ARRAY[900, 2900, 9900])[1 + n % 3],
        'USD',
-       (date_trunc('month', current_date) - interval '2 months')::date,
+       (date_trunc('month', current_setting('demo.now')::timestamptz::date) - interval '2 months')::date,
        CASE WHEN n % 40 = 0 THEN 'pm_decline_insufficient_funds' ELSE 'pm_card_' || n END
 FROM generate_series(1, 400) AS n
 WHERE NOT EXISTS (SELECT 1 FROM subscriptions);

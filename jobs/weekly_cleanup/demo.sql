@@ -2,8 +2,8 @@
 -- 30-day retention, for the first weekly-cleanup run to delete (loaded until it has run).
 INSERT INTO outbox_messages (type, payload, idempotency_key, occurred_at, dispatched_at)
 SELECT 'DemoDelivered', jsonb_build_object('demo', n), 'demo-delivered:' || n,
-       now() - make_interval(days => 40 + n % 60, mins => 5),
-       now() - make_interval(days => 40 + n % 60)
+       current_setting('demo.now')::timestamptz - make_interval(days => 40 + n % 60, mins => 5),
+       current_setting('demo.now')::timestamptz - make_interval(days => 40 + n % 60)
 FROM generate_series(1, 300) AS n
 WHERE NOT EXISTS (SELECT 1 FROM outbox_messages WHERE type = 'DemoDelivered')
   AND NOT EXISTS (SELECT 1 FROM job_executions WHERE job_name = 'weekly-cleanup');

