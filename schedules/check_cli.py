@@ -47,7 +47,7 @@ _ALERTS = (
     (Kind.DEAD_OUTBOX, "outbox messages the relay gave up on"),
     (Kind.SCHEDULE_NOT_REGISTERED, "no Temporal schedule managed by this project for the job"),
 )
-ALERTS_HELP = "alerts (see README, Checking health and alerts):\n" + "\n".join(
+ALERTS_HELP = "alerts (see docs/observability.md, Checking health and alerts):\n" + "\n".join(
     f"  {kind:<24} {text}" for kind, text in _ALERTS
 )
 

@@ -149,7 +149,7 @@ async def wait_for_run(
         return outcome
     outcome.took, _ = await _took(ctx, workflow_id, run_id)
     outcome.slot = result.scheduled_at
-    outcome.origin = result.kind  # "how it came about"; the engine calls it origin soon
+    outcome.origin = result.origin
     outcome.status = result.outcome.replace("_", " ")
     outcome.counts = dict(result.counts)
     outcome.reason = result.reason

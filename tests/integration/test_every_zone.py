@@ -8,7 +8,7 @@ compiled spec (`JobSpec.timing.spec`, what `sync` writes) and the server's own
 sharing no code with the product: the whole five years for the crons that fire at most
 twice a day, the local days around every offset change for the others.
 
-The oracle's rules (README, "Time zones and DST"): a cron matches local dates and wall-clock
+The oracle's rules (docs/time-zones.md): a cron matches local dates and wall-clock
 times; a job whose hour field names hours outright (no `*`, no `/`) runs once at a time
 that happens twice (the first), and at the end of the gap for a time that does not exist;
 any other job runs at every occurrence of an existing time and never in a gap. When both
