@@ -34,13 +34,14 @@ from temporalio.client import (
     ScheduleDescription,
     ScheduleOverlapPolicy,
 )
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from core import redact
 from core.errors import SchedulerError
 from core.sql import queries as named_queries
 from schedules.cli import Context
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
+from schedules.found import schedule_or_none, workflow_or_none
 from workflows import JobRun
 
 _TICK = timedelta(microseconds=1)
@@ -95,15 +96,7 @@ class ServerState:
 async def _describe(ctx: Context, job_id: str) -> ScheduleDescription | None:
     client = await ctx.client()
 
-    async def call() -> ScheduleDescription | None:
-        try:
-            return await client.get_schedule_handle(job_id).describe()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return None
-            raise
-
-    return await _translated(ctx, job_id, "describe", call)
+    return await _translated(ctx, job_id, "describe", lambda: schedule_or_none(client, job_id))
 
 
 async def _translated(ctx: Context, job_id: str, what: str, call):
@@ -448,13 +441,8 @@ async def workflow_status(ctx: Context, workflow_id: str) -> str | None:
     client = await ctx.client()
 
     async def call() -> str | None:
-        try:
-            described = await client.get_workflow_handle(workflow_id).describe()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return None
-            raise
-        return described.status.name if described.status is not None else None
+        described = await workflow_or_none(client, workflow_id)
+        return described.status.name if described and described.status is not None else None
 
     return await _translated(ctx, workflow_id, "describe workflow", call)
 

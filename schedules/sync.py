@@ -69,6 +69,7 @@ from schedules.compile import (
     compile_schedule,
     schedule_digest,
 )
+from schedules.found import schedule_or_none
 from schedules.limits import size_problem
 from schedules.sync_lock import DEFAULT_LEASE_SECONDS, SyncLock, sync_lock
 from schedules.sync_safety import (
@@ -266,15 +267,6 @@ def _warn_once(namespace: str, why: str) -> None:
     )
 
 
-async def _describe(client: Client, job_id: str) -> ScheduleDescription | None:
-    try:
-        return await client.get_schedule_handle(job_id).describe()
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            return None
-        raise
-
-
 async def _current_run(client: Client, description: ScheduleDescription) -> JobRun | None:
     args = getattr(description.schedule.action, "args", None)
     if not args:
@@ -380,7 +372,7 @@ async def _plan(
             return Change(job.id, "unchanged", drift=_drift(job, entry.paused, entry.note))
         async with limit:
             report.described += 1
-            description = await _describe(client, job.id)
+            description = await schedule_or_none(client, job.id)
         if description is None:
             target.since, target.pending = now, True
             return Change(job.id, "create")
@@ -421,7 +413,7 @@ async def _plan(
             # itself, which waits for writes in flight: right after a write (another sync's
             # timing stamp, say) they can be older than the rest. Described again, they are not.
             async with limit:
-                again = await _describe(client, job.id)
+                again = await schedule_or_none(client, job.id)
             if again is not None:
                 digest = again.typed_search_attributes.get(DIGEST_ATTRIBUTE)
         if stamp and not fields and digest != target.digest:

@@ -43,6 +43,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_e
 
 from schedules.catalog import JobSpec
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, schedule_digest
+from schedules.found import schedule_or_none
 from timing import TZDATA_VERSION, Timing, zone
 from timing.calendars import (
     UTC_NAMES,
@@ -243,15 +244,6 @@ def by_day(
 # --- one job -----------------------------------------------------------------------------
 
 
-async def _describe(client: Client, job_id: str) -> ScheduleDescription | None:
-    try:
-        return await client.get_schedule_handle(job_id).describe()
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            return None
-        raise
-
-
 def form_of(spec: ScheduleSpec) -> str:
     """`calendars in America/New_York`, `intervals`, `calendars in UTC until 2036-12-31`."""
     if spec.intervals and not spec.calendars:
@@ -273,7 +265,7 @@ async def verify_job(
 ) -> Verdict:
     """Compare the server's fire times of `job` with its intended ones from `now` on."""
     if description is None:
-        description = await _describe(client, job.id)
+        description = await schedule_or_none(client, job.id)
     if description is None:
         return Verdict(job.id, "unknown", why="no schedule on the server: run `sync`")
     if await description.memo_value(MANAGED_MEMO_KEY, default=None) != MANAGED_MEMO_VALUE:

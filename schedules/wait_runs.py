@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from temporalio.client import WorkflowFailureError
-from temporalio.service import RPCError, RPCStatusCode
 
 from core import redact
 from schedules.cli import Context
 from schedules.durations import format_duration
+from schedules.found import workflow_or_none
 from schedules.operate_times import local_text, utc_text
 from workflows.scheduled_job import JobRunResult
 
@@ -162,13 +162,8 @@ async def _run_id(ctx: Context, workflow_id: str) -> str | None:
     client = await ctx.client()
 
     async def call() -> str | None:
-        try:
-            described = await client.get_workflow_handle(workflow_id).describe()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                return None
-            raise
-        return described.run_id
+        described = await workflow_or_none(client, workflow_id)
+        return described.run_id if described else None
 
     return await ctx.retrying(call)
 
