@@ -23,7 +23,7 @@ from schedules.cli import Context
 from schedules.durations import format_duration
 from schedules.found import workflow_or_none
 from schedules.operate_times import local_text, utc_text
-from workflows.scheduled_job import JobRunResult
+from workflows.models import JobRunResult
 
 # The exit code of a wait that ended before every run did (the runs go on).
 EXIT_STILL_RUNNING = 3

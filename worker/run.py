@@ -31,12 +31,14 @@ _Q = queries("worker.sql", "pool")
 
 
 # Modules workflow code may use as they are outside Temporal's sandbox instead of importing
-# them afresh into it: the engine's and the timing package's models and the libraries they
-# pull in. Workflow modules themselves (workflows/, each job's workflow.py) stay sandboxed.
+# them afresh into it: the engine's and the timing package's models, the workflows' own
+# input and result models (workflows/models.py: built once, not per workflow run) and the
+# libraries they pull in. Workflow logic (workflows/, each job's workflow.py) stays sandboxed.
 PASSTHROUGH = (
     "activities",
     "core",
     "timing",
+    "workflows.models",
     "croniter",
     "httpx",
     "httpcore",

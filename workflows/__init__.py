@@ -1,8 +1,8 @@
 """Workflow definitions only: deterministic, no I/O."""
 
-from workflows.retry import RetrySettings
-from workflows.scheduled_job import JobRun, JobRunResult, ScheduledJobWorkflow
-from workflows.steps import JobSteps, StepOptions, WorkflowJobInput
+from workflows.models import JobRun, JobRunResult, RetrySettings, StepOptions, WorkflowJobInput
+from workflows.scheduled_job import ScheduledJobWorkflow
+from workflows.steps import JobSteps
 
 __all__ = [
     "JobRun",

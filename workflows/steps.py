@@ -33,7 +33,6 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
-from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
@@ -44,7 +43,7 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import STALE_ATTEMPT, ExecutionRef, TimingField, WorkResult
+    from activities.models import STALE_ATTEMPT, WorkResult
     from activities.steps import (
         UNDO,
         FinishInput,
@@ -54,7 +53,7 @@ with workflow.unsafe.imports_passed_through():
         StepsActivities,
     )
 
-from workflows.retry import RetrySettings
+from workflows.models import WorkflowJobInput
 
 COMPENSATED = "Compensated"
 """The error type a workflow job fails with after compensating."""
@@ -66,25 +65,6 @@ _PERSISTENT = RetryPolicy(
 )
 _BOOKKEEPING_TIMEOUT = timedelta(seconds=30)
 _DEADLINE = timedelta(hours=1)
-
-
-class StepOptions(BaseModel):
-    """Timeouts and retries of each step, from the job's catalog entry."""
-
-    start_to_close_seconds: float = Field(default=3600.0, gt=0)
-    heartbeat_seconds: float | None = Field(default=60.0, gt=0)
-    retry: RetrySettings = Field(default_factory=RetrySettings)
-
-
-class WorkflowJobInput(BaseModel):
-    """What `ScheduledJobWorkflow` starts a workflow kind's workflow with."""
-
-    execution: ExecutionRef
-    run_id: str  # the ScheduledJobWorkflow run that holds the slot
-    params: dict[str, Any] = Field(default_factory=dict)
-    timing: TimingField = None
-    options: StepOptions = Field(default_factory=StepOptions)
-    headline: str = ""  # "**job** · local time · kind", the first line of the details
 
 
 class JobSteps:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from workflows.steps import JobSteps, WorkflowJobInput
+from workflows.models import WorkflowJobInput
+from workflows.steps import JobSteps
 
 with workflow.unsafe.imports_passed_through():
     from activities.models import WorkResult

@@ -1,0 +1,143 @@
+"""The workflows' inputs and results: pydantic models, defined outside the sandbox.
+
+Temporal's sandbox imports a workflow's module afresh for every workflow run; pydantic
+builds a model's validators when its class is defined, so models in a sandboxed module cost
+every run their schema generation (a third of a worker's CPU in bench/fleet.py's profile).
+This module is passed through the sandbox (`worker.run.PASSTHROUGH`): built once per
+process. It holds no workflow logic, only data and its validation, which are deterministic.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, Field, model_validator
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+# Passed through in any sandbox, also one not configured with `worker.run.PASSTHROUGH`.
+with workflow.unsafe.imports_passed_through():
+    from activities.models import ExecutionRef, TimingField
+    from timing import Timing
+
+
+class RetrySettings(BaseModel):
+    """Retry policy of a job's work activity (or of each step of a workflow job)."""
+
+    initial_interval_seconds: float = Field(default=5.0, gt=0)
+    backoff_coefficient: float = Field(default=2.0, ge=1)
+    maximum_interval_seconds: float = Field(default=300.0, gt=0)
+    maximum_attempts: int = Field(default=10, ge=0)  # 0: unlimited
+
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            initial_interval=timedelta(seconds=self.initial_interval_seconds),
+            backoff_coefficient=self.backoff_coefficient,
+            maximum_interval=timedelta(seconds=self.maximum_interval_seconds),
+            maximum_attempts=self.maximum_attempts,
+        )
+
+
+class StepOptions(BaseModel):
+    """Timeouts and retries of each step, from the job's catalog entry."""
+
+    start_to_close_seconds: float = Field(default=3600.0, gt=0)
+    heartbeat_seconds: float | None = Field(default=60.0, gt=0)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+
+
+class WorkflowJobInput(BaseModel):
+    """What `ScheduledJobWorkflow` starts a workflow kind's workflow with."""
+
+    execution: ExecutionRef
+    run_id: str  # the ScheduledJobWorkflow run that holds the slot
+    params: dict[str, Any] = Field(default_factory=dict)
+    timing: TimingField = None
+    options: StepOptions = Field(default_factory=StepOptions)
+    headline: str = ""  # "**job** · local time · kind", the first line of the details
+
+
+class JobRun(BaseModel):
+    """The workflow's input, fixed in the schedule's action by `schedules sync`."""
+
+    job_name: str
+    activity: str  # the work activity of a kind that does its slot in one activity
+    # A workflow kind's workflow type instead: run as a child workflow of steps (see
+    # workflows/steps.py); `activity` is then empty.
+    workflow: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    start_to_close_seconds: float = Field(default=3600.0, gt=0)
+    heartbeat_seconds: float | None = Field(default=60.0, gt=0)
+    starting_deadline_seconds: float | None = Field(default=None, gt=0)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    # When the fire times are (None: a run without a schedule's timing, which covers its
+    # own slot only) and what to do with missed ones (see activities/catchup.py).
+    timing: Timing | None = None
+    catchup: Literal["skip", "latest", "all"] = "latest"
+    max_missed: int | None = None
+    # The same timing, flat, for workers of the previous release during a rolling deploy;
+    # this release reads `timing` only (and builds it from these when a schedule written
+    # by the previous release's sync carries no `timing`).
+    cron: str | None = None
+    interval_seconds: float | None = None
+    timezone: str = "UTC"
+    jitter_seconds: float = 0.0
+    # How long after the last success the next one is overdue: the longest gap between
+    # fire times + jitter + alert_grace. Recorded with each claim and exported as a metric.
+    alert_after_seconds: float | None = None
+    # Since when the current timing has been in force (the server's own time of applying
+    # it): missed runs are never counted from before it, so changing a job's cron does not
+    # invent missed runs. `timing_pending`: sync has applied the timing but not yet stamped
+    # that time (it does so in a second write); runs meanwhile count no missed time.
+    timing_since: datetime | None = None
+    timing_pending: bool = False
+    # The catalog entry this schedule was built from, so sync can diff field by field.
+    definition: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _timing_of_previous_release(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("timing") is not None:
+            return data
+        if data.get("cron") is None and data.get("interval_seconds") is None:
+            return data
+        definition = data.get("definition") or {}
+        seconds = data.get("interval_seconds")
+        timing = {
+            "cron": data.get("cron"),
+            "interval": timedelta(seconds=seconds) if seconds is not None else None,
+            "timezone": data.get("timezone") or "UTC",
+            "start_at": definition.get("start_at"),
+            "end_at": definition.get("end_at"),
+            "jitter": timedelta(seconds=data.get("jitter_seconds") or 0),
+        }
+        return data | {"timing": timing}
+
+
+class SlotRun(BaseModel):
+    """One (job, scheduled time) this workflow ran or settled."""
+
+    scheduled_at: datetime
+    execution_id: int | None = None
+    outcome: Literal["completed", "already_completed", "skipped", "superseded"]
+    counts: dict[str, int] = Field(default_factory=dict)
+    reason: str | None = None
+
+
+class JobRunResult(BaseModel):
+    """What the run did, as shown in the Temporal UI: ids and counts only."""
+
+    job_name: str
+    scheduled_at: datetime
+    trigger: Literal["schedule", "direct"]
+    execution_id: int | None = None
+    outcome: Literal["completed", "already_completed", "skipped", "superseded"]
+    counts: dict[str, int] = Field(default_factory=dict)
+    reason: str | None = None
+    # Missed earlier slots this run caught up on (oldest first), and those it skipped.
+    caught_up: list[SlotRun] = Field(default_factory=list)
+    missed_skipped: int = 0
+    catchup_gap: int = 0
+    # How the run came about (`activities.models.Origin`); `kind` in the previous release.
+    origin: str = Field(default="scheduled", validation_alias=AliasChoices("origin", "kind"))
