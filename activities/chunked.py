@@ -19,7 +19,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chunk_gate import pass_chunk_gate
-from activities.executions import Fence, take_over_in
+from activities.executions import Fence, take_over
 from activities.models import ExecutionRef, WorkResult
 from activities.telemetry import db_span, fenced_span, record_completed, record_run
 
@@ -44,22 +44,14 @@ async def fenced(
             yield conn
 
 
-async def begin_attempt(
-    pool: AsyncConnectionPool, execution: ExecutionRef, plan: Plan | None = None
-) -> Fence | WorkResult:
+async def begin_attempt(pool: AsyncConnectionPool, execution: ExecutionRef) -> Fence | WorkResult:
     """Take the execution over with a new fencing token, or say it is already done.
 
     Returns the attempt's `Fence`, or the recorded result when another run completed the
     slot; raises a non-retryable error when the slot is neither running nor completed.
-    With `plan`, an attempt that finds no saved progress (the first) fixes the work's bounds
-    in the same transaction: the take-over's row lock keeps its token the current one until
-    that commits, as a fenced transaction's check would.
     """
     with db_span("db.take_over", execution):
-        async with pool.connection() as conn, conn.transaction():
-            taken = await take_over_in(conn, execution.execution_id)
-            if isinstance(taken, Fence) and plan is not None and not taken.progress:
-                await taken.save_progress(conn, await plan(conn))
+        taken = await take_over(pool, execution.execution_id)
     if isinstance(taken, Fence):
         return taken
     status, result = taken
@@ -86,10 +78,14 @@ async def run_in_chunks(
     `plan` fixes the work's bounds once, on the first attempt, so retries cover the same
     rows. Progress must hold a `counts` dict; it becomes the result.
     """
-    fence = await begin_attempt(pool, execution, plan)
+    fence = await begin_attempt(pool, execution)
     if isinstance(fence, WorkResult):
         return fence
     progress = fence.progress
+    if not progress:
+        async with fenced(pool, fence, execution) as conn:
+            await fence.save_progress(conn, await plan(conn))
+        progress = fence.progress
 
     while True:
         await pass_chunk_gate(pool, progress)  # test-only; a no-op unless a test sets it
