@@ -413,12 +413,21 @@ def evaluate(
     errors: Sequence[str] = (),
 ) -> CheckReport:
     """The whole report at `now`. None inputs mean that source could not be read."""
-    rows = list(executions) if executions is not None else None
+    # Each job is judged on its own rows: grouped once, not filtered from all rows per job.
+    by_job: dict[str, list[Execution]] | None = None
+    if executions is not None:
+        by_job = {}
+        for row in executions:
+            by_job.setdefault(row.job_name, []).append(row)
     return CheckReport(
         checked_at=now,
         jobs=[
             evaluate_job(
-                job, rows, schedules.get(job.id) if schedules is not None else None, now, lookback
+                job,
+                by_job.get(job.id, []) if by_job is not None else None,
+                schedules.get(job.id) if schedules is not None else None,
+                now,
+                lookback,
             )
             for job in jobs
         ],
