@@ -464,14 +464,18 @@ async def load_database(
     return rows, OutboxState(dead["dead"], dead["oldest"], dead["newest"])
 
 
-async def load_schedules(client: Any, job_ids: Sequence[str]) -> dict[str, ScheduleState]:
-    """Describe each job's schedule; a missing one is `ScheduleState(exists=False)`."""
+async def load_schedules(
+    client: Any, job_ids: Sequence[str], timeout: float | None = None
+) -> dict[str, ScheduleState]:
+    """Describe each job's schedule, each call within `timeout`; a missing one is
+    `ScheduleState(exists=False)`."""
     limit = asyncio.Semaphore(16)
 
     async def one(job_id: str) -> ScheduleState:
         async with limit:
             try:
-                described = await client.get_schedule_handle(job_id).describe()
+                async with asyncio.timeout(timeout):
+                    described = await client.get_schedule_handle(job_id).describe()
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     return ScheduleState(exists=False)
@@ -513,7 +517,8 @@ async def run_check(
     lookback: timedelta = DEFAULT_LOOKBACK,
     timeout: float = 10.0,
 ) -> CheckReport:
-    """Load from PostgreSQL and Temporal at once (each within `timeout`), then `evaluate`.
+    """Load from PostgreSQL and Temporal at once, then `evaluate`. `timeout` bounds the
+    database read, connecting to Temporal and each call to it (one per job).
 
     A source that cannot be read becomes an entry in `errors` (status unknown, exit 2);
     the rest is still evaluated and reported.
@@ -527,9 +532,11 @@ async def run_check(
             )
 
     async def temporal() -> dict[str, ScheduleState]:
+        # Each call is bounded, not the pass: describing 10,000 schedules takes far longer
+        # than a server that does not answer may keep the check waiting.
         async with asyncio.timeout(timeout):
             client = await connect(settings)
-            return await load_schedules(client, job_ids)
+        return await load_schedules(client, job_ids, timeout)
 
     db, tp = await asyncio.gather(database(), temporal(), return_exceptions=True)
     errors = []
