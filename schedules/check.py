@@ -20,6 +20,15 @@ case is unit-tested without servers; `run_check` loads the inputs from PostgreSQ
 Temporal. Fire times are the job's `Timing` (classic cron DST semantics). A fire time
 is "covered" by any row scheduled between it and the next fire time, which absorbs jitter,
 manual triggers and DST compensation.
+
+The schedules are read from one listing (paged) where it can vouch for them: a schedule
+`sync` wrote carries `ScheduledJobsTiming` (since when its timing has been in force, and a
+fingerprint of that timing), so a listed managed schedule whose fingerprint matches the
+catalog's timing needs no describe. Every other job (not listed yet, not managed, written
+by an older sync, its timing pending or changed since) is described, as before. The listing
+comes from visibility, which lags the server by about a second: a pause or the next action
+time of the last moment may show a moment late; the timing floor never comes from another
+timing than the catalog's.
 """
 
 from __future__ import annotations
@@ -40,7 +49,12 @@ from temporalio.service import RPCError, RPCStatusCode
 from core import redact
 from core.sql import queries
 from schedules.cli import transport_cause
-from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
+from schedules.compile import (
+    MANAGED_MEMO_KEY,
+    MANAGED_MEMO_VALUE,
+    TIMING_ATTRIBUTE,
+    read_timing_stamp,
+)
 from timing import Timing
 from worker.client import connect
 from workflows import JobRun
@@ -413,12 +427,21 @@ def evaluate(
     errors: Sequence[str] = (),
 ) -> CheckReport:
     """The whole report at `now`. None inputs mean that source could not be read."""
-    rows = list(executions) if executions is not None else None
+    # Each job is judged on its own rows: grouped once, not filtered from all rows per job.
+    by_job: dict[str, list[Execution]] | None = None
+    if executions is not None:
+        by_job = {}
+        for row in executions:
+            by_job.setdefault(row.job_name, []).append(row)
     return CheckReport(
         checked_at=now,
         jobs=[
             evaluate_job(
-                job, rows, schedules.get(job.id) if schedules is not None else None, now, lookback
+                job,
+                by_job.get(job.id, []) if by_job is not None else None,
+                schedules.get(job.id) if schedules is not None else None,
+                now,
+                lookback,
             )
             for job in jobs
         ],
@@ -455,14 +478,60 @@ async def load_database(
     return rows, OutboxState(dead["dead"], dead["oldest"], dead["newest"])
 
 
-async def load_schedules(client: Any, job_ids: Sequence[str]) -> dict[str, ScheduleState]:
-    """Describe each job's schedule; a missing one is `ScheduleState(exists=False)`."""
+async def load_schedules(
+    client: Any, jobs: Sequence[Any], timeout: float | None = None
+) -> dict[str, ScheduleState]:
+    """Each job's schedule state: from the listing where it vouches for it, else described;
+    each call to the server within `timeout`."""
+    listed = await listed_states(client, jobs, timeout)
+    described = await describe_states(client, [j.id for j in jobs if j.id not in listed], timeout)
+    return {job.id: listed.get(job.id) or described[job.id] for job in jobs}
+
+
+async def listed_states(
+    client: Any, jobs: Sequence[Any], timeout: float | None = None
+) -> dict[str, ScheduleState]:
+    """The states the schedule listing vouches for: managed schedules whose
+    `ScheduledJobsTiming` was written for the timing the catalog has now."""
+    by_id = {job.id: job for job in jobs}
+    found: dict[str, ScheduleState] = {}
+    entries = (await client.list_schedules()).__aiter__()
+    while True:
+        async with asyncio.timeout(timeout):  # each page, not the whole listing
+            try:
+                entry = await anext(entries)
+            except StopAsyncIteration:
+                break
+        job = by_id.get(entry.id)
+        if job is None or entry.schedule is None or entry.info is None:
+            continue
+        if await entry.memo_value(MANAGED_MEMO_KEY, default=None) != MANAGED_MEMO_VALUE:
+            continue
+        since = read_timing_stamp(entry.typed_search_attributes.get(TIMING_ATTRIBUTE), job)
+        if since is None:
+            continue
+        found[job.id] = ScheduleState(
+            exists=True,
+            managed=True,
+            paused=entry.schedule.state.paused,
+            next_action_times=tuple(entry.info.next_action_times),
+            timing_since=since,
+        )
+    return found
+
+
+async def describe_states(
+    client: Any, job_ids: Sequence[str], timeout: float | None = None
+) -> dict[str, ScheduleState]:
+    """Describe each job's schedule, each call within `timeout`; a missing one is
+    `ScheduleState(exists=False)`."""
     limit = asyncio.Semaphore(16)
 
     async def one(job_id: str) -> ScheduleState:
         async with limit:
             try:
-                described = await client.get_schedule_handle(job_id).describe()
+                async with asyncio.timeout(timeout):
+                    described = await client.get_schedule_handle(job_id).describe()
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     return ScheduleState(exists=False)
@@ -504,7 +573,8 @@ async def run_check(
     lookback: timedelta = DEFAULT_LOOKBACK,
     timeout: float = 10.0,
 ) -> CheckReport:
-    """Load from PostgreSQL and Temporal at once (each within `timeout`), then `evaluate`.
+    """Load from PostgreSQL and Temporal at once, then `evaluate`. `timeout` bounds the
+    database read, connecting to Temporal and each call to it (one per job).
 
     A source that cannot be read becomes an entry in `errors` (status unknown, exit 2);
     the rest is still evaluated and reported.
@@ -518,9 +588,11 @@ async def run_check(
             )
 
     async def temporal() -> dict[str, ScheduleState]:
+        # Each call is bounded, not the pass: describing 10,000 schedules takes far longer
+        # than a server that does not answer may keep the check waiting.
         async with asyncio.timeout(timeout):
             client = await connect(settings)
-            return await load_schedules(client, job_ids)
+        return await load_schedules(client, jobs, timeout)
 
     db, tp = await asyncio.gather(database(), temporal(), return_exceptions=True)
     errors = []

@@ -85,7 +85,8 @@ def add_check_command(commands: argparse._SubParsersAction) -> None:
         type=positive_seconds,
         default=FAIL_FAST_SECONDS,
         metavar="SECONDS",
-        help="give up on PostgreSQL or Temporal after this long: exit 2 "
+        help="give up on PostgreSQL, or on a call to Temporal, that has not answered "
+        "within this long: exit 2 "
         f"(default {FAIL_FAST_SECONDS:g})",
     )
     parser.set_defaults(handler=run)

@@ -30,6 +30,10 @@ MANAGED_MEMO_VALUE = "scheduled-jobs"
 # A Keyword search attribute on each schedule: the digest of what sync last set it to
 # (`schedule_digest`), read from the schedule listing so an unchanged job needs no describe.
 DIGEST_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsDigest")
+# Since when the schedule has fired its current timing (`JobRun.timing_since`), with a
+# fingerprint of that timing: what `check` needs of each schedule, readable from one listing
+# instead of a describe per schedule (`timing_stamp`, `read_timing_stamp`).
+TIMING_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsTiming")
 # Part of every digest: bump it when the digest's inputs change meaning, so the next sync
 # describes every job once and stamps the new digest.
 DIGEST_VERSION = 1
@@ -167,3 +171,27 @@ def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and hasattr(value, "__dict__"):
         return vars(value)
     return str(value)
+
+
+def _timing_fingerprint(job: JobSpec) -> str:
+    fields = job.model_dump(mode="json", include=set(TIMING_FIELDS))
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def timing_stamp(job: JobSpec, since: datetime) -> str:
+    """The `ScheduledJobsTiming` value of a schedule whose timing took effect at `since`."""
+    return f"{_timing_fingerprint(job)} {since.astimezone(UTC).isoformat()}"
+
+
+def read_timing_stamp(value: str | None, job: JobSpec) -> datetime | None:
+    """`since` from a `ScheduledJobsTiming` value, if it was written for `job`'s timing as
+    the catalog has it now (None: absent, unreadable, or another timing: ask the schedule)."""
+    fingerprint, _, since = (value or "").partition(" ")
+    if not since or fingerprint != _timing_fingerprint(job):
+        return None
+    try:
+        found = datetime.fromisoformat(since)
+    except ValueError:
+        return None
+    return found if found.tzinfo is not None else None

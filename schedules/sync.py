@@ -65,9 +65,11 @@ from schedules.compile import (
     DIGEST_ATTRIBUTE,
     MANAGED_MEMO_KEY,
     MANAGED_MEMO_VALUE,
+    TIMING_ATTRIBUTE,
     TIMING_FIELDS,
     compile_schedule,
     schedule_digest,
+    timing_stamp,
 )
 from schedules.found import schedule_or_none
 from schedules.limits import size_problem
@@ -95,7 +97,7 @@ _TRANSIENT = {
     RPCStatusCode.INTERNAL,
 }
 _KEYWORD = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
-_warned: set[str] = set()  # what was logged once: namespaces without the attribute, "write"
+_warned: set[Any] = set()  # logged once: (namespace, attribute) pairs unusable, "write"
 
 
 @dataclass
@@ -152,6 +154,8 @@ class Target:
     since: datetime | None = None
     # The plan applies a new timing: written pending, then stamped with the server's time.
     pending: bool = False
+    # Whether the schedule carries `ScheduledJobsTiming` (registered in the namespace).
+    carry_timing: bool = False
 
     def build(self) -> Schedule:
         """A fresh copy of the schedule to send (callers change its state), spec reused."""
@@ -166,6 +170,13 @@ class Target:
     def built_digest(self, schedule: Schedule) -> str:
         """The digest of `schedule` as `build` made it (the plan's, unless pending)."""
         return schedule_digest(schedule) if self.pending else self.digest
+
+    def timing_value(self) -> str | None:
+        """What `ScheduledJobsTiming` says of the schedule `build` makes (None: nothing, as
+        while its timing is pending: check then asks the schedule itself)."""
+        if not self.carry_timing or self.pending or self.since is None:
+            return None
+        return timing_stamp(self.job, self.since)
 
 
 @dataclass(frozen=True)
@@ -213,7 +224,17 @@ async def digest_attribute(client: Client, register: bool) -> bool:
     hosted namespace without operator permissions): sync then describes every job, and
     says so once per process.
     """
-    namespace, name = client.namespace, DIGEST_ATTRIBUTE.name
+    return await _keyword_attribute(client, DIGEST_ATTRIBUTE.name, register)
+
+
+async def timing_attribute(client: Client, register: bool) -> bool:
+    """Whether schedules can carry `ScheduledJobsTiming` (registered like the digest). Where
+    they cannot, `check` describes every schedule instead: correct, slower."""
+    return await _keyword_attribute(client, TIMING_ATTRIBUTE.name, register)
+
+
+async def _keyword_attribute(client: Client, name: str, register: bool) -> bool:
+    namespace = client.namespace
     operator = client.operator_service
 
     async def registered() -> IndexedValueType.ValueType | None:
@@ -239,31 +260,35 @@ async def digest_attribute(client: Client, register: bool) -> bool:
     except RPCError as err:
         if err.status in _TRANSIENT:
             raise
-        _warn_once(namespace, f"cannot list or register it ({err.status.name}: {err.message})")
+        _warn_once(
+            namespace, name, f"cannot list or register it ({err.status.name}: {err.message})"
+        )
         return False
     if found is None:  # not registered, and not asked to
         return False
     if found != _KEYWORD:
         kind = IndexedValueType.Name(found)
-        _warn_once(namespace, f"it exists with type {kind}, not Keyword")
+        _warn_once(namespace, name, f"it exists with type {kind}, not Keyword")
         return False
     return True
 
 
-def _warn_once(namespace: str, why: str) -> None:
-    if namespace in _warned:
+def _warn_once(namespace: str, name: str, why: str) -> None:
+    if (namespace, name) in _warned:
         return
-    _warned.add(namespace)
+    _warned.add((namespace, name))
+    who = "sync" if name == DIGEST_ATTRIBUTE.name else "check"
     logger.warning(
-        "search attribute %s is not usable in namespace %s: %s; sync describes every "
+        "search attribute %s is not usable in namespace %s: %s; %s describes every "
         "schedule instead (correct, slower). To fix: temporal operator search-attribute "
         "create --namespace %s --name %s --type Keyword",
-        DIGEST_ATTRIBUTE.name,
+        name,
         namespace,
         why,
+        who,
         namespace,
-        DIGEST_ATTRIBUTE.name,
-        extra={"namespace": namespace, "search_attribute": DIGEST_ATTRIBUTE.name},
+        name,
+        extra={"namespace": namespace, "search_attribute": name},
     )
 
 
@@ -466,6 +491,9 @@ async def sync(
         return await _plan(client, targets, now, prune=prune, full=full, stamp=stamp)
     async with sync_lock(client, lock_lease, lock_wait) as lock:
         stamp = await digest_attribute(client, register=True)
+        if stamp and await timing_attribute(client, register=True):
+            for target in targets.values():
+                target.carry_timing = True
         report = await _plan(client, targets, now, prune=prune, full=full, stamp=stamp)
         check_prune(report.deleted, report.managed, max_prune)
         await lock.ensure_held("its first write")
@@ -538,17 +566,25 @@ async def _verify(
         report.unverified = [Verdict(t.job.id, "unknown", why=why) for t in written]
 
 
-def _with_digest(attributes: TypedSearchAttributes, digest: str) -> TypedSearchAttributes:
-    """The schedule's search attributes with the digest set (an update replaces them all)."""
-    kept = [pair for pair in attributes if pair.key.name != DIGEST_ATTRIBUTE.name]
-    return TypedSearchAttributes([*kept, SearchAttributePair(DIGEST_ATTRIBUTE, digest)])
+def _with_digest(
+    attributes: TypedSearchAttributes, digest: str, timing: str | None = None
+) -> TypedSearchAttributes:
+    """The schedule's search attributes with the digest and `ScheduledJobsTiming` set (None:
+    removed) (an update replaces them all)."""
+    ours = {DIGEST_ATTRIBUTE.name, TIMING_ATTRIBUTE.name}
+    kept = [pair for pair in attributes if pair.key.name not in ours]
+    pairs = [*kept, SearchAttributePair(DIGEST_ATTRIBUTE, digest)]
+    if timing is not None:
+        pairs.append(SearchAttributePair(TIMING_ATTRIBUTE, timing))
+    return TypedSearchAttributes(pairs)
 
 
 def _refused_digest(err: RPCError) -> bool:
-    """Whether the server refused the write for its digest search attribute (not for
-    anything else, such as its size: that is refused again without it)."""
-    return err.status == RPCStatusCode.INVALID_ARGUMENT and DIGEST_ATTRIBUTE.name in (
-        err.message or ""
+    """Whether the server refused the write for one of sync's search attributes (not for
+    anything else, such as its size: that is refused again without them)."""
+    message = err.message or ""
+    return err.status == RPCStatusCode.INVALID_ARGUMENT and (
+        DIGEST_ATTRIBUTE.name in message or TIMING_ATTRIBUTE.name in message
     )
 
 
@@ -575,7 +611,9 @@ def applied_at(description: ScheduleDescription) -> datetime:
 async def _create(client: Client, target: Target, stamp: bool) -> None:
     job_id, memo = target.job.id, {MANAGED_MEMO_KEY: MANAGED_MEMO_VALUE}
     schedule = target.build()
-    attributes = _with_digest(TypedSearchAttributes.empty, target.built_digest(schedule))
+    attributes = _with_digest(
+        TypedSearchAttributes.empty, target.built_digest(schedule), target.timing_value()
+    )
     try:
         try:
             await client.create_schedule(
@@ -618,7 +656,9 @@ async def _update(
         attributes = current.description.typed_search_attributes
         return ScheduleUpdate(
             schedule=schedule,
-            search_attributes=_with_digest(attributes, written) if digest else None,
+            search_attributes=(
+                _with_digest(attributes, written, target.timing_value()) if digest else None
+            ),
         )
 
     handle = client.get_schedule_handle(target.job.id)

@@ -315,6 +315,20 @@ def test_the_report_exit_codes_and_outputs():
     assert "ERROR  cannot read the database: x" in format_report(blind)
 
 
+def test_each_job_is_judged_on_its_own_rows_only():
+    healthy, stalled, silent = (make_job(id=name) for name in ("healthy", "stalled", "silent"))
+    stalled_rows = history(stalled, until=NOW - timedelta(hours=3))  # its last three never ran
+    rows = sorted(history(healthy) + stalled_rows, key=lambda r: (r.scheduled_at, r.job_name))
+    states = {job.id: REGISTERED for job in (healthy, stalled, silent)}
+    report = evaluate([healthy, stalled, silent], rows, states, OutboxState(0), NOW)
+    by_job = {status.job: status for status in report.jobs}
+    assert by_job["healthy"].alerts == []
+    assert by_job["healthy"].last_run.scheduled_at == NOW - timedelta(hours=1)
+    assert by_job["stalled"].last_run.scheduled_at == NOW - timedelta(hours=4)
+    assert Kind.MISSED_RUNS in kinds(by_job["stalled"])
+    assert by_job["silent"].last_run is None and Kind.MISSED_RUNS in kinds(by_job["silent"])
+
+
 @pytest.mark.parametrize("grace", [timedelta(minutes=5), timedelta(hours=2)])
 def test_alert_grace_is_read_per_job(grace):
     job = make_job(alert_grace=grace)

@@ -4,6 +4,7 @@ compiles calendars, so these are the rules of all of them."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -115,6 +116,31 @@ def test_feb_29_is_a_date_that_comes_in_leap_years():
     ]
     with pytest.raises(CronError, match="February 2027 has 28 days"):
         parse_cron("0 0 29 2 * 2027")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0 9 * * 1",
+        "30 23 * * 1",  # the same days as the one above, other times: a cache must not mix them
+        "59 23 * * 1,2",
+        "0 0,12 * * 0",
+        "15 6 31 * *",
+        "0 9 1,15 * 1",  # day of month or weekday
+        "0 22 * 2 *",
+        "0 1 1 1,7 *",
+    ],
+)
+def test_the_shortest_gap_matches_consecutive_fire_times(text):
+    cron = parse_cron(text)
+    start = datetime(2001, 1, 1)
+    fires = [
+        start + timedelta(days=offset, hours=h, minutes=m, seconds=s)
+        for offset in range(800)
+        if cron.matches_day((start + timedelta(days=offset)).date())
+        for h, m, s in cron.times
+    ]
+    assert cron.shortest_gap() == min(b - a for a, b in itertools.pairwise(fires))
 
 
 def test_the_shortest_gap_is_read_from_the_fields():
