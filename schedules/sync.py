@@ -519,6 +519,7 @@ async def _apply(
     """The report's changes in the safe order (`schedules.sync_safety.apply_in_order`)."""
 
     async def apply(change: Change) -> None:
+        lock.ensure_lease_left(f"writing {change.job_id}")
         if change.action in ("create", "update"):
             target = targets[change.job_id]
             if change.action == "create":

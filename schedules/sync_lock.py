@@ -63,15 +63,23 @@ class SyncLock:
     lease_seconds: float
     taken_at: float  # time.monotonic()
 
-    async def ensure_held(self, before: str) -> None:
-        """Raise `SyncLockError` unless the lease still has a margin and the lock workflow
-        run is still ours and running. `before` says what is about to happen."""
+    def ensure_lease_left(self, before: str) -> None:
+        """Raise `SyncLockError` if the lease has less than its margin left, by this
+        process's clock alone (no call): checked before every write, so a sync that
+        outlasts its lease (a first sync of many thousands of schedules) stops writing
+        before another sync could take the lock; a re-run carries on from what it wrote."""
         left = self.taken_at + self.lease_seconds - time.monotonic()
         if left < LEASE_MARGIN_SECONDS:
             raise SyncLockError(
                 f"sync stopped before {before}: it has held the sync lock for nearly its "
-                f"lease of {self.lease_seconds:g}s (SYNC_LOCK_SECONDS); run sync again"
+                f"lease of {self.lease_seconds:g}s (SYNC_LOCK_SECONDS); run sync again, "
+                "or raise SYNC_LOCK_SECONDS for a sync this large"
             )
+
+    async def ensure_held(self, before: str) -> None:
+        """Raise `SyncLockError` unless the lease still has a margin and the lock workflow
+        run is still ours and running. `before` says what is about to happen."""
+        self.ensure_lease_left(before)
         handle = self.client.get_workflow_handle(LOCK_WORKFLOW_ID, run_id=self.run_id)
         described = await handle.describe()
         if described.status != WorkflowExecutionStatus.RUNNING:

@@ -24,6 +24,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from core import redact
 from core.errors import SchedulerError
+from schedules.sync_lock import SyncLockError
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +158,14 @@ async def apply_in_order(
         errors = [r for r in results if isinstance(r, Exception)]
         if not errors:
             continue
+        lost = next((e for e in errors if isinstance(e, SyncLockError)), None)
+        if lost is not None:  # the lease ran out: every later write stopped the same way
+            applied = sum(1 for o in outcomes if o.error is None)
+            total = sum(1 for c in changes if c.action != "unchanged")
+            raise SyncLockError(
+                f"{lost}; {applied} of {total} change(s) were applied before it stopped, "
+                "and a re-run carries on from them"
+            ) from None
         if all(transient(e) for e in errors):
             raise errors[0]
         tried = {(o.job_id, o.action) for o in outcomes}

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.catchup import PlanInput, future_slot_reason
+from schedules.sync_lock import SyncLock, SyncLockError
 from schedules.sync_safety import (
     PruneRefusedError,
     SyncIncompleteError,
@@ -119,3 +122,22 @@ def test_a_slot_after_its_runs_start_is_not_run():
         "not run: slot 2026-12-31T09:00:00Z is after this run started (2026-12-01T09:00:00Z); "
         "a slot runs once its time has come, on schedule or by a later backfill"
     )
+
+
+async def test_a_sync_that_outlasts_its_lease_stops_writing_and_says_how_far_it_got():
+    # The lease has run out by this process's clock: no write may start, and the sync says
+    # what it applied before (nothing here) instead of listing every write as failed.
+    lock = SyncLock(client=None, run_id="r", lease_seconds=30.0, taken_at=time.monotonic() - 29)
+    written = []
+
+    async def apply(change):
+        lock.ensure_lease_left(f"writing {change.job_id}")
+        written.append(change.job_id)
+
+    async def held(before):
+        lock.ensure_lease_left(before)
+
+    changes = [SimpleNamespace(job_id=f"j{i}", action="create") for i in range(3)]
+    with pytest.raises(SyncLockError, match=r"0 of 3 change\(s\) were applied") as raised:
+        await apply_in_order(changes, apply, held, 2)
+    assert written == [] and "SYNC_LOCK_SECONDS" in str(raised.value)
