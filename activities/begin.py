@@ -21,7 +21,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from psycopg_pool import AsyncConnectionPool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from temporalio import activity
 
 from activities.catchup import PlanInput, PlanResult, future_slot_reason, not_yet, plan_in, planned
@@ -43,7 +43,6 @@ class BeginResult(BaseModel):
     plan: PlanResult
     # The claim of `plan.run[0]`, made in the same transaction; None when nothing runs.
     claim: ClaimResult | None = None
-    origins: list[Origin] = Field(default_factory=list)  # of each slot in `plan.run`
 
 
 def origins(plan: PlanResult, own: datetime) -> list[Origin]:
@@ -76,13 +75,12 @@ class BeginActivities:
             else:
                 plan, decision = await plan_in(conn, begin.plan, now)
             claim = None
-            each = origins(plan, own)
             if plan.run:
                 first = begin.claim.model_copy(
-                    update={"scheduled_at": plan.run[0], "origin": each[0]}
+                    update={"scheduled_at": plan.run[0], "origin": origins(plan, own)[0]}
                 )
                 with db_span("db.claim_execution", first):
                     claim = await claim_in(conn, first, server_now=begin.server_now, now=now)
         if begin.plan is not None and decision is not None:
             planned(begin.plan, decision)
-        return BeginResult(plan=plan, claim=claim, origins=each)
+        return BeginResult(plan=plan, claim=claim)

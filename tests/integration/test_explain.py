@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -24,7 +23,7 @@ from schedules.catalog import load_catalog
 from schedules.sync import sync
 from tests.conftest import ROOT, settings_env
 from tests.helpers import assert_eventually
-from tests.integration.jobs import executions
+from tests.integration.jobs import executions, wait_until
 
 LONDON = ZoneInfo("Europe/London")
 
@@ -192,12 +191,6 @@ async def test_a_run_that_failed_after_its_attempts(
     assert code == 1 and "failed after 2 attempt(s)" in out and "invoices" in out, out
 
 
-def wait_past(instant: datetime) -> None:
-    """Let a fire time go by (what is explained is a time that has passed)."""
-    while datetime.now(UTC) <= instant:
-        time.sleep(0.05)
-
-
 async def test_a_run_no_worker_picks_up_a_time_skipped_for_it_and_a_paused_schedule(
     client, db, settings, synced, tmp_path, task_queue
 ):
@@ -227,7 +220,7 @@ async def test_a_run_no_worker_picks_up_a_time_skipped_for_it_and_a_paused_sched
     await handle.pause(note="maintenance 42")
     paused_at = datetime.now(UTC)
     after = datetime.fromtimestamp((paused_at.timestamp() // 5 + 2) * 5, UTC)
-    wait_past(after)
+    wait_until(after)
     code, out = explain(settings, catalog, "every5", "--at", utc(after))
     assert code == 1 and "the schedule is paused (maintenance 42)" in out, out
     async for run in client.list_workflows(
@@ -241,7 +234,7 @@ async def test_a_time_after_the_schedules_end(client, db, settings, synced, tmp_
     catalog = write_catalog(tmp_path, ending={"interval": "5s", "paused": True, "end_at": utc(end)})
     await synced(catalog)
     later = datetime.fromtimestamp((end.timestamp() // 5 + 1) * 5, UTC)
-    wait_past(later)
+    wait_until(later)
     code, out = explain(settings, catalog, "ending", "--at", utc(later))
     assert code == 1 and "after the schedule's end_at" in out, out
 
