@@ -171,12 +171,18 @@ async def test_sync_recompiles_to_utc_where_the_servers_database_disagrees(
     assert again.ids("unchanged") == [job_id] and not again.verification
 
     # A schedule left in Chicago calendars (by an older sync, say): verify names the cause.
+    # The clock as a parameter: a winter Monday at 00:00Z (Chicago CST 09:00 is 15Z, the
+    # server's "Chicago", Denver's MST, fires at 16Z). With the wall clock, a run between
+    # 15Z and 16Z on a weekday saw the day's 15Z fire already behind it, and a summer run
+    # sees 14Z / 15Z.
+    winter = datetime(2027, 1, 4, tzinfo=UTC)
+
     def back_to_local(update):
-        update.description.schedule.spec = job.timing.spec(now)
+        update.description.schedule.spec = job.timing.spec(winter)
         return ScheduleUpdate(schedule=update.description.schedule)
 
     await client.get_schedule_handle(job_id).update(back_to_local)
-    verdict = await verify_job(client, job, now)
+    verdict = await verify_job(client, job, winter)
     assert verdict.status == "diverges"
     assert "the server's own time zone database gives America/Chicago other UTC offsets" in (
         verdict.why
