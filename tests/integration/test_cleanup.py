@@ -142,7 +142,7 @@ async def test_cleanup_deletes_old_delivered_and_finished_rows_in_short_batches_
         async def later_second():
             assert datetime.now(UTC).replace(microsecond=0) > run["scheduled_at"]
 
-        await assert_eventually(later_second, timeout=5)
+        await assert_eventually(later_second, timeout=30)
         await client.get_schedule_handle(job.id).trigger(overlap=ScheduleOverlapPolicy.ALLOW_ALL)
 
         async def second_completed():
