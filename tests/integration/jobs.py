@@ -46,9 +46,16 @@ def invoice_job(heartbeat: timedelta | None = None, **params) -> JobSpec:
 
 
 @contextlib.asynccontextmanager
-async def registered(client: Client, job: JobSpec, task_queue: str) -> AsyncIterator[None]:
-    """Register `job`'s schedule for the test and delete it afterwards."""
-    await sync(client, [job], task_queue, prune=False)  # never anyone else's schedules
+async def registered(
+    client: Client, job: JobSpec, task_queue: str, now: datetime | None = None
+) -> AsyncIterator[None]:
+    """Register `job`'s schedule for the test and delete it afterwards.
+
+    `now` is the sync's clock (default: the wall clock): it places the horizon of a
+    UTC-compiled spec, which fires nothing before 1 January of its clock's year (in the
+    job's zone), so a test backfilling fixed past dates syncs as of them.
+    """
+    await sync(client, [job], task_queue, prune=False, now=now)  # never anyone else's
     try:
         yield
     finally:

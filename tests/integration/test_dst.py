@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from temporalio.client import (
@@ -108,29 +108,45 @@ async def test_compiled_schedules_fire_as_cron_does_across_five_years_of_changes
 
 
 async def test_temporal_alone_gets_dst_wrong_which_is_why_specs_are_compiled(client, task_queue):
-    """Measured on the 1.32 dev server: plain cron strings in the job's zone."""
+    """Measured on the 1.32 dev server: plain cron strings in the job's zone.
+
+    The server lists next fire times from its own clock, which a test cannot set: the
+    changes looked at are next year's (months ahead, whenever the test runs), not fixed
+    dates that would one day be in the past.
+    """
     created: list = []
+    year = datetime.now(UTC).year + 1
+    (ny_spring, ny_fall) = [c.date() for c in changes(NY, datetime(year, 1, 1, tzinfo=UTC), 1)]
+    (_, london_fall) = [c.date() for c in changes(LONDON, datetime(year, 1, 1, tzinfo=UTC), 1)]
 
     async def raw(cron: str, zone: str, start_at: datetime) -> list[datetime]:
         spec = ScheduleSpec(cron_expressions=[cron], time_zone_name=zone, start_at=start_at)
         times, _ = await next_times(client, spec, task_queue, created)
         return times
 
-    def utc(*args: int) -> datetime:
-        return datetime(*args, tzinfo=UTC)
+    def day_before(day: date) -> datetime:
+        return datetime.combine(day - timedelta(days=1), time(), tzinfo=UTC)
+
+    def local(day: date, hour: int, minute: int, zone: str, fold: int = 0) -> datetime:
+        wall = datetime.combine(day, time(hour, minute, fold=fold), tzinfo=ZoneInfo(zone))
+        return wall.astimezone(UTC)
 
     try:
-        skipped = await raw("30 2 * * *", NY, utc(2027, 3, 13))
-        twice = await raw("30 1 * * *", NY, utc(2027, 11, 6))
-        midnight = await raw("0 0 * * *", LONDON, utc(2027, 10, 30))
+        skipped = await raw("30 2 * * *", NY, day_before(ny_spring))
+        twice = await raw("30 1 * * *", NY, day_before(ny_fall))
+        midnight = await raw("0 0 * * *", LONDON, day_before(london_fall))
     finally:
         await asyncio.gather(*(h.delete() for h in created))
-    # 02:30 on 2027-03-14 does not exist in New York: Temporal skips the day.
-    assert utc(2027, 3, 14, 7) not in skipped and skipped[1] == utc(2027, 3, 15, 6, 30)
-    # 01:30 happens twice on 2027-11-07: Temporal runs both.
-    assert twice[1:3] == [utc(2027, 11, 7, 5, 30), utc(2027, 11, 7, 6, 30)]
-    # London midnight on 2027-10-31 (23:00Z) runs again at 00:00Z (01:00 BST).
-    assert midnight[:2] == [utc(2027, 10, 30, 23), utc(2027, 10, 31, 0)]
+    # 02:30 on the spring-forward day does not exist in New York: Temporal skips the day
+    # (cron's 03:00 EDT is not among its times; the next is 02:30 EDT the day after).
+    assert local(ny_spring, 3, 0, NY) not in skipped
+    assert skipped[1] == local(ny_spring + timedelta(days=1), 2, 30, NY)
+    # 01:30 happens twice on the fall-back day: Temporal runs both.
+    assert twice[1:3] == [local(ny_fall, 1, 30, NY), local(ny_fall, 1, 30, NY, fold=1)]
+    # London midnight on its fall-back day (23:00Z the day before) runs again an hour later
+    # (00:00Z, 01:00 BST).
+    first = local(london_fall, 0, 0, LONDON)
+    assert midnight[:2] == [first, first + timedelta(hours=1)]
 
 
 async def test_sync_recompiles_a_dst_spec_once_its_horizon_is_a_year_short(client, task_queue):
@@ -140,6 +156,9 @@ async def test_sync_recompiles_a_dst_spec_once_its_horizon_is_a_year_short(clien
     )
     handle = client.get_schedule_handle(job_id)
     now = datetime.now(UTC)  # one "now" for every sync here: a test at New Year is no different
+    # The horizon counts the job's own years: New York's is still the old one until 05:00Z
+    # on 1 January (tests/unit/test_timing.py), when now.year is already the new one.
+    year = now.astimezone(ZoneInfo(NY)).year
 
     async def change():
         report, _ = await plan(client, [job], task_queue, prune=False, now=now)
@@ -149,7 +168,7 @@ async def test_sync_recompiles_a_dst_spec_once_its_horizon_is_a_year_short(clien
         await sync(client, [job], task_queue, prune=False, now=now)
         described = await handle.describe()
         assert described.schedule.spec.time_zone_name == "UTC"
-        assert compiled_until(described.schedule.spec).year == now.year + 10
+        assert compiled_until(described.schedule.spec).year == year + 10
         assert (await change()).action == "unchanged"
 
         a_year_ago = now - timedelta(days=366)
@@ -166,7 +185,7 @@ async def test_sync_recompiles_a_dst_spec_once_its_horizon_is_a_year_short(clien
         stale = await assert_eventually(noticed, timeout=20)
         old, new = stale.fields["calendars"]
         assert old.endswith(f"until {compiled_until(last_year)}")
-        assert new.endswith(f"in UTC until {now.year + 10}-12-31")
+        assert new.endswith(f"in UTC until {year + 10}-12-31")
 
         await sync(client, [job], task_queue, prune=False, now=now)
         assert (await change()).action == "unchanged"

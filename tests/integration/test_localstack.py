@@ -7,12 +7,14 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import psycopg
 
 from devstack import free_port
 from devstack.temporal import temporal_binary
+from schedules.catalog import load_catalog
 from tests.conftest import ROOT
 from tests.helpers import assert_eventually, wait_for_text
 
@@ -41,6 +43,14 @@ def start_stack(state, log, ports) -> subprocess.Popen:
         )
 
 
+def local_years(instant: datetime) -> set[tuple[str, int]]:
+    """The year `instant` is in, in UTC and in each zone of the shipped catalog: a sync's
+    clock reaches the schedules it writes through these alone (a UTC-compiled spec covers
+    its zone's years from the clock's on; a run's alert threshold is its UTC year's)."""
+    zones = {"UTC", *(job.timezone for job in load_catalog())}
+    return {(name, instant.astimezone(ZoneInfo(name)).year) for name in zones}
+
+
 def interrupt(proc: subprocess.Popen) -> int:
     proc.send_signal(signal.SIGINT)
     return proc.wait(90)
@@ -53,6 +63,7 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
     db_url = f"postgresql://postgres@127.0.0.1:{ports[0]}/scheduled_jobs"
     address = f"127.0.0.1:{ports[1]}"
 
+    first_sync = datetime.now(UTC)  # no later than the first start's sync
     stack = start_stack(state, log, ports)
     try:
         wait_for_text(log, "workers ready", timeout=120)
@@ -86,10 +97,10 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
         assert f"port {ports[0]}" in second.stderr and "in use" in second.stderr
 
         with psycopg.connect(db_url) as conn:
-            (overdue,) = conn.execute(
+            (unpaid,) = conn.execute(
                 "SELECT count(*) FROM invoices WHERE status = 'Unpaid' AND due_date < current_date"
             ).fetchone()
-        assert overdue > 0
+        assert unpaid > 0  # the demo data has invoices past due
         subprocess.run(
             [
                 *(temporal_binary(), "schedule", "trigger"),
@@ -110,14 +121,28 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
             ).stdout
 
         async def reminders_delivered():
-            # The outbox-relay job mails each reminder to the local SMTP sink.
+            # The outbox-relay job mails each reminder to the local SMTP sink. The oracle:
+            # unpaid invoices due before the triggered run's slot (its UTC date), counted
+            # here; the date the trigger fell on, not the one an earlier query saw (they
+            # differ across midnight UTC, or in a database session in another zone).
             with psycopg.connect(db_url) as conn:
+                slots = conn.execute(
+                    "SELECT scheduled_at FROM job_executions "
+                    "WHERE job_name = 'invoice-reminders' AND origin = 'manual'"
+                ).fetchall()
+                assert len(slots) == 1, slots
+                (overdue,) = conn.execute(
+                    "SELECT count(*) FROM invoices WHERE status = 'Unpaid' "
+                    "AND due_date < (%s::timestamptz AT TIME ZONE 'UTC')::date",
+                    slots[0],
+                ).fetchone()
                 delivered = conn.execute(
                     "SELECT count(*) FILTER (WHERE dispatched_at IS NOT NULL), count(*) "
                     "FROM outbox_messages WHERE type = 'InvoiceReminder'"
                 ).fetchone()
             assert delivered == (overdue, overdue)
-            assert len(list((state / "mail").glob("*.eml"))) == overdue
+            mails = [m.read_bytes() for m in (state / "mail").glob("*.eml")]
+            assert sum(b"\r\nX-Outbox-Type: InvoiceReminder\r\n" in m for m in mails) == overdue
 
         await assert_eventually(reminders_delivered, timeout=120)
         shown = outbox()
@@ -131,11 +156,20 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
     again = start_stack(state, log2, ports)
     try:
         wait_for_text(log2, "workers ready", timeout=120)
+        second_sync = datetime.now(UTC)  # no earlier than the second start's sync
         text = log2.read_text()
         assert "migrations applied: 0 new" in text
-        assert "schedules synced: no changes" in text
+        if local_years(first_sync) == local_years(second_sync):
+            assert "schedules synced: no changes" in text
+        else:  # a New Year between the two syncs: the new year's specs are written
+            assert "schedules synced: " in text
         with psycopg.connect(db_url) as conn:
-            assert conn.execute("SELECT count(*) FROM invoices").fetchone()[0] == 1200
+            # The demo's own invoices (monthly-billing, firing live at 03:00 New York on a
+            # 1st, may have added its own since).
+            (demo,) = conn.execute(
+                "SELECT count(*) FROM invoices WHERE subscription_id IS NULL"
+            ).fetchone()
+            assert demo == 1200
             reminder_runs = conn.execute(
                 "SELECT scheduled_at FROM job_executions WHERE job_name = 'invoice-reminders'"
             ).fetchall()

@@ -15,6 +15,10 @@ JOB = "nightly-reconcile"
 # 02:00 in New York the morning after each clock change of 2026, in UTC.
 AFTER_FALL_BACK = datetime(2026, 11, 2, 7, 0, tzinfo=UTC)  # reconciles 2026-11-01: 25 hours
 AFTER_SPRING_FORWARD = datetime(2026, 3, 9, 6, 0, tzinfo=UTC)  # reconciles 2026-03-08: 23 h
+# The sync's clock: New York's 02:00 is compiled to UTC calendars, which cover the years from
+# their clock's on. Synced with the wall clock, from 2027-01-01T05:00Z (New Year in New York)
+# the schedule would fire nothing in 2026, and Temporal's backfill of these nights nothing.
+SYNCED_AS_OF = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def reconcile_job(job_id: str = JOB) -> JobSpec:
@@ -121,7 +125,7 @@ async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_o
     spring_forward_day(db)
     start_workers(1)
     job = reconcile_job()
-    async with registered(client, job, task_queue):
+    async with registered(client, job, task_queue, now=SYNCED_AS_OF):
         # One at a time: the bundled server can drop a schedule update that arrives close
         # behind another (see the operator commands in the README).
         await backfill(client, job.id, AFTER_FALL_BACK)
@@ -181,7 +185,7 @@ async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_o
 
     # A second job reconciling the same night really runs: same totals, nothing changes.
     again = reconcile_job("nightly-reconcile-again")
-    async with registered(client, again, task_queue):
+    async with registered(client, again, task_queue, now=SYNCED_AS_OF):
         await backfill(client, again.id, AFTER_FALL_BACK)
         (rerun,) = await settled_runs(db, again.id, 1)
         assert rerun["result"]["counts"] == fall["result"]["counts"] | {"stored": 0, "alerts": 0}

@@ -245,7 +245,10 @@ async def test_a_retry_resumes_after_the_last_committed_chunk_and_a_stale_attemp
     assert captured(db) == 0
 
     # Attempt 1, paused rather than gone, wakes up: its token is stale, nothing commits.
-    capture(db, 10, MINUTE)
+    # The new payments are captured at the slot, within the stale chunk's cutoff however
+    # long the test took so far (a minute before now would pass it after two minutes, and
+    # then the chunk would have had nothing to commit anyway).
+    capture(db, 10, datetime.now(UTC) - slot)
     stale = Fence(claim.execution_id, token=1, progress=row["progress"])
     cursor = row["progress"]["cursor"] | {"after_id": 0, "upto_id": 2**62}  # the new ones too
     with pytest.raises(StaleAttemptError, match="attempt 1 is stale"):

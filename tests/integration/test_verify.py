@@ -156,10 +156,12 @@ async def test_sync_recompiles_to_utc_where_the_servers_database_disagrees(
             }
         }
     )
+    # One clock for both syncs: the UTC calendars sync falls back to cover the years from
+    # their clock's on, so a second sync after New Year in Chicago would rewrite the job.
     now = datetime.now(UTC)
     assert job.timing.spec(now).time_zone_name == "America/Chicago"  # local by evidence
 
-    report = await sync(client, [job], "never-polled", prune=False)
+    report = await sync(client, [job], "never-polled", prune=False, now=now)
     assert report.created == [job_id] and not report.unverified
     (note,) = report.verification
     assert note.startswith(f"{job_id}: the server fired other times than intended on ")
@@ -167,7 +169,7 @@ async def test_sync_recompiles_to_utc_where_the_servers_database_disagrees(
     stored = (await client.get_schedule_handle(job_id).describe()).schedule.spec
     assert stored.time_zone_name == "UTC" and "server tz differs" in stored.calendars[0].comment
 
-    again = await sync(client, [job], "never-polled", prune=False, full=True)
+    again = await sync(client, [job], "never-polled", prune=False, full=True, now=now)
     assert again.ids("unchanged") == [job_id] and not again.verification
 
     # A schedule left in Chicago calendars (by an older sync, say): verify names the cause.

@@ -270,6 +270,19 @@ def test_horizon_runs_to_the_end_of_the_tenth_year_and_starts_where_start_at_doe
     assert matching_times(spec, utc(2037, 1, 2), utc(2037, 3, 1)) == []
 
 
+def test_the_horizon_starts_on_1_january_of_the_clocks_year_in_the_jobs_own_zone():
+    # New Year in New York is 05:00Z: until then its year is the old one, and so is the spec.
+    before = compile_spec("0 2 * * *", NY, now=utc(2027, 1, 1, 4, 59))
+    after = compile_spec("0 2 * * *", NY, now=utc(2027, 1, 1, 5))
+    assert compiled_until(before) == date(2036, 12, 31)
+    assert compiled_until(after) == date(2037, 12, 31)
+    # Nothing of the years before the clock's: Temporal's backfill of such a night (what
+    # tests/integration/test_reconcile.py does) fires nothing unless synced as of its year.
+    night = utc(2026, 11, 2, 7)  # 02:00 EST
+    assert matching_times(before, night, night + timedelta(seconds=1)) == [night]
+    assert matching_times(after, night, night + timedelta(seconds=1)) == []
+
+
 def test_the_spec_is_the_same_all_year_long_and_recompiled_the_next():
     a = compile_spec("30 2 * * *", NY, now=utc(2027, 1, 1, 5))
     b = compile_spec("30 2 * * *", NY, now=utc(2027, 12, 31, 12))
