@@ -21,6 +21,7 @@ from temporalio.common import SearchAttributeKey
 from schedules.catalog import JobSpec
 from schedules.limits import MAX_DETAILS_BYTES, MAX_SUMMARY_BYTES, fit
 from timing.gaps import longest_gap
+from timing.zones import zone
 from workflows import JobRun, ScheduledJobWorkflow
 
 # Marks schedules this project owns, so sync never touches anyone else's.
@@ -52,11 +53,21 @@ OVERLAP = {
 TIMING_FIELDS = ("cron", "interval", "timezone", "start_at", "end_at")
 
 
-def alert_after(job: JobSpec, year: int) -> timedelta | None:
+def alert_after(job: JobSpec, now: datetime) -> timedelta | None:
     """How long after the job's last success the next one is overdue: the longest gap
-    between its fire times in `year` (25h for a daily job across the autumn change) plus
-    its jitter and `alert_grace`. None for a job that fires fewer than twice."""
-    gap = job.interval or longest_gap(job.cron, job.timezone, year)
+    between its fire times (25h for a daily job across the autumn change) plus its jitter
+    and `alert_grace`. None for a job that fires fewer than twice.
+
+    The gap is the longest in the job's own year at `now` and the next one: the value lives
+    in the schedule until the next sync, so a sync in one year must not give the next
+    year's longer gap (monthly-billing's October 2026, 31 days and an hour, say) a
+    threshold an hour short, which pages while the run is on time."""
+    if job.interval:
+        gap: timedelta | None = job.interval
+    else:
+        year = now.astimezone(zone(job.timezone)).year
+        gaps = [longest_gap(job.cron, job.timezone, y) for y in (year, year + 1)]
+        gap = max((g for g in gaps if g is not None), default=None)
     return None if gap is None else gap + job.jitter + job.alert_grace
 
 
@@ -67,9 +78,9 @@ def job_run(
     *,
     timing_pending: bool = False,
 ) -> JobRun:
-    """The workflow input every run of `job` receives (`now` picks the year its alert
+    """The workflow input every run of `job` receives (`now` picks the years its alert
     threshold is computed for; `timing_pending`: see `JobRun.timing_pending`)."""
-    overdue = alert_after(job, (now or datetime.now(UTC)).year)
+    overdue = alert_after(job, now or datetime.now(UTC))
     return JobRun(
         job_name=job.id,
         activity=job.activity,

@@ -137,13 +137,37 @@ def expected_thresholds(year: int) -> dict[str, int]:
 
 
 def test_sync_gives_every_job_its_not_completed_threshold():
-    """The threshold the workers export comes from the schedule's run input."""
-    for year in (2026, 2027):
+    """The threshold the workers export comes from the schedule's run input: the longest
+    gap of the sync's year and the next (it lives until the next sync)."""
+    for year in (2025, 2026, 2027):
         now = datetime(year, 6, 1, tzinfo=UTC)
         exported_ = {
             job.id: int(job_run(job, now=now).alert_after_seconds) for job in load_catalog()
         }
-        assert exported_ == expected_thresholds(year)
+        this, following = expected_thresholds(year), expected_thresholds(year + 1)
+        assert exported_ == {job: max(this[job], following[job]) for job in this}
+
+
+def test_a_sync_a_year_before_a_longer_gap_gives_it_its_threshold():
+    """monthly-billing (03:00 New York on the 1st): 1 October to 1 November 2026 is 31 days
+    and an hour (New York falls back on 1 November, before 03:00); in 2025 and 2027 that
+    month is 31 days. Synced in 2025, the threshold must already cover it, or `check` and
+    the alert page on 1 November 2026 while the run is on time."""
+    (billing,) = [job for job in load_catalog() if job.id == "monthly-billing"]
+    assert billing.cron == "0 3 1 * *" and billing.timezone == "America/New_York"
+    grace = billing.jitter + billing.alert_grace
+    october = timedelta(days=31, hours=1)
+    assert expected_thresholds(2026)["monthly-billing"] == (october + grace).total_seconds()
+    assert expected_thresholds(2025)["monthly-billing"] < (october + grace).total_seconds()
+    for now in (datetime(2025, 6, 1, tzinfo=UTC), datetime(2026, 10, 31, tzinfo=UTC)):
+        assert job_run(billing, now=now).alert_after_seconds == (october + grace).total_seconds()
+    # The year is the job's, not UTC's: 2027-01-01T03:00Z is still 2026 in New York (by
+    # UTC's year, 2027 and 2028 would give 31 days).
+    assert expected_thresholds(2028)["monthly-billing"] < (october + grace).total_seconds()
+    new_years_eve = datetime(2027, 1, 1, 3, tzinfo=UTC)
+    assert (
+        job_run(billing, now=new_years_eve).alert_after_seconds == (october + grace).total_seconds()
+    )
 
 
 def test_the_not_completed_threshold_is_one_rule_for_every_job():
