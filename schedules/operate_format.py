@@ -296,7 +296,8 @@ def format_describe(entry: dict[str, Any]) -> str:
 
 def next_entry(job: JobSpec, after: datetime, times: list[datetime]) -> dict[str, Any]:
     """`next`'s content: each run in UTC and local time, with what DST does to it."""
-    runs, previous = [], after
+    # A change at `after` itself counts: `next --from T` lists a run at T.
+    runs, previous = [], after - timedelta(microseconds=1)
     for instant in times:
         runs.append(
             {

@@ -197,6 +197,12 @@ def test_next_text_shows_local_utc_and_the_dst_column_only_when_needed():
         next_entry(job(), utc(2027, 3, 13, 12), upcoming(job(), utc(2027, 3, 13, 12), 1))
     )
     assert "2027-03-14 03:00 EDT  2027-03-14T07:00:00Z  spring forward" in spring
+    # Listed from the change itself (`next --from 2027-03-14T03:00`): the note still shows.
+    at_change = utc(2027, 3, 14, 7)
+    from_change = format_next(
+        next_entry(job(), at_change, upcoming(job(), at_change - timedelta(microseconds=1), 1))
+    )
+    assert "2027-03-14 03:00 EDT  2027-03-14T07:00:00Z  spring forward" in from_change
     plain = format_next(next_entry(job(), NOW, upcoming(job(), NOW, 1)))
     assert "DST" not in plain and "2026-11-30 02:30 EST  2026-11-30T07:30:00Z" in plain
     assert local_text(utc(2026, 11, 30, 7, 30, 5), "UTC") == "2026-11-30 07:30:05 UTC"
