@@ -46,7 +46,8 @@ def start_stack(state, log, ports) -> subprocess.Popen:
 def local_years(instant: datetime) -> set[tuple[str, int]]:
     """The year `instant` is in, in UTC and in each zone of the shipped catalog: a sync's
     clock reaches the schedules it writes through these alone (a UTC-compiled spec covers
-    its zone's years from the clock's on; a run's alert threshold is its UTC year's)."""
+    its zone's years from the clock's on; a run's alert threshold, that year's and the
+    next's)."""
     zones = {"UTC", *(job.timezone for job in load_catalog())}
     return {(name, instant.astimezone(ZoneInfo(name)).year) for name in zones}
 
