@@ -31,16 +31,12 @@ printed and appended to `--output` (bench/RESULTS.md).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import logging
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -54,17 +50,17 @@ from sync_schedules import (
     CATALOGS,
     BenchError,
     Step,
+    bench_main,
     catalog_tables,
     command_line,
-    describe_machine,
     expect_report,
     last_updated,
     positive,
     process_cpu,
     say,
+    scratch_dir,
     timed,
     wait_listed,
-    write_results,
 )
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -474,45 +470,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 async def bench(args: argparse.Namespace) -> tuple[list[Size], list[PlanCost]]:
-    workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    os.chmod(workdir, 0o755)  # the embedded PostgreSQL may run as a user of its own
-    pg = EmbeddedPostgres(workdir / "pg" / "data", free_port())
-    failed = True
-    try:
-        pg.start()
-        pg.create_database(TEMPLATE_DB)
-        apply_migrations(pg.url(TEMPLATE_DB))
-        costs = []
-        if args.slots:
-            url = pg.create_database("scale_plan", template=TEMPLATE_DB)
-            costs = await plan_costs(url, args.slots, args.plan_repeat)
-        sizes = [await run_size(n, args, pg, workdir) for n in args.jobs]
-        failed = False
-        return sizes, costs
-    finally:
-        pg.stop("fast")
-        if failed:
-            say(f"kept {workdir} for the servers' logs")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    with scratch_dir("bench-scale-", "the servers' logs") as workdir:
+        os.chmod(workdir, 0o755)  # the embedded PostgreSQL may run as a user of its own
+        pg = EmbeddedPostgres(workdir / "pg" / "data", free_port())
+        try:
+            pg.start()
+            pg.create_database(TEMPLATE_DB)
+            apply_migrations(pg.url(TEMPLATE_DB))
+            costs = []
+            if args.slots:
+                url = pg.create_database("scale_plan", template=TEMPLATE_DB)
+                costs = await plan_costs(url, args.slots, args.plan_repeat)
+            return [await run_size(n, args, pg, workdir) for n in args.jobs], costs
+        finally:
+            pg.stop("fast")
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
     args = parse_args(argv)
-    when = datetime.now(UTC)
-    load_start = os.getloadavg()
-    try:
-        sizes, costs = asyncio.run(bench(args))
-    except BenchError as exc:
-        say(f"benchmark failed: {exc}")
-        return 1
-    section = render(sizes, costs, args, describe_machine(), when, load_start)
-    print(section)
-    if not args.no_output:
-        write_results(args.output, section)
-        say(f"appended to {args.output}")
-    return 0
+    return bench_main(args, bench, lambda result, *context: render(*result, args, *context))
 
 
 if __name__ == "__main__":

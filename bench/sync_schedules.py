@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import platform
@@ -41,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -621,36 +622,54 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-async def bench(args: argparse.Namespace) -> list[Round]:
-    workdir = Path(tempfile.mkdtemp(prefix="bench-sync-schedules-"))
-    failed = True
+@contextlib.contextmanager
+def scratch_dir(prefix: str, kept_for: str) -> Iterator[Path]:
+    """A working directory for one benchmark: removed when it succeeds, kept (and named on
+    stderr, `kept_for` saying what is in it) when it fails."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        rounds = [await run_round(n, args, workdir) for n in range(1, args.repeat + 1)]
-        failed = False
-        return rounds
-    finally:
-        if failed:
-            say(f"kept {workdir} for the dev server's logs")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+        yield workdir
+    except BaseException:
+        say(f"kept {workdir} for {kept_for}")
+        raise
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+Result = TypeVar("Result")
+
+
+def bench_main(
+    args: argparse.Namespace,
+    run: Callable[[argparse.Namespace], Awaitable[Result]],
+    render: Callable[[Result, dict[str, str], datetime, tuple[float, float, float]], str],
+) -> int:
+    """A benchmark script's `main`: `run(args)`, then print the Markdown section `render`
+    makes of its result (with the machine, the start time and the load average then) and
+    append it to `args.output` unless `--no-output`. Exit 1 on a `BenchError`."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
-    args = parse_args(argv)
     when = datetime.now(UTC)
     load_start = os.getloadavg()
     try:
-        rounds = asyncio.run(bench(args))
+        result = asyncio.run(run(args))
     except BenchError as exc:
         say(f"benchmark failed: {exc}")
         return 1
-    section = render_section(rounds, args, describe_machine(), when, load_start)
+    section = render(result, describe_machine(), when, load_start)
     print(section)
     if not args.no_output:
         write_results(args.output, section)
         say(f"appended to {args.output}")
     return 0
+
+
+async def bench(args: argparse.Namespace) -> list[Round]:
+    with scratch_dir("bench-sync-schedules-", "the dev server's logs") as workdir:
+        return [await run_round(n, args, workdir) for n in range(1, args.repeat + 1)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    return bench_main(args, bench, lambda rounds, *context: render_section(rounds, args, *context))
 
 
 if __name__ == "__main__":
