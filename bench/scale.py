@@ -53,6 +53,7 @@ from sync_schedules import (
     bench_main,
     catalog_tables,
     command_line,
+    dev_server,
     expect_report,
     last_updated,
     positive,
@@ -62,11 +63,9 @@ from sync_schedules import (
     timed,
     wait_listed,
 )
-from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.catchup import MAX_CONSIDERED, PlanInput, _decide_for, plan_in
-from devstack import EmbeddedPostgres, TemporalDevServer, free_port
+from devstack import EmbeddedPostgres, free_port
 from schedules.catalog import load_catalog
 from schedules.sync import sync
 from schedules.verify import DEFAULT_DAYS
@@ -175,14 +174,9 @@ async def run_size(n: int, args: argparse.Namespace, pg: EmbeddedPostgres, workd
     jobs = list(load_catalog(catalog))  # the file the commands read, as they read it
     ids = [job.id for job in jobs]
     url = pg.create_database(f"scale_{n}", template=TEMPLATE_DB)
-    server = TemporalDevServer(free_port(), None, None, workdir / f"temporal-{n}.log")
-    try:
-        server.start()
-        assert server.process is not None
-        pid = server.process.pid
-        await server.wait_ready()
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-        say(f"{n:,}: dev server at {server.address}; {n:,} jobs in {catalog}")
+    async with dev_server(workdir / f"temporal-{n}.log") as (client, pid):
+        address = client.service_client.config.target_host
+        say(f"{n:,}: dev server at {address}; {n:,} jobs in {catalog}")
 
         async def step(key: str, call):
             value, size.steps[key] = await timed(pid, call)
@@ -211,7 +205,7 @@ async def run_size(n: int, args: argparse.Namespace, pg: EmbeddedPostgres, workd
         )
 
         seeded = await seed_runs(url, jobs, datetime.now(UTC))
-        env = {**os.environ, "TEMPORAL_ADDRESS": server.address, "DATABASE_URL": url}
+        env = {**os.environ, "TEMPORAL_ADDRESS": address, "DATABASE_URL": url}
         base = ["--catalog", str(catalog)]
 
         done, size.steps["list"] = run_cli([*base, "list", "--json"], env, pid)
@@ -244,8 +238,6 @@ async def run_size(n: int, args: argparse.Namespace, pg: EmbeddedPostgres, workd
         size.checks.append(f"verify --days {args.verify_days}: exit 0; {tail}")
         say(f"{n:,}: verify {size.steps['verify'].seconds:.2f}s")
         return size
-    finally:
-        server.stop()
 
 
 # --- catch-up planning ---------------------------------------------------------------------

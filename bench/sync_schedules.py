@@ -42,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -274,14 +274,11 @@ async def run_round(number: int, args: argparse.Namespace, workdir: Path) -> Rou
     checked = f"{len(check_ids):,} of {len(ids):,} schedules"
 
     db_file = workdir / f"temporal-{number}.db" if args.sqlite else None
-    server = TemporalDevServer(free_port(), None, db_file, workdir / f"temporal-{number}.log")
-    try:
-        server.start()
-        assert server.process is not None
-        pid = server.process.pid
-        await server.wait_ready()
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-        say(f"round {number}: dev server at {server.address}; {len(jobs):,} jobs validated")
+    async with dev_server(workdir / f"temporal-{number}.log", db_file) as (client, pid):
+        say(
+            f"round {number}: dev server at {client.service_client.config.target_host}; "
+            f"{len(jobs):,} jobs validated"
+        )
 
         async def step(key: str, call: Callable[[], Awaitable[T]]) -> T:
             value, result.steps[key] = await timed(pid, call)
@@ -358,6 +355,19 @@ async def run_round(number: int, args: argparse.Namespace, workdir: Path) -> Rou
                 "`calendars`) only"
             )
         return result
+
+
+@contextlib.asynccontextmanager
+async def dev_server(log: Path, db_file: Path | None = None) -> AsyncIterator[tuple[Client, int]]:
+    """A headless Temporal dev server on a free port (in memory, or in `db_file`): a client
+    of it and the server's pid (whose CPU the steps measure); stopped on the way out."""
+    server = TemporalDevServer(free_port(), None, db_file, log)
+    try:
+        server.start()
+        assert server.process is not None
+        await server.wait_ready()
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        yield client, server.process.pid
     finally:
         server.stop()
 
