@@ -57,7 +57,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from fleet_raw import RawWorkflow  # noqa: E402
-from sync_schedules import command_line, describe_machine, write_results  # noqa: E402
+from sync_schedules import describe_machine, provenance, write_results  # noqa: E402
 
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from schedules.catalog import default_catalog  # noqa: E402
@@ -306,7 +306,6 @@ def render(args, load, direct: Figures, backfill: Figures, latencies) -> str:
     raw_l, our_l = latencies["raw"], latencies["ours"]
     p50 = (quantile(raw_l, 0.5), quantile(our_l, 0.5))
     p99 = (quantile(raw_l, 0.99), quantile(our_l, 0.99))
-    machine = "\n".join(f"- {k}: {v}" for k, v in describe_machine().items())
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     d, b = ratio(direct), ratio(backfill)
     return f"""
@@ -314,14 +313,7 @@ def render(args, load, direct: Figures, backfill: Figures, latencies) -> str:
 
 Written by `bench/fleet.py` (see its docstring). Command, from the repository root:
 
-```
-{command_line()}
-```
-
-Machine:
-
-{machine}
-- load average (1, 5, 15 min) at the start: {", ".join(f"{x:.2f}" for x in load)}
+{provenance(describe_machine(), load)}
 
 | case | raw Temporal (each round) | ours (each round) | ours / raw (medians) | target |
 | --- | --- | --- | ---: | --- |

@@ -52,12 +52,12 @@ from sync_schedules import (
     Step,
     bench_main,
     catalog_tables,
-    command_line,
     dev_server,
     expect_report,
     last_updated,
     positive,
     process_cpu,
+    provenance,
     say,
     scratch_dir,
     timed,
@@ -371,8 +371,6 @@ def render(
     load_start: tuple[float, float, float],
 ) -> str:
     table, verdicts = command_table(sizes)
-    machine_lines = "\n".join(f"- {key}: {value}" for key, value in machine.items())
-    load = ", ".join(f"{x:.2f}" for x in load_start)
     checks = "\n".join(f"- N={s.jobs:,}, {c}" for s in sizes for c in s.checks)
     verdict_lines = "\n".join(f"- {v}" for v in verdicts) or "- (no 10,000 run: no verdict)"
     plans = plan_table(costs) if costs else "(skipped)"
@@ -382,14 +380,7 @@ def render(
 
 Written by `bench/scale.py` (see its docstring). Command, from the repository root:
 
-```
-{command_line()}
-```
-
-Machine:
-
-{machine_lines}
-- load average (1, 5, 15 min) at the start: {load}
+{provenance(machine, load_start)}
 
 Commands at each size (wall seconds; in brackets the CPU seconds of the client, i.e. this
 process for in-process steps or the command's own process, and of the dev server; ratio

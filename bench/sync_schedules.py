@@ -486,6 +486,21 @@ def summary_table(rounds: list[Round], args: argparse.Namespace) -> tuple[str, l
     return "\n".join(lines), verdicts
 
 
+def provenance(machine: dict[str, str], load_start: tuple[float, float, float]) -> str:
+    """A results section's command and machine, as Markdown: the command in a code block,
+    then the machine and its load average when the run started."""
+    machine_lines = "\n".join(f"- {key}: {value}" for key, value in machine.items())
+    load = ", ".join(f"{x:.2f}" for x in load_start)
+    return f"""```
+{command_line()}
+```
+
+Machine:
+
+{machine_lines}
+- load average (1, 5, 15 min) at the start: {load}"""
+
+
 def render_section(
     rounds: list[Round],
     args: argparse.Namespace,
@@ -494,8 +509,6 @@ def render_section(
     load_start: tuple[float, float, float],
 ) -> str:
     table, verdicts = summary_table(rounds, args)
-    machine_lines = "\n".join(f"- {key}: {value}" for key, value in machine.items())
-    load = ", ".join(f"{x:.2f}" for x in load_start)
     checks = "\n".join(f"- round {r.number}, {c}" for r in rounds for c in r.checks)
     verdict_lines = "\n".join(f"- {v}" for v in verdicts)
     if args.jobs != 1000:
@@ -508,14 +521,7 @@ Written by `bench/sync_schedules.py` (see its docstring).
 
 Command, from the repository root:
 
-```
-{command_line()}
-```
-
-Machine:
-
-{machine_lines}
-- load average (1, 5, 15 min) at the start: {load}
+{provenance(machine, load_start)}
 
 {table}
 
