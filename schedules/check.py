@@ -44,7 +44,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from core import redact
 from core.sql import queries
@@ -55,6 +55,7 @@ from schedules.compile import (
     TIMING_ATTRIBUTE,
     read_timing_stamp,
 )
+from schedules.found import schedule_or_none
 from timing import Timing
 from worker.client import connect
 from workflows import JobRun
@@ -528,14 +529,10 @@ async def describe_states(
     limit = asyncio.Semaphore(16)
 
     async def one(job_id: str) -> ScheduleState:
-        async with limit:
-            try:
-                async with asyncio.timeout(timeout):
-                    described = await client.get_schedule_handle(job_id).describe()
-            except RPCError as err:
-                if err.status == RPCStatusCode.NOT_FOUND:
-                    return ScheduleState(exists=False)
-                raise
+        async with limit, asyncio.timeout(timeout):
+            described = await schedule_or_none(client, job_id)
+        if described is None:
+            return ScheduleState(exists=False)
         managed = await described.memo_value(MANAGED_MEMO_KEY, default=None) == MANAGED_MEMO_VALUE
         timing_since = None
         args = getattr(described.schedule.action, "args", None)
