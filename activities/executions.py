@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +25,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from activities.models import (
     STALE_ATTEMPT,
+    AttemptQuery,
     ClaimInput,
     ClaimResult,
     FailureInput,
@@ -54,13 +56,29 @@ def holder_name() -> str:
 class StaleAttemptError(ApplicationError):
     """A newer attempt owns the slot; this one must commit nothing."""
 
-    def __init__(self, execution_id: int, token: int, current: int, status: str) -> None:
-        super().__init__(
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{message}; nothing committed", type=STALE_ATTEMPT, non_retryable=True)
+
+    @classmethod
+    def fenced(cls, execution_id: int, token: int, current: int, status: str) -> StaleAttemptError:
+        """A unit of work whose fencing token is no longer the execution's."""
+        return cls(
             f"execution {execution_id}: attempt {token} is stale "
-            f"(current attempt {current}, status {status}); nothing committed",
-            type=STALE_ATTEMPT,
-            non_retryable=True,
+            f"(current attempt {current}, status {status})"
         )
+
+    @classmethod
+    def refused(
+        cls, execution_id: int, attempt: Attempt, claim_run_id: str | None, holder: list[Any]
+    ) -> StaleAttemptError:
+        """A take-over refused because `attempt` comes before the holder's."""
+        asking = f"Temporal attempt {attempt.number} of activity {attempt.activity_seq}"
+        if claim_run_id is not None and claim_run_id != attempt.claim_run_id:
+            why = f"the slot is claimed by workflow run {claim_run_id}"
+        else:
+            _, seq, number = holder
+            why = f"Temporal attempt {number} of activity {seq} holds the slot"
+        return cls(f"execution {execution_id}: {asking} is stale ({why})")
 
 
 class Fence:
@@ -81,7 +99,7 @@ class Fence:
         cur = await heartbeating(conn.execute(_Q["fence"], {"id": self.execution_id}))
         attempt, status = await cur.fetchone()
         if attempt != self.token or status != "running":
-            raise StaleAttemptError(self.execution_id, self.token, attempt, status)
+            raise StaleAttemptError.fenced(self.execution_id, self.token, attempt, status)
 
     async def save_progress(self, conn: AsyncConnection, progress: dict[str, Any]) -> None:
         await conn.execute(
@@ -101,32 +119,82 @@ class Fence:
         return float((await cur.fetchone())[0])
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """Who asks to take an execution over: one Temporal attempt of one activity.
+
+    Attempts are ordered by (the workflow run that scheduled the activity, the activity's
+    sequence number in it, the Temporal attempt number): the server schedules a retry, or
+    the next activity, only after it gave up on the previous one, so a later one in this
+    order is the one the server waits for. `claim_run_id` is the `ScheduledJobWorkflow` run
+    that must hold the slot's claim (the same run, or the parent of a workflow job's steps).
+    """
+
+    claim_run_id: str
+    run_id: str
+    activity_seq: int | None
+    number: int
+
+    @classmethod
+    def current(cls, claim_run_id: str | None = None) -> Attempt | None:
+        """The running activity's attempt (None outside an activity)."""
+        if not activity.in_activity():
+            return None
+        info = activity.info()
+        seq = info.activity_id
+        return cls(
+            claim_run_id=claim_run_id or info.workflow_run_id,
+            run_id=info.workflow_run_id,
+            activity_seq=int(seq) if seq.isdigit() else None,
+            number=info.attempt,
+        )
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "claim_run_id": self.claim_run_id,
+            "run_id": self.run_id,
+            "activity_seq": self.activity_seq,
+            "temporal_attempt": self.number,
+        }
+
+
+_NO_ATTEMPT = {"claim_run_id": None, "run_id": None, "activity_seq": None, "temporal_attempt": None}
+
+
 async def take_over_in(
-    conn: AsyncConnection, execution_id: int
+    conn: AsyncConnection, execution_id: int, attempt: Attempt | None = None
 ) -> Fence | tuple[str, dict[str, Any] | None]:
     """In `conn`'s transaction, start an attempt: raise the fencing token and return it
     with the saved progress. If the execution is no longer running, return its
     (status, result) instead.
 
+    `attempt` (default: the running activity's) must not come before the holder's (see
+    `Attempt`): an older Temporal attempt, woken in a frozen worker after a newer one took
+    the slot over, or an activity of a workflow run that no longer holds the claim, raises
+    `StaleAttemptError` and changes nothing.
+
     A frozen previous attempt may still hold the row inside its transaction: the wait for
     it heartbeats (`activities.heartbeat`), so this attempt is not timed out meanwhile."""
-    cur = await heartbeating(
-        conn.execute(_Q["take_over"], {"id": execution_id, "holder": holder_name()})
-    )
+    attempt = attempt or Attempt.current()
+    params = {"id": execution_id, "holder": holder_name()}
+    params |= attempt.params() if attempt else _NO_ATTEMPT
+    cur = await heartbeating(conn.execute(_Q["take_over"], params))
     row = await cur.fetchone()
     if row is not None:
         return Fence(execution_id, row[0], row[1])
-    cur = await conn.execute(_Q["status"], {"id": execution_id})
-    status, result, _ = await cur.fetchone()
-    return status, result
+    cur = await conn.execute(_Q["holder"], {"id": execution_id})
+    status, result, _, claim_run_id, *holder = await cur.fetchone()
+    if status != "running" or attempt is None:
+        return status, result
+    raise StaleAttemptError.refused(execution_id, attempt, claim_run_id, holder)
 
 
 async def take_over(
-    pool: AsyncConnectionPool, execution_id: int
+    pool: AsyncConnectionPool, execution_id: int, attempt: Attempt | None = None
 ) -> Fence | tuple[str, dict[str, Any] | None]:
     """`take_over_in` in a transaction of its own."""
     async with pool.connection() as conn, conn.transaction():
-        return await take_over_in(conn, execution_id)
+        return await take_over_in(conn, execution_id, attempt)
 
 
 class ExecutionActivities:
@@ -148,6 +216,24 @@ class ExecutionActivities:
         )
         async with self.pool.connection() as conn, conn.transaction():
             return await claim_in(conn, claim, server_now=server_now, now=self.clock())
+
+    @activity.defn
+    async def attempt_took_over(self, query: AttemptQuery) -> bool:
+        """Whether `query`'s attempt took the slot over. False when it never reached the
+        database: the server handed it to a worker that could not run it (a frozen
+        process's open poll), so it timed out without doing anything."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                _Q["attempt_took_over"],
+                {
+                    "id": query.execution_id,
+                    "run_id": query.run_id,
+                    "activity_seq": query.activity_seq,
+                    "temporal_attempt": query.attempt,
+                },
+            )
+            row = await cur.fetchone()
+        return bool(row and row[0])
 
     @activity.defn
     @traced("db.record_failure")

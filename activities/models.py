@@ -93,3 +93,12 @@ class FailureInput(BaseModel):
     execution_id: int
     run_id: str
     error: str
+
+
+class AttemptQuery(BaseModel):
+    """Did the last Temporal attempt of an activity reach the database (take the slot over)?"""
+
+    execution_id: int
+    run_id: str  # the workflow run that scheduled the activity
+    activity_seq: int
+    attempt: int

@@ -35,7 +35,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chunked import fenced
-from activities.executions import Fence, take_over_in
+from activities.executions import Attempt, Fence, take_over_in
 from activities.models import ExecutionRef, TimingField, WorkResult
 from activities.telemetry import db_span, record_completed, record_run
 from core.sql import queries
@@ -215,7 +215,9 @@ async def begin_step(pool: AsyncConnectionPool, step: StepInput) -> StepRun | St
     execution = step.execution
     with db_span("db.begin_step", step):
         async with pool.connection() as conn, conn.transaction():
-            fence = await take_over_in(conn, execution.execution_id)
+            fence = await take_over_in(
+                conn, execution.execution_id, Attempt.current(claim_run_id=step.run_id)
+            )
             if not isinstance(fence, Fence):
                 raise _not_running(execution, fence[0], f"step {step.step} does nothing")
             cur = await conn.execute(
@@ -278,7 +280,9 @@ class StepsActivities:
         execution = finish.execution
         with db_span("db.finish_steps", finish):
             async with self.pool.connection() as conn, conn.transaction():
-                fence = await take_over_in(conn, execution.execution_id)
+                fence = await take_over_in(
+                    conn, execution.execution_id, Attempt.current(claim_run_id=finish.run_id)
+                )
                 if not isinstance(fence, Fence):
                     status, result = fence
                     if status == "completed":

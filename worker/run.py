@@ -67,6 +67,7 @@ def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
         BeginActivities(pool).begin_run,
         executions.claim_execution,
         executions.record_failure,
+        executions.attempt_took_over,
         catchup.plan_run,
         steps.finish_steps,
         steps.settle_steps,

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         WorkResult,
     )
 
+from workflows.attempts import with_fresh_series
 from workflows.models import (
     JobRun,
     JobRunResult,
@@ -217,15 +218,10 @@ class ScheduledJobWorkflow:
             if job.workflow:
                 work = await self._run_steps(job, execution, headline)
             else:
-                work = await workflow.execute_activity(
-                    job.activity,
-                    WorkInput(execution=execution, params=job.params, timing=job.timing),
-                    result_type=WorkResult,
-                    start_to_close_timeout=timedelta(seconds=job.start_to_close_seconds),
-                    heartbeat_timeout=(
-                        timedelta(seconds=job.heartbeat_seconds) if job.heartbeat_seconds else None
-                    ),
-                    retry_policy=job.retry.policy(),
+                work = await with_fresh_series(
+                    lambda: self._work(job, execution),
+                    claim.execution_id,
+                    job.retry.maximum_attempts,
                 )
         except (ActivityError, ChildWorkflowError) as err:
             cause = err.cause
@@ -250,6 +246,19 @@ class ScheduledJobWorkflow:
         if work.already_completed:
             return result("already_completed", work.counts, "another run completed this slot")
         return result("completed", work.counts)
+
+    async def _work(self, job: JobRun, execution: ExecutionRef) -> WorkResult:
+        """The kind's work activity for one slot, with the job's timeouts and retries."""
+        return await workflow.execute_activity(
+            job.activity,
+            WorkInput(execution=execution, params=job.params, timing=job.timing),
+            result_type=WorkResult,
+            start_to_close_timeout=timedelta(seconds=job.start_to_close_seconds),
+            heartbeat_timeout=(
+                timedelta(seconds=job.heartbeat_seconds) if job.heartbeat_seconds else None
+            ),
+            retry_policy=job.retry.policy(),
+        )
 
     async def _run_steps(self, job: JobRun, execution: ExecutionRef, headline: str) -> WorkResult:
         """Run a workflow kind's steps as a child workflow, named after this run."""

@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         StepsActivities,
     )
 
+from workflows.attempts import with_fresh_series
 from workflows.models import WorkflowJobInput
 
 COMPENSATED = "Compensated"
@@ -110,20 +111,10 @@ class JobSteps:
             self._undo.append(undo)
         options = self.job.options
         while True:
-            result = await workflow.execute_activity(
-                name,
-                call,
-                result_type=StepResult,
-                # A cancelled run waits for the step to stop: what it sent out is recorded
-                # before any compensation looks.
-                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                start_to_close_timeout=timedelta(seconds=options.start_to_close_seconds),
-                heartbeat_timeout=(
-                    timedelta(seconds=options.heartbeat_seconds)
-                    if options.heartbeat_seconds
-                    else None
-                ),
-                retry_policy=options.retry.policy(),
+            result = await with_fresh_series(
+                lambda: self._step_activity(name, call),
+                self.job.execution.execution_id,
+                options.retry.maximum_attempts,
             )
             self._show(f"step {number} of {self.total}: {name}{_items(result)}")
             if workflow.cancellation_reason() is not None:
@@ -137,6 +128,23 @@ class JobSteps:
         if undo is not None:
             undo[2] = call.inputs | result.output
         return result
+
+    async def _step_activity(self, name: str, call: StepInput) -> StepResult:
+        """One call of a step: an activity with the job's timeouts and retries."""
+        options = self.job.options
+        return await workflow.execute_activity(
+            name,
+            call,
+            result_type=StepResult,
+            # A cancelled run waits for the step to stop: what it sent out is recorded
+            # before any compensation looks.
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            start_to_close_timeout=timedelta(seconds=options.start_to_close_seconds),
+            heartbeat_timeout=(
+                timedelta(seconds=options.heartbeat_seconds) if options.heartbeat_seconds else None
+            ),
+            retry_policy=options.retry.policy(),
+        )
 
     @property
     def result(self) -> WorkResult:

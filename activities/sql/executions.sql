@@ -31,10 +31,33 @@ SET status = 'running', error = NULL, finished_at = NULL,
 WHERE id = %(id)s
 
 -- name: take_over
+-- A new attempt raises the fencing token, unless it comes before the holder's attempt: the
+-- claim belongs to another workflow run, or the same run's holder was scheduled later (a
+-- later activity, or a later Temporal attempt of the same one). An attempt woken in a
+-- frozen worker after a newer one took over is refused, however many take-overs happened.
+-- Without an attempt (NULL parameters: called outside an activity) nothing is compared.
 UPDATE job_executions
-SET attempt = attempt + 1, holder = %(holder)s
+SET attempt = attempt + 1, holder = %(holder)s, holder_run_id = %(run_id)s,
+    holder_activity_seq = %(activity_seq)s, holder_attempt = %(temporal_attempt)s
 WHERE id = %(id)s AND status = 'running'
+  AND (%(claim_run_id)s::text IS NULL OR run_id IS NULL OR run_id = %(claim_run_id)s::text)
+  AND (holder_run_id IS DISTINCT FROM %(run_id)s::text
+       OR holder_activity_seq IS NULL OR %(activity_seq)s::bigint IS NULL
+       OR (holder_activity_seq, holder_attempt)
+          <= (%(activity_seq)s::bigint, %(temporal_attempt)s::integer))
 RETURNING attempt, progress
+
+-- name: holder
+-- Why a take-over was refused or not needed.
+SELECT status, result, attempt, run_id, holder_run_id, holder_activity_seq, holder_attempt
+FROM job_executions WHERE id = %(id)s
+
+-- name: attempt_took_over
+-- Whether the given Temporal attempt of an activity is the one that last took the slot
+-- over (false: it never reached the database, e.g. it sat in a frozen worker's poll).
+SELECT holder_run_id = %(run_id)s AND holder_activity_seq = %(activity_seq)s
+       AND holder_attempt >= %(temporal_attempt)s
+FROM job_executions WHERE id = %(id)s
 
 -- name: status
 SELECT status, result, error FROM job_executions WHERE id = %(id)s

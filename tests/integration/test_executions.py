@@ -8,8 +8,8 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from activities.chunked import fenced
-from activities.executions import ExecutionActivities, StaleAttemptError, take_over
-from activities.models import ClaimInput, FailureInput
+from activities.executions import Attempt, ExecutionActivities, StaleAttemptError, take_over
+from activities.models import AttemptQuery, ClaimInput, FailureInput
 from jobs.invoice_reminders.activities import remind_chunk, reminder_window
 from tests.integration.jobs import executions, insert_invoices, outbox_count
 
@@ -104,3 +104,43 @@ async def test_starting_deadline_is_judged_against_the_clock(pool, db, late_by, 
     if outcome == "skipped":
         assert "missed starting deadline" in row["error"]
         assert row["finished_at"] is not None
+
+
+async def test_take_overs_are_ordered_by_run_activity_and_temporal_attempt(pool, db):
+    activities = ExecutionActivities(pool)
+    claim = await activities.claim_execution(claim_input())
+
+    def attempt(number: int, seq: int = 1, run_id: str = "run-1") -> Attempt:
+        return Attempt(claim_run_id=run_id, run_id=run_id, activity_seq=seq, number=number)
+
+    # Temporal attempt 4 takes the slot over; attempts 2 and 3, woken later, are refused.
+    live = await take_over(pool, claim.execution_id, attempt(4))
+    for old in (2, 3):
+        with pytest.raises(StaleAttemptError, match=f"attempt {old} of activity 1 is stale"):
+            await take_over(pool, claim.execution_id, attempt(old))
+    (row,) = executions(db, "invoice-reminders")
+    assert row["attempt"] == live.token == 1
+    # A later activity of the same run (a new series) takes over from any attempt of an
+    # earlier one; its own retries follow; the earlier activity can no longer.
+    series = await take_over(pool, claim.execution_id, attempt(1, seq=3))
+    assert series.token == 2
+    assert (await take_over(pool, claim.execution_id, attempt(2, seq=3))).token == 3
+    with pytest.raises(StaleAttemptError, match="attempt 5 of activity 1 is stale"):
+        await take_over(pool, claim.execution_id, attempt(5))
+    # An activity of a workflow run that no longer holds the claim is refused.
+    with pytest.raises(StaleAttemptError, match="claimed by workflow run run-1"):
+        await take_over(pool, claim.execution_id, attempt(9, seq=9, run_id="run-0"))
+    await activities.claim_execution(claim_input(run_id="run-2"))  # passes to the newer run
+    with pytest.raises(StaleAttemptError, match="claimed by workflow run run-2"):
+        await take_over(pool, claim.execution_id, attempt(3, seq=3))
+    assert (await take_over(pool, claim.execution_id, attempt(1, run_id="run-2"))).token == 4
+
+    # Whether an attempt reached the database: the last one that took over did.
+    def query(number: int, seq: int = 1, run_id: str = "run-2") -> AttemptQuery:
+        return AttemptQuery(
+            execution_id=claim.execution_id, run_id=run_id, activity_seq=seq, attempt=number
+        )
+
+    assert await activities.attempt_took_over(query(1))
+    assert not await activities.attempt_took_over(query(2))
+    assert not await activities.attempt_took_over(query(1, seq=3))

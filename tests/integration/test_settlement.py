@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import subprocess
 from datetime import UTC, datetime, timedelta
 
@@ -203,6 +204,15 @@ async def pool(database_url):
         yield pool
 
 
+def attempt_of(run_id: str, attempt: int) -> ActivityEnvironment:
+    """Temporal attempt `attempt` of the work activity of workflow run `run_id`."""
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(
+        env.info, workflow_run_id=run_id, activity_id="1", attempt=attempt
+    )
+    return env
+
+
 async def test_a_retry_resumes_after_the_last_committed_chunk_and_a_stale_attempt_commits_nothing(
     pool, db
 ):
@@ -224,7 +234,7 @@ async def test_a_retry_resumes_after_the_last_committed_chunk_and_a_stale_attemp
     (settle,) = build_kind_activities([KINDS[JOB]], pool)
 
     # Attempt 1 is cancelled (its worker lost, say) after its first chunk committed.
-    first = ActivityEnvironment()
+    first = attempt_of("run-1", 1)
     first.on_heartbeat = lambda *details: first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first.run(settle, work)
@@ -236,7 +246,7 @@ async def test_a_retry_resumes_after_the_last_committed_chunk_and_a_stale_attemp
     }
 
     # Attempt 2 resumes after the first chunk and completes the batch.
-    result = await ActivityEnvironment().run(settle, work)
+    result = await attempt_of("run-1", 2).run(settle, work)
     assert result.counts["settled"] == 2500 and result.counts["chunks"] == 3
     (row,) = executions(db, JOB)
     assert row["status"] == "completed" and row["attempt"] == 2
