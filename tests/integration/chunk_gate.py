@@ -20,6 +20,11 @@ class ChunkGate:
         self._conn = psycopg.connect(database_url, autocommit=True)
         self._conn.execute("SELECT pg_advisory_lock(%s)", (KEY,))
 
+    @property
+    def backend_pid(self) -> int:
+        """The PostgreSQL session that holds the gate (a fault must spare it)."""
+        return self._conn.info.backend_pid
+
     def waiting(self) -> int:
         """How many attempts wait at the gate now."""
         return self._conn.execute(

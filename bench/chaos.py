@@ -1,0 +1,716 @@
+"""The chaos suite: faults injected into real runs, each trial's whole history judged.
+
+Every trial runs a real job on real servers (its own Temporal dev server with a state file,
+its own PostgreSQL, real `python -m worker` processes), injects one fault class at a point
+the trial controls (the chunk gate, `activities/chunk_gate.py`, or the payment provider's
+hold), lets the system recover, and is then judged twice:
+
+- by `python -m schedules audit --settle 0s --json` for the trial's job (an independent
+  checker: lost, duplicated, unexpected, stale_write, orphan_running, ...), when this
+  checkout has it;
+- by the trial's own oracle on the domain: every invoice reminded exactly once (one outbox
+  message per invoice), or, for billing, every charge the provider made on a Paid invoice
+  and never on a Void one, each key charged at most once.
+
+    .venv/bin/python bench/chaos.py --trials 10                 # every fault class
+    .venv/bin/python bench/chaos.py --trials 3 --faults kill,zombie
+
+It prints one line per trial and a table (trials, slots, findings by kind, domain
+violations) per fault class, and with `--write` appends the table to bench/RESULTS.md.
+Not part of `make test`: a trial takes 20 to 90 s on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
+from schedules.catalog import JobSpec, RetrySpec, default_catalog  # noqa: E402
+from tests.integration.chunk_gate import ChunkGate  # noqa: E402
+from tests.integration.jobs import insert_invoices, registered  # noqa: E402
+from worker.migrate import apply_migrations  # noqa: E402
+
+TEMPLATE = "chaos_template"
+OVERDUE = date.today() - timedelta(days=10)
+HEARTBEAT = timedelta(seconds=3)
+RETRY = RetrySpec(
+    maximum_attempts=20,
+    initial_interval=timedelta(seconds=0.5),
+    maximum_interval=timedelta(seconds=1),
+)
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+async def eventually(check: Callable[[], Awaitable[object]], timeout: float, what: str):
+    """Poll `check` until it returns a truthy value; raise naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TrialError(f"timed out after {timeout:.0f}s waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+class TrialError(Exception):
+    """The trial could not be carried out as planned (not a finding about the system)."""
+
+
+class Worker:
+    """One `python -m worker` replica, its output in a log file."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.log = log
+        self._out = log.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def ready(self, timeout: float = 90.0) -> None:
+        async def up():
+            return "worker ready" in self.log.read_text(errors="replace")
+
+        await eventually(up, timeout, f"worker {self.pid} ready")
+
+    def signal(self, sig: int) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.terminate()
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._out.close()
+
+
+class Blackhole:
+    """A TCP proxy to `target` that can stop forwarding without closing anything: the
+    worker behind it keeps its connections and hears nothing, as across a partition."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = free_port()
+        self._flowing = threading.Event()
+        self._flowing.set()
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def cut(self) -> None:
+        self._flowing.clear()
+
+    def heal(self) -> None:
+        self._flowing.set()
+
+    def close(self) -> None:
+        self._stop = True
+        self._flowing.set()
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while not self._stop:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while chunk := source.recv(65536):
+                self._flowing.wait()
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+
+@dataclass
+class Verdict:
+    fault: str
+    slots: int
+    findings: Counter = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+    # The highest fencing token among the trial's slots: above 1, an attempt took over.
+    takeovers: int = 0
+
+
+class Stack:
+    """The servers every trial shares; each trial gets a fresh database and task queue."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.pg = EmbeddedPostgres(workdir / "pg", free_port())
+        self.temporal = TemporalDevServer(
+            free_port(), None, workdir / "temporal.db", workdir / "temporal.log"
+        )
+        self.client: Client | None = None
+        self._n = 0
+
+    async def start(self) -> None:
+        self.pg.start()
+        self.pg.create_database(TEMPLATE)
+        apply_migrations(self.pg.url(TEMPLATE))
+        self.temporal.start()
+        await self.temporal.wait_ready()
+        self.client = await self.connect()
+
+    async def connect(self) -> Client:
+        return await Client.connect(self.temporal.address, data_converter=pydantic_data_converter)
+
+    async def restart_temporal(self) -> None:
+        self.temporal.stop()
+        self.temporal.start()
+        await self.temporal.wait_ready(120)
+
+    def restart_postgres(self) -> None:
+        self.pg.stop("fast")
+        self.pg.start()
+
+    def stop(self) -> None:
+        self.temporal.stop()
+        self.pg.stop("immediate")
+
+    def database(self) -> str:
+        self._n += 1
+        return self.pg.create_database(f"trial_{self._n}", template=TEMPLATE)
+
+
+class Trial:
+    """One trial's database, task queue, workers and judgement."""
+
+    def __init__(self, stack: Stack, fault: str) -> None:
+        self.stack, self.fault = stack, fault
+        self.client = stack.client
+        self.url = stack.database()
+        self.db = psycopg.connect(self.url, autocommit=True)
+        self.task_queue = f"chaos-{uuid.uuid4().hex[:10]}"
+        self.logs = stack.workdir / self.task_queue
+        self.logs.mkdir()
+        self.workers: list[Worker] = []
+        self.gate = ChunkGate(self.url)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
+        env.update(
+            TEMPORAL_ADDRESS=self.stack.temporal.address,
+            TEMPORAL_TASK_QUEUE=self.task_queue,
+            DATABASE_URL=self.url,
+            WORKER_GRACEFUL_SHUTDOWN_SECONDS="30",
+            PYTHONUNBUFFERED="1",
+            **self.gate.env,
+        )
+        env.update(extra)
+        return env
+
+    async def start_workers(self, n: int, **extra: str) -> list[Worker]:
+        batch = [
+            Worker(self.env(**extra), self.logs / f"worker-{len(self.workers) + i}.log")
+            for i in range(n)
+        ]
+        self.workers.extend(batch)
+        for w in batch:
+            await w.ready()
+        return batch
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.stop()
+        self.gate.close()
+        self.db.close()
+
+    # --- reading the record -------------------------------------------------------------
+
+    def rows(self, job: str) -> list[dict]:
+        cur = self.db.cursor(row_factory=psycopg.rows.dict_row)
+        return cur.execute(
+            "SELECT * FROM job_executions WHERE job_name = %s ORDER BY scheduled_at", (job,)
+        ).fetchall()
+
+    def max_attempt(self) -> int:
+        return self.db.execute("SELECT coalesce(max(attempt), 0) FROM job_executions").fetchone()[0]
+
+    def holder(self, job: str) -> int | None:
+        rows = [r for r in self.rows(job) if r["status"] == "running" and r["holder"]]
+        return int(rows[0]["holder"].rsplit(":", 1)[1]) if rows else None
+
+    async def settled(self, job: str, slots: int, timeout: float = 240) -> None:
+        async def done():
+            rows = self.rows(job)
+            return len(rows) >= slots and all(r["status"] != "running" for r in rows)
+
+        await eventually(done, timeout, f"{slots} slot(s) of {job} settled")
+
+    async def pending_work(self, workflow_id: str, activity: str):
+        run = self.client.get_workflow_handle(workflow_id)
+        pending = (await run.describe()).raw_description.pending_activities
+        return next((p for p in pending if p.activity_type.name == activity), None)
+
+    # --- judging ------------------------------------------------------------------------
+
+    def audit(self, job: str) -> tuple[Counter, str | None]:
+        """Findings of `schedules audit` by kind (None: this checkout has no audit)."""
+        env = self.env()
+        done = subprocess.run(
+            [sys.executable, "-m", "schedules", "audit", "--job", job, "--settle", "0s", "--json"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode == 2 and "invalid choice" in done.stderr:
+            return Counter(), "no audit in this checkout"
+        if done.returncode not in (0, 1):
+            return Counter(), f"audit could not read (exit {done.returncode}): {done.stderr[-300:]}"
+        kinds = Counter()
+        for line in done.stdout.splitlines():
+            record = json.loads(line)
+            if record.get("kind") and record.get("kind") != "summary":
+                kinds[record["kind"]] += 1
+        if done.returncode == 1 and not kinds:
+            kinds["unparsed"] += 1
+        return kinds, None
+
+    def reminders_once(self, total: int) -> list[str]:
+        outbox, distinct, reminded = self.db.execute(
+            "SELECT count(*), count(DISTINCT payload->>'invoice_number'),"
+            " (SELECT count(*) FROM invoices WHERE last_reminder_at IS NOT NULL)"
+            " FROM outbox_messages WHERE type = 'InvoiceReminder'"
+        ).fetchone()
+        problems = []
+        if outbox != total or distinct != total:
+            problems.append(f"{outbox} reminders for {distinct} of {total} invoices")
+        if reminded != total:
+            problems.append(f"{reminded} of {total} invoices marked reminded")
+        return problems
+
+    def completed(self, job: str, slots: int) -> list[str]:
+        rows = self.rows(job)
+        bad = [
+            f"{r['scheduled_at']:%H:%M}Z {r['status']}" for r in rows if r["status"] != "completed"
+        ]
+        problems = [f"not completed: {', '.join(bad)}"] if bad else []
+        if len(rows) != slots:
+            problems.append(f"{len(rows)} ledger rows for {slots} slots")
+        return problems
+
+
+def reminders_job(job_id: str | None = None, **params) -> JobSpec:
+    job = default_catalog()["invoice-reminders"]
+    return job.model_copy(
+        update={
+            "id": job_id or job.id,
+            "params": job.params | {"chunk_size": 500} | params,
+            "heartbeat": HEARTBEAT,
+            "retry": RETRY,
+            "paused": True,
+            "note": "chaos: triggered and backfilled runs only",
+        }
+    )
+
+
+# --- fault classes -------------------------------------------------------------------------
+
+
+async def one_reminder_run(
+    trial: Trial,
+    inject: Callable[[Trial, JobSpec], Awaitable[None]],
+    *,
+    workers: int = 2,
+    total: int = 5_000,
+    worker_env: dict[str, str] | None = None,
+    job: JobSpec | None = None,
+) -> Verdict:
+    """Trigger invoice-reminders once, inject the fault after two chunks, judge the slot."""
+    insert_invoices(trial.db, total, due=OVERDUE)
+    job = job or reminders_job()
+    if workers:
+        await trial.start_workers(workers, **(worker_env or {}))
+    async with registered(trial.client, job, trial.task_queue):
+        await trial.client.get_schedule_handle(job.id).trigger()
+        if workers:
+            await trial.gate.reached()
+            trial.gate.step()
+            await trial.gate.reached()
+        await inject(trial, job)
+        trial.gate.open()
+        await trial.settled(job.id, 1)
+        findings, note = trial.audit(job.id)
+    verdict = Verdict(
+        trial.fault, 1, findings, trial.completed(job.id, 1) + trial.reminders_once(total)
+    )
+    verdict.error = note
+    return verdict
+
+
+async def kill(trial: Trial) -> Verdict:
+    async def inject(trial: Trial, job: JobSpec) -> None:
+        os.kill(trial.holder(job.id), signal.SIGKILL)
+
+    return await one_reminder_run(trial, inject, workers=3)
+
+
+async def freeze(trial: Trial) -> Verdict:
+    """SIGSTOP the holder past its heartbeat timeout; SIGCONT once another took over."""
+
+    async def inject(trial: Trial, job: JobSpec) -> None:
+        pid = trial.holder(job.id)
+        frozen = next(w for w in trial.workers if w.pid == pid)
+        frozen.signal(signal.SIGSTOP)
+        try:
+            await eventually(
+                lambda: _async(trial.holder(job.id) not in (None, pid)), 120, "a take-over"
+            )
+        finally:
+            frozen.signal(signal.SIGCONT)
+
+    return await one_reminder_run(
+        trial, inject, worker_env={"DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS": "3600"}
+    )
+
+
+async def zombie(trial: Trial) -> Verdict:
+    """The holder frozen while it is the only worker polling: its open polls absorb retries;
+    a second worker takes over; the first is woken with those attempts buffered."""
+    insert_invoices(trial.db, 4_000, due=OVERDUE)
+    job = reminders_job()
+    env = {
+        "WORKER_MAX_CONCURRENT_ACTIVITIES": "3",
+        "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS": "3600",
+    }
+    (frozen,) = await trial.start_workers(1, **env)
+    async with registered(trial.client, job, trial.task_queue):
+        await trial.client.get_schedule_handle(job.id).trigger()
+        await trial.gate.reached()
+        trial.gate.step()
+        await trial.gate.reached()
+        workflow_id = trial.rows(job.id)[0]["workflow_id"]
+        frozen.signal(signal.SIGSTOP)
+        try:
+
+            async def retried():
+                work = await trial.pending_work(workflow_id, job.activity)
+                return work is not None and work.attempt >= 3
+
+            await eventually(retried, 120, "retries absorbed by the frozen worker")
+            (live,) = await trial.start_workers(1, **env)
+            await eventually(lambda: _async(trial.holder(job.id) == live.pid), 120, "a take-over")
+            await trial.gate.reached(2)
+        finally:
+            frozen.signal(signal.SIGCONT)
+        trial.gate.open()
+        await trial.settled(job.id, 1)
+        findings, note = trial.audit(job.id)
+    v = Verdict(trial.fault, 1, findings, trial.completed(job.id, 1) + trial.reminders_once(4_000))
+    v.error = note
+    return v
+
+
+async def absorb(trial: Trial) -> Verdict:
+    """A short-heartbeat job whose every retry lands in a frozen worker's open polls."""
+    insert_invoices(trial.db, 3_000, due=OVERDUE)
+    attempts = 4
+    job = reminders_job().model_copy(
+        update={"retry": RETRY.model_copy(update={"maximum_attempts": attempts})}
+    )
+    env = {
+        "WORKER_MAX_CONCURRENT_ACTIVITIES": str(attempts),
+        "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS": "3600",
+    }
+    (frozen,) = await trial.start_workers(1, **env)
+    async with registered(trial.client, job, trial.task_queue):
+        await trial.client.get_schedule_handle(job.id).trigger()
+        await trial.gate.reached()
+        workflow_id = trial.rows(job.id)[0]["workflow_id"]
+        frozen.signal(signal.SIGSTOP)
+        try:
+
+            async def all_handed_out():
+                work = await trial.pending_work(workflow_id, job.activity)
+                return (
+                    work is not None
+                    and work.attempt == attempts
+                    and work.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+                )
+
+            await eventually(all_handed_out, 120, "every retry handed to the frozen worker")
+            await trial.start_workers(1, **env)
+            trial.gate.open()
+            await trial.settled(job.id, 1)
+        finally:
+            frozen.signal(signal.SIGCONT)
+        findings, note = trial.audit(job.id)
+    v = Verdict(trial.fault, 1, findings, trial.completed(job.id, 1) + trial.reminders_once(3_000))
+    v.error = note
+    return v
+
+
+async def pg_terminate(trial: Trial) -> Verdict:
+    async def inject(trial: Trial, job: JobSpec) -> None:
+        # Every session of the workers, the test's own two (this one, the gate's) spared.
+        trial.db.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
+            (trial.gate.backend_pid,),
+        )
+
+    return await one_reminder_run(trial, inject)
+
+
+async def pg_restart(trial: Trial) -> Verdict:
+    async def inject(trial: Trial, job: JobSpec) -> None:
+        trial.db.close()
+        trial.stack.restart_postgres()
+        trial.db = psycopg.connect(trial.url, autocommit=True)
+        trial.gate = _reopened_gate(trial)
+
+    return await one_reminder_run(trial, inject)
+
+
+async def temporal_restart(trial: Trial) -> Verdict:
+    async def inject(trial: Trial, job: JobSpec) -> None:
+        await trial.stack.restart_temporal()
+        trial.client = trial.stack.client = await trial.stack.connect()
+
+    return await one_reminder_run(trial, inject)
+
+
+async def partition(trial: Trial) -> Verdict:
+    """The holder cut from Temporal (a blackholing proxy), not from PostgreSQL."""
+    host, port = trial.stack.temporal.address.rsplit(":", 1)
+    proxy = Blackhole((host, int(port)))
+    try:
+        insert_invoices(trial.db, 5_000, due=OVERDUE)
+        job = reminders_job()
+        (cut,) = await trial.start_workers(1, TEMPORAL_ADDRESS=proxy.address)
+        async with registered(trial.client, job, trial.task_queue):
+            await trial.client.get_schedule_handle(job.id).trigger()
+            await trial.gate.reached()
+            trial.gate.step()
+            await trial.gate.reached()
+            if trial.holder(job.id) != cut.pid:
+                raise TrialError("the worker behind the proxy does not hold the slot")
+            proxy.cut()
+            (live,) = await trial.start_workers(1)
+            await eventually(lambda: _async(trial.holder(job.id) == live.pid), 120, "a take-over")
+            trial.gate.open()
+            await trial.settled(job.id, 1)
+            proxy.heal()
+            findings, note = trial.audit(job.id)
+        v = Verdict(
+            trial.fault, 1, findings, trial.completed(job.id, 1) + trial.reminders_once(5_000)
+        )
+        v.error = note
+        return v
+    finally:
+        proxy.close()
+
+
+async def rolling(trial: Trial) -> Verdict:
+    """Rolling restarts of every worker (SIGTERM, then a new one) during a backfill of 6
+    hourly slots of a job whose work is a few chunks each."""
+    slots = 6
+    insert_invoices(trial.db, 2_000, due=OVERDUE)
+    job = reminders_job("chaos-hourly").model_copy(
+        update={
+            "cron": "0 * * * *",
+            "timezone": "UTC",
+            "catchup": "skip",
+            "starting_deadline": None,
+        }
+    )
+    trial.gate.open()  # no gating: the restarts land wherever the runs are
+    await trial.start_workers(2)
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
+    async with registered(trial.client, job, trial.task_queue, now=end - timedelta(hours=slots)):
+        await trial.client.get_schedule_handle(job.id).backfill(
+            ScheduleBackfill(
+                start_at=end - timedelta(hours=slots),
+                end_at=end - timedelta(seconds=1),
+                overlap=ScheduleOverlapPolicy.BUFFER_ALL,
+            )
+        )
+        for _ in range(3):
+            for old in list(trial.workers):
+                if old.process.poll() is not None:
+                    continue
+                old.signal(signal.SIGTERM)
+                await trial.start_workers(1)
+                await asyncio.to_thread(old.process.wait, 90)
+        await trial.settled(job.id, slots)
+        findings, note = trial.audit(job.id)
+    v = Verdict(trial.fault, slots, findings, trial.completed(job.id, slots))
+    # The first slot reminds every invoice; later ones find them reminded within the window.
+    v.error = note
+    return v
+
+
+def _reopened_gate(trial: Trial) -> ChunkGate:
+    """The gate's own session may have been ended with the others: take it anew, open."""
+    with contextlib.suppress(Exception):
+        trial.gate.close()
+    gate = ChunkGate(trial.url)
+    return gate
+
+
+async def _async(value):
+    return value
+
+
+FAULTS: dict[str, Callable[[Trial], Awaitable[Verdict]]] = {
+    "kill": kill,
+    "freeze": freeze,
+    "zombie": zombie,
+    "absorb": absorb,
+    "pg-terminate": pg_terminate,
+    "pg-restart": pg_restart,
+    "temporal-restart": temporal_restart,
+    "partition": partition,
+    "rolling": rolling,
+}
+
+
+async def run(args: argparse.Namespace) -> list[Verdict]:
+    workdir = Path(tempfile.mkdtemp(prefix="chaos-"))
+    stack = Stack(workdir)
+    verdicts = []
+    try:
+        await stack.start()
+        for fault in args.faults:
+            for n in range(1, args.trials + 1):
+                trial = Trial(stack, fault)
+                began = time.monotonic()
+                try:
+                    verdict = await FAULTS[fault](trial)
+                except (TrialError, Exception) as exc:  # a trial that could not finish
+                    verdict = Verdict(fault, 0, error=f"{type(exc).__name__}: {exc}")
+                    verdict.violations.append("trial did not finish")
+                finally:
+                    with contextlib.suppress(Exception):
+                        verdict.takeovers = trial.max_attempt()
+                    trial.close()
+                verdict.seconds = time.monotonic() - began
+                verdicts.append(verdict)
+                say(
+                    f"{fault} #{n}: {verdict.slots} slot(s), findings {dict(verdict.findings) or 0},"
+                    f" violations {verdict.violations or 0}"
+                    + (f" ({verdict.error})" if verdict.error else "")
+                    + f", fencing token {verdict.takeovers}, {verdict.seconds:.0f}s"
+                )
+    finally:
+        stack.stop()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            say(f"logs kept in {workdir}")
+    return verdicts
+
+
+def render(verdicts: list[Verdict], args: argparse.Namespace) -> str:
+    lines = [
+        f"### Chaos suite ({datetime.now(UTC):%Y-%m-%d})",
+        "",
+        f"Command: `.venv/bin/python bench/chaos.py --trials {args.trials} --faults "
+        f"{','.join(args.faults)}`; machine: {os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.1f} at the end.",
+        "",
+        "| fault | trials | slots | trials with a take-over | audit findings | domain violations "
+        "| median s |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for fault in args.faults:
+        mine = [v for v in verdicts if v.fault == fault]
+        found = sum((v.findings for v in mine), Counter())
+        broken = sum(1 for v in mine if v.violations)
+        seconds = sorted(v.seconds for v in mine)
+        lines.append(
+            f"| {fault} | {len(mine)} | {sum(v.slots for v in mine)} | "
+            f"{sum(1 for v in mine if v.takeovers > 1)} | "
+            f"{', '.join(f'{k} {n}' for k, n in sorted(found.items())) or '0'} | {broken} | "
+            f"{seconds[len(seconds) // 2]:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument(
+        "--faults",
+        type=lambda s: s.split(","),
+        default=list(FAULTS),
+        help=f"comma-separated, of: {', '.join(FAULTS)}",
+    )
+    parser.add_argument("--write", action="store_true", help="append the table to bench/RESULTS.md")
+    parser.add_argument("--keep", action="store_true", help="keep the servers' and workers' logs")
+    args = parser.parse_args(argv)
+    unknown = [f for f in args.faults if f not in FAULTS]
+    if unknown or args.trials < 1:
+        parser.error(f"--faults: unknown {unknown}" if unknown else "--trials must be >= 1")
+    verdicts = asyncio.run(run(args))
+    table = render(verdicts, args)
+    print(table)
+    if args.write:
+        with (HERE / "RESULTS.md").open("a") as out:
+            out.write("\n" + table)
+    bad = [v for v in verdicts if v.violations or set(v.findings) - {"late"}]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
