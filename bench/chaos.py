@@ -52,9 +52,12 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
+from devstack.payments import PaymentProviderServer  # noqa: E402
 from schedules.catalog import JobSpec, RetrySpec, default_catalog  # noqa: E402
+from tests.integration import test_monthly_billing as billing  # noqa: E402
 from tests.integration.chunk_gate import ChunkGate  # noqa: E402
 from tests.integration.jobs import insert_invoices, registered  # noqa: E402
+from tests.integration.namespaces import fresh_namespace  # noqa: E402
 from worker.migrate import apply_migrations  # noqa: E402
 
 TEMPLATE = "chaos_template"
@@ -235,7 +238,8 @@ class Trial:
 
     def __init__(self, stack: Stack, fault: str) -> None:
         self.stack, self.fault = stack, fault
-        self.client = stack.client
+        self.client: Client | None = None  # of the trial's own namespace: see `open`
+        self.namespace = ""
         self.url = stack.database()
         self.db = psycopg.connect(self.url, autocommit=True)
         self.task_queue = f"chaos-{uuid.uuid4().hex[:10]}"
@@ -244,10 +248,23 @@ class Trial:
         self.workers: list[Worker] = []
         self.gate = ChunkGate(self.url)
 
+    async def open(self) -> None:
+        """A namespace of the trial's own: the audit sees this trial's runs only."""
+        self.client = await fresh_namespace(self.stack.client, "chaos")
+        self.namespace = self.client.namespace
+
+    async def reconnect(self) -> None:
+        self.client = await Client.connect(
+            self.stack.temporal.address,
+            namespace=self.namespace,
+            data_converter=pydantic_data_converter,
+        )
+
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
         env.update(
             TEMPORAL_ADDRESS=self.stack.temporal.address,
+            TEMPORAL_NAMESPACE=self.namespace,
             TEMPORAL_TASK_QUEUE=self.task_queue,
             DATABASE_URL=self.url,
             WORKER_GRACEFUL_SHUTDOWN_SECONDS="30",
@@ -525,7 +542,8 @@ async def pg_restart(trial: Trial) -> Verdict:
 async def temporal_restart(trial: Trial) -> Verdict:
     async def inject(trial: Trial, job: JobSpec) -> None:
         await trial.stack.restart_temporal()
-        trial.client = trial.stack.client = await trial.stack.connect()
+        trial.stack.client = await trial.stack.connect()
+        await trial.reconnect()
 
     return await one_reminder_run(trial, inject)
 
@@ -600,6 +618,99 @@ async def rolling(trial: Trial) -> Verdict:
     return v
 
 
+async def billing_run(
+    trial: Trial,
+    inject: Callable[[Trial, PaymentProviderServer], Awaitable[None]],
+    *,
+    prepare: Callable[[PaymentProviderServer], None],
+) -> Verdict:
+    """Bill September 2026 for 30 subscriptions (a backfill of the monthly-billing slot),
+    with the fault injected while charges are on the wire; judged against the provider's
+    own record: no invoice it charged ends Void here, no key is charged twice."""
+    provider = PaymentProviderServer(free_port())
+    provider.start()
+    try:
+        trial.gate.open()  # billing has no chunk gate: the provider's hold places the fault
+        active = billing.subscribe(trial.db, 30)
+        prepare(provider)
+        await trial.start_workers(1, PAYMENTS_URL=provider.url)
+        async with registered(trial.client, billing.billing_job(), trial.task_queue):
+            await billing.backfill(trial.client)
+
+            async def on_the_wire():
+                return provider.arrived.is_set() or bool(provider.charged())
+
+            await eventually(on_the_wire, 120, "a charge on the wire")
+            await inject(trial, provider)
+            await trial.settled(billing.JOB, 1, timeout=300)
+            findings, note = trial.audit(billing.JOB)
+        status = dict(
+            trial.db.execute(
+                "SELECT invoice_number, status FROM invoices WHERE billing_month = %s",
+                (billing.MONTH,),
+            ).fetchall()
+        )
+        charged = provider.charged()
+        violations = []
+        void = sorted(k for k in charged if status.get(k) == "Void")
+        if void:
+            violations.append(f"{len(void)} invoices charged at the provider and Void: {void[:5]}")
+        twice = sorted(k for k, n in charged.items() if n > 1)
+        if twice:
+            violations.append(f"{len(twice)} keys charged twice")
+        unpaid = sorted(k for k in charged if status.get(k) != "Paid")
+        if unpaid:
+            violations.append(f"{len(unpaid)} charged invoices not Paid")
+        (row,) = trial.rows(billing.JOB)
+        if row["status"] == "completed" and len(charged) != active:
+            violations.append(f"completed with {len(charged)} of {active} charged")
+        verdict = Verdict(trial.fault, 1, findings, violations)
+        verdict.error = note
+        return verdict
+    finally:
+        provider.stop()
+
+
+async def charge_kill(trial: Trial) -> Verdict:
+    """The worker SIGKILLed while its charges wait at the provider; another resumes."""
+
+    async def inject(trial: Trial, provider: PaymentProviderServer) -> None:
+        (first,) = trial.workers
+        first.signal(signal.SIGKILL)
+        await asyncio.to_thread(first.process.wait, 30)
+        await trial.start_workers(1, PAYMENTS_URL=provider.url)
+        provider.release()
+
+    return await billing_run(trial, inject, prepare=lambda provider: provider.hold())
+
+
+async def provider_kill(trial: Trial) -> Verdict:
+    """The provider dies with charges made and unanswered and stays down past the step's
+    retries (the run compensates, or waits for a lookup), then comes back with its record."""
+
+    async def inject(trial: Trial, provider: PaymentProviderServer) -> None:
+        provider.kill()
+
+        async def gave_up_or_looking_up():
+            rows = trial.rows(billing.JOB)
+            if rows and rows[0]["status"] != "running":
+                return True
+            with contextlib.suppress(Exception):
+                described = await trial.client.get_workflow_handle(
+                    f"{billing.WORKFLOW_ID}/steps"
+                ).describe()
+                return any(
+                    a.activity_type.name == "void_uncharged_invoices" and a.attempt >= 2
+                    for a in described.raw_description.pending_activities
+                )
+            return False
+
+        await eventually(gave_up_or_looking_up, 240, "the charge step to give up")
+        provider.start()
+
+    return await billing_run(trial, inject, prepare=lambda provider: provider.hold_answers())
+
+
 def _reopened_gate(trial: Trial) -> ChunkGate:
     """The gate's own session may have been ended with the others: take it anew, open."""
     with contextlib.suppress(Exception):
@@ -622,6 +733,8 @@ FAULTS: dict[str, Callable[[Trial], Awaitable[Verdict]]] = {
     "temporal-restart": temporal_restart,
     "partition": partition,
     "rolling": rolling,
+    "charge-kill": charge_kill,
+    "provider-kill": provider_kill,
 }
 
 
@@ -636,6 +749,7 @@ async def run(args: argparse.Namespace) -> list[Verdict]:
                 trial = Trial(stack, fault)
                 began = time.monotonic()
                 try:
+                    await trial.open()
                     verdict = await FAULTS[fault](trial)
                 except (TrialError, Exception) as exc:  # a trial that could not finish
                     verdict = Verdict(fault, 0, error=f"{type(exc).__name__}: {exc}")
