@@ -1,0 +1,132 @@
+"""What one run costs in resources, for `bench/fleet.py`'s `cost` case.
+
+Counted, not timed, so a loaded machine moves them little:
+
+- from each sampled run's history: events, workflow tasks, activity tasks, local
+  activities (marker events), payload bytes in (the workflow's input, activities' inputs)
+  and out (activities' results, markers, the workflow's result);
+- from PostgreSQL, as deltas over the side's window: transactions of the side's database
+  (`pg_stat_database`) and statements (`pg_stat_statements`, which the bench preloads);
+- from `/proc`, as deltas: CPU seconds of the Temporal server, of the side's worker
+  processes and of PostgreSQL (every backend alive plus those already reaped by the
+  postmaster).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from temporalio.api.enums.v1 import EventType
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, children: bool = False) -> float:
+    """User + system CPU seconds of process `pid` (and of its reaped children)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    # Fields after the command: state is [0]; utime [11], stime [12], cutime [13], cstime [14].
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / _TICKS
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds of `root`, its live descendants, and the children it reaped."""
+    total = cpu_seconds(root, children=True)
+    for pid in _descendants(root):
+        total += cpu_seconds(pid)
+    return total
+
+
+def _descendants(root: int) -> list[int]:
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def postmaster_pid(data_dir: Path) -> int:
+    return int((data_dir / "postmaster.pid").read_text().split()[0])
+
+
+def pg_counts(admin_url: str, database: str) -> tuple[int, int]:
+    """(transactions committed or rolled back, statements executed) in `database` so far."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        xacts = conn.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s",
+            (database,),
+        ).fetchone()[0]
+        calls = conn.execute(
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s"
+            " JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = %s",
+            (database,),
+        ).fetchone()[0]
+    return int(xacts), int(calls)
+
+
+@dataclass
+class HistoryCost:
+    """What one run's history holds."""
+
+    events: int = 0
+    workflow_tasks: int = 0
+    activities: int = 0
+    local_activities: int = 0
+    payload_in: int = 0
+    payload_out: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+
+
+def _size(payloads) -> int:
+    return sum(len(p.data) + sum(len(k) + len(v) for k, v in p.metadata.items()) for p in payloads)
+
+
+def history_cost(history) -> HistoryCost:
+    """Count a run's events, tasks and payload bytes (its child workflows not included)."""
+    cost = HistoryCost()
+    for event in history.events:
+        cost.events += 1
+        name = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")
+        cost.kinds[name] = cost.kinds.get(name, 0) + 1
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            cost.workflow_tasks += 1
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            cost.payload_in += _size(
+                event.workflow_execution_started_event_attributes.input.payloads
+            )
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            cost.activities += 1
+            cost.payload_in += _size(event.activity_task_scheduled_event_attributes.input.payloads)
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            cost.payload_out += _size(
+                event.activity_task_completed_event_attributes.result.payloads
+            )
+        elif kind == EventType.EVENT_TYPE_MARKER_RECORDED:
+            attrs = event.marker_recorded_event_attributes
+            if attrs.marker_name == "core_local_activity":
+                cost.local_activities += 1
+            cost.payload_out += sum(_size(p.payloads) for p in attrs.details.values())
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+            cost.payload_out += _size(
+                event.workflow_execution_completed_event_attributes.result.payloads
+            )
+    return cost
