@@ -11,14 +11,17 @@ under the run's execution (`activities/steps.py`):
    (`jobs/monthly_billing/provider.py`) with its number as the `Idempotency-Key`, a batch at
    a time, no transaction open while a request is on the wire; the answers (charged or
    declined) are recorded in one fenced transaction per batch. A stale attempt may repeat a
-   request, always with the same key, and records nothing.
+   request, always with the same key, and records nothing. A charge whose answer never
+   came stays pending until the provider answers for it: a later request that is refused
+   (even "connection refused") says nothing about the earlier one.
 4. `queue_receipts`: a `PaymentReceipt` outbox message per charged invoice, and the
    billing run closed, in one transaction.
 
 Compensations: if charging fails for good (the provider down past its retries) or an
-operator cancels the run, `void_uncharged_invoices` voids the month's invoices nobody
-charged and `reopen_billing_run` reopens the month so it can be billed again. Charged
-invoices stay charged; the compensation's record lists them.
+operator cancels the run, `void_uncharged_invoices` looks every pending charge up at the
+provider, then voids the month's invoices nobody charged, and `reopen_billing_run` reopens
+the month so it can be billed again. Charged invoices stay charged; the compensation's
+record lists them.
 """
 
 from __future__ import annotations
@@ -169,8 +172,16 @@ class BillingActivities:
                 Charge(i, number, cents, "", "") for i, number, cents in await cur.fetchall()
             ]
         if pending:
+            limit = asyncio.Semaphore(params.concurrency)
+
+            async def look_up(charge: Charge) -> Outcome | None:
+                async with limit:
+                    return await provider.lookup(charge)
+
+            # Any lookup the provider cannot answer fails the call before anything is
+            # voided: the compensation is retried until it answers them all.
             async with self._provider() as provider:
-                found = await asyncio.gather(*(provider.lookup(c) for c in pending))
+                found = await asyncio.gather(*(look_up(c) for c in pending))
             async with step.transaction() as conn:
                 made = [outcome for outcome in found if outcome is not None]
                 await conn.execute(_Q["record_charges"], _answers(made))
@@ -219,7 +230,7 @@ class BillingActivities:
         """Send one batch and record what came back; raise if any charge got no answer."""
         month = self._month(step)
         async with step.transaction() as conn:
-            await conn.execute(
+            cur = await conn.execute(
                 _Q["mark_pending"],
                 {
                     "month": month,
@@ -227,6 +238,7 @@ class BillingActivities:
                     "amounts": [c.amount_cents for c in batch],
                 },
             )
+            first_sends = {invoice_id for (invoice_id,) in await cur.fetchall()}
         limit = asyncio.Semaphore(params.concurrency)
 
         async def charge(one: Charge) -> Outcome:
@@ -236,10 +248,14 @@ class BillingActivities:
         # No transaction is open while the requests are on the wire.
         answers = await asyncio.gather(*(charge(c) for c in batch), return_exceptions=True)
         outcomes = [a for a in answers if isinstance(a, Outcome)]
+        # A refused re-send says nothing about the earlier send: only a charge's first
+        # request, refused before it was processed, shows it was never made.
         refused = [
             c.invoice_id
             for c, a in zip(batch, answers, strict=True)
-            if isinstance(a, ProviderUnavailable) and not a.charged_maybe
+            if isinstance(a, ProviderUnavailable)
+            and not a.charged_maybe
+            and c.invoice_id in first_sends
         ]
         async with step.transaction() as conn:
             await conn.execute(_Q["record_charges"], _answers(outcomes))

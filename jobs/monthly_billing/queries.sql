@@ -71,10 +71,13 @@ LIMIT %(limit)s
 
 -- name: mark_pending
 -- Just before a batch's requests are sent: each charge is pending until its answer.
+-- Returns the charges sent for the first time: one pending already was sent before, by an
+-- attempt that got no answer, and its outcome stays unknown until the provider says.
 INSERT INTO charges (invoice_id, billing_month, status, amount_cents)
 SELECT invoice_id, %(month)s, 'pending', amount_cents
 FROM unnest(%(invoice_ids)s::bigint[], %(amounts)s::bigint[]) AS a (invoice_id, amount_cents)
 ON CONFLICT (invoice_id) DO NOTHING
+RETURNING invoice_id
 
 -- name: record_charges
 -- The provider's answers for one batch, set-based; a charged invoice is paid. An answer
@@ -97,8 +100,9 @@ FROM recorded
 WHERE invoices.id = recorded.invoice_id AND recorded.status = 'charged'
 
 -- name: forget_pending
--- Charges the provider certainly did not make (it refused the request, or it was never
--- sent): no longer pending, to be sent again or voided.
+-- Charges the provider certainly did not make: their only request was refused before it was
+-- processed, or the provider's lookup found no charge. No longer pending, to be sent again
+-- or voided.
 DELETE FROM charges WHERE invoice_id = ANY(%(invoice_ids)s) AND status = 'pending'
 
 -- name: pending_of_month

@@ -377,3 +377,79 @@ async def test_a_cancelled_run_finishes_its_batch_then_compensates(
                 "SELECT i.invoice_number FROM charges c JOIN invoices i ON i.id = c.invoice_id"
             )
         )
+
+
+async def test_charges_cut_off_when_the_provider_dies_are_looked_up_before_anything_is_voided(
+    client, db, task_queue, start_workers, provider
+):
+    """Issue 17, finding 2: the provider dies with charges on the wire (made, unanswered)
+    and stays down past the step's retries. The re-sends fail to connect, which says nothing
+    about the first sends: those charges stay pending, and the compensation voids nothing
+    until the provider has answered a lookup of each. No invoice is left charged at the
+    provider and Void here."""
+    active = subscribe(db, 20)
+    provider.hold_answers()  # the first charges are made; their answers never leave
+    start_workers(1, **env(provider))
+    async with registered(client, billing_job(), task_queue):
+        await backfill(client)
+        await assert_eventually(_made_a_charge(provider), timeout=60)
+        provider.kill()
+        # Every re-send is refused a connection: the step fails for good, and the run either
+        # compensates without the provider (the fault) or waits for it to answer a lookup.
+        await assert_eventually(_closed_or_looking_up(client, task_queue), timeout=180)
+        voided_early = counts(db)["void"]
+        provider.start()  # back, with its record of the charges it made
+        (run,) = await wait_closed(client, task_queue)
+
+        at_provider = set(provider.charged())
+        assert at_provider, "the provider made no charge before it died"
+        status = dict(
+            db.execute(
+                "SELECT invoice_number, status FROM invoices WHERE billing_month = %s", (MONTH,)
+            ).fetchall()
+        )
+        charged_and_void = sorted(n for n in at_provider if status[n] == "Void")
+        assert charged_and_void == [], f"charged at the provider, Void here: {charged_and_void}"
+        assert voided_early == 0  # nothing was voided while the provider could not say
+        assert run.status == WorkflowExecutionStatus.FAILED
+        (row,) = executions(db, JOB)
+        assert row["status"] == "compensated"
+        assert {n: status[n] for n in at_provider} == dict.fromkeys(at_provider, "Paid")
+        assert counts(db) == {
+            "invoices": active,
+            "paid": len(at_provider),
+            "void": active - len(at_provider),
+            "charged": len(at_provider),
+            "declined": 0,
+            "receipts": 0,
+        }
+        undo = steps(db)["undo:generate_invoices"]
+        assert undo["result"]["counts"]["looked_up"] >= len(at_provider)
+        (pending,) = db.execute("SELECT count(*) FROM charges WHERE status = 'pending'").fetchone()
+        assert pending == 0
+        assert set(provider.charged().values()) == {1}
+
+
+def _made_a_charge(provider: PaymentProviderServer):
+    async def check():
+        assert provider.charged()
+
+    return check
+
+
+def _closed_or_looking_up(client: Client, task_queue: str):
+    """Done once the run closed, or its compensation retries a lookup the provider cannot
+    answer (the undo of generate_invoices past its first attempt)."""
+
+    async def check():
+        if await closed_runs(client, task_queue):
+            return
+        described = await client.get_workflow_handle(f"{WORKFLOW_ID}/steps").describe()
+        attempts = [
+            a.attempt
+            for a in described.raw_description.pending_activities
+            if a.activity_type.name == "void_uncharged_invoices"
+        ]
+        assert attempts and max(attempts) >= 2, attempts
+
+    return check
