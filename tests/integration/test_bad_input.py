@@ -266,7 +266,7 @@ CATALOG_CASES = [
     Case(
         "id of 2001 characters",
         ("sync",),
-        ("id: is 2001 characters; Temporal takes schedule ids of at most 977",),
+        ("id: is 2001 characters; a job id may have at most 973",),
         catalog=f'["{"x" * 2001}"]\nkind = "invoice-reminders"\ncron = "0 1 * * *"\ntimezone = "UTC"\n',
     ),
     Case(

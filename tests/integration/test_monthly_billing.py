@@ -15,9 +15,10 @@ from temporalio.client import (
     WorkflowExecutionStatus,
 )
 
+from core.errors import CatalogError
 from devstack import free_port
 from devstack.payments import PaymentProviderServer
-from schedules.catalog import JobSpec, RetrySpec, default_catalog
+from schedules.catalog import JobSpec, RetrySpec, default_catalog, parse_catalog
 from tests.helpers import assert_eventually, wait_for_text
 from tests.integration.jobs import executions, registered
 
@@ -453,3 +454,36 @@ def _closed_or_looking_up(client: Client, task_queue: str):
         assert attempts and max(attempts) >= 2, attempts
 
     return check
+
+
+def longest_accepted_id() -> str:
+    """The longest job id the catalog takes (found by asking it, not by its constant)."""
+    for size in range(1000, 0, -1):
+        job_id = "b" * size
+        try:
+            parse_catalog({job_id: {"kind": JOB, "cron": "0 3 1 * *", "timezone": "UTC"}})
+        except CatalogError:
+            continue
+        return job_id
+    raise AssertionError("the catalog takes no id at all")
+
+
+async def test_a_workflow_job_with_the_longest_id_the_catalog_takes_runs_to_the_end(
+    client, db, task_queue, start_workers
+):
+    """Issue 17, finding 4: a workflow kind's job whose id is as long as the catalog
+    allows syncs, is triggered, and completes; the engine's longest id, its steps child
+    `<id>-<scheduled time>Z/steps`, fits Temporal's limit (1000)."""
+    job_id = longest_accepted_id()
+    child = f"{job_id}-{SLOT:%Y-%m-%dT%H:%M:%SZ}/steps"
+    assert len(child) <= 1000, f"a {len(job_id)}-character id makes a {len(child)}-character child"
+    start_workers(1)
+    job = billing_job().model_copy(update={"id": job_id})
+    async with registered(client, job, task_queue):
+        await client.get_schedule_handle(job_id).trigger()
+
+        async def completed():
+            rows = executions(db, job_id)
+            assert [row["status"] for row in rows] == ["completed"], rows
+
+        await assert_eventually(completed, timeout=120)
