@@ -101,8 +101,8 @@ def counts(db: psycopg.Connection) -> dict[str, int]:
     }
 
 
-async def backfill(client: Client) -> None:
-    await client.get_schedule_handle(JOB).backfill(
+async def backfill(client: Client, job: str = JOB) -> None:
+    await client.get_schedule_handle(job).backfill(
         ScheduleBackfill(
             start_at=SLOT - timedelta(minutes=1),
             end_at=SLOT + timedelta(minutes=1),
@@ -111,17 +111,19 @@ async def backfill(client: Client) -> None:
     )
 
 
-async def closed_runs(client: Client, task_queue: str) -> list:
+async def closed_runs(client: Client, task_queue: str, job: str = JOB) -> list:
     """This test's closed runs of the slot (other tests ran the same slot on other queues)."""
-    query = f"WorkflowId = '{WORKFLOW_ID}' AND TaskQueue = '{task_queue}'"
+    query = f"WorkflowId = '{job}-{SLOT:%Y-%m-%dT%H:%M:%SZ}' AND TaskQueue = '{task_queue}'"
     return [
         w async for w in client.list_workflows(query) if w.status != WorkflowExecutionStatus.RUNNING
     ]
 
 
-async def wait_closed(client: Client, task_queue: str, n: int = 1, timeout: float = 120) -> list:
+async def wait_closed(
+    client: Client, task_queue: str, n: int = 1, timeout: float = 120, job: str = JOB
+) -> list:
     async def closed():
-        runs = await closed_runs(client, task_queue)
+        runs = await closed_runs(client, task_queue, job)
         assert len(runs) >= n, runs
         return runs
 
@@ -487,3 +489,47 @@ async def test_a_workflow_job_with_the_longest_id_the_catalog_takes_runs_to_the_
             assert [row["status"] for row in rows] == ["completed"], rows
 
         await assert_eventually(completed, timeout=120)
+
+
+async def test_two_jobs_of_the_billing_kind_each_claim_the_month_and_bill_a_subscription_once(
+    client, db, task_queue, start_workers, provider
+):
+    """Issue 17, finding 4: `billing_runs` was keyed by the month alone, so a second job of
+    kind monthly-billing was refused the month the first had billed. Each job claims its
+    own (job, month); a subscription is still invoiced and charged once."""
+    active = subscribe(db, 10)
+    second = billing_job().model_copy(update={"id": f"{JOB}-second"})
+    start_workers(1, **env(provider))
+    async with (
+        registered(client, billing_job(), task_queue),
+        registered(client, second, task_queue),
+    ):
+        await backfill(client)
+        (run,) = await wait_closed(client, task_queue)
+        assert run.status == WorkflowExecutionStatus.COMPLETED
+        await backfill(client, second.id)
+        (run,) = await wait_closed(client, task_queue, job=second.id)
+
+        (row,) = executions(db, second.id)
+        assert (row["status"], row["error"]) == ("completed", None)
+        assert run.status == WorkflowExecutionStatus.COMPLETED
+        assert row["result"]["counts"]["generate_invoices.invoices"] == 0
+        runs = db.execute(
+            "SELECT job_name, status FROM billing_runs WHERE month = %s ORDER BY job_name",
+            (MONTH,),
+        ).fetchall()
+        assert runs == [(JOB, "closed"), (second.id, "closed")]
+        (owners,) = db.execute(
+            "SELECT array_agg(DISTINCT billing_job) FROM invoices WHERE billing_month = %s",
+            (MONTH,),
+        ).fetchone()
+        assert owners == [JOB]
+        assert counts(db) == {
+            "invoices": active,
+            "paid": active,
+            "void": 0,
+            "charged": active,
+            "declined": 0,
+            "receipts": active,
+        }
+        assert len(provider.charged()) == active and set(provider.charged().values()) == {1}
