@@ -685,6 +685,26 @@ ARGUMENT_CASES = [
     Case("sync lock-wait -1", ("sync", "--lock-wait", "-1"), ("argument --lock-wait:", "'-1'")),
     Case("check timeout 0", ("check", "--timeout", "0"), ("argument --timeout:", "'0'")),
     Case(
+        "explain timeout nan",
+        ("explain", "bad-input-a", "--timeout", "nan"),
+        ("argument --timeout: must be a number of seconds above 0, at most 86400", "'nan'"),
+    ),
+    Case(
+        "explain timeout inf",
+        ("explain", "bad-input-a", "--timeout", "inf"),
+        ("argument --timeout: must be a number of seconds above 0, at most 86400", "'inf'"),
+    ),
+    Case(
+        "explain timeout 0",
+        ("explain", "bad-input-a", "--timeout", "0"),
+        ("argument --timeout: must be a number of seconds above 0, at most 86400", "'0'"),
+    ),
+    Case(
+        "explain timeout -1",
+        ("explain", "bad-input-a", "--timeout", "-1"),
+        ("argument --timeout: must be a number of seconds above 0, at most 86400", "'-1'"),
+    ),
+    Case(
         "check lookback 0s",
         ("check", "--lookback", "0s"),
         ("argument --lookback: must be a positive duration",),
