@@ -685,6 +685,12 @@ ARGUMENT_CASES = [
     Case("sync lock-wait -1", ("sync", "--lock-wait", "-1"), ("argument --lock-wait:", "'-1'")),
     Case("check timeout 0", ("check", "--timeout", "0"), ("argument --timeout:", "'0'")),
     Case(
+        "validate an empty catalog",
+        ("validate",),
+        ("has no jobs: a catalog schedules at least one",),
+        catalog="# every job was removed\n",
+    ),
+    Case(
         "explain timeout nan",
         ("explain", "bad-input-a", "--timeout", "nan"),
         ("argument --timeout: must be a number of seconds above 0, at most 86400", "'nan'"),
