@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
+import httpx
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -149,11 +150,31 @@ class Settings(BaseSettings):
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _utf8(cls, value: object) -> object:
+        # An environment value that is not UTF-8 reaches Python with its bad bytes as lone
+        # surrogates: refused here, not when a request or a log line first encodes it.
+        if isinstance(value, str):
+            try:
+                value.encode()
+            except UnicodeEncodeError:
+                raise ValueError("is not valid UTF-8 text") from None  # no value: may be secret
+        return value
+
     @field_validator("webhook_url")
     @classmethod
     def _http_url(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value().startswith(("http://", "https://")):
-            raise ValueError("must be an http:// or https:// URL")  # no value: may hold a token
+        if value is not None and not _is_http_url(value.get_secret_value()):
+            # No value in the message: the URL may hold a token.
+            raise ValueError("must be an http:// or https:// URL with a host")
+        return value
+
+    @field_validator("payments_url")
+    @classmethod
+    def _payments_url(cls, value: str) -> str:
+        if not _is_http_url(value):
+            raise ValueError(f"must be an http:// or https:// URL with a host, got {value[:80]!r}")
         return value
 
     @property
@@ -180,6 +201,18 @@ _SECRET_FIELDS = {"database_url", "temporal_api_key", "smtp_password", "webhook_
 _HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$"
 )
+
+
+def _is_http_url(text: str) -> bool:
+    """An absolute http(s) URL with a host, as httpx (which sends the requests) reads it."""
+    if any(c.isspace() for c in text):
+        return False
+    try:
+        url = httpx.URL(text)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return False
+    port_ok = url.port is None or 1 <= url.port <= 65535
+    return url.scheme in ("http", "https") and bool(url.host) and port_ok
 
 
 def _valid_host(host: str) -> bool:

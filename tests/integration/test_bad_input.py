@@ -532,6 +532,37 @@ SETTINGS_CASES = [
         env={"WEBHOOK_URL": f"ftp://x/?token={WEBHOOK_TOKEN}"},
     ),
     Case(
+        "webhook not UTF-8",
+        ("worker", "migrate"),
+        ("WEBHOOK_URL: is not valid UTF-8 text",),
+        # The byte 0xff, as Python hands an environment value that is not UTF-8 over.
+        env={"WEBHOOK_URL": f"https://hooks.example.test/\udcff?token={WEBHOOK_TOKEN}"},
+    ),
+    Case(
+        "webhook without a host",
+        ("worker", "migrate"),
+        ("WEBHOOK_URL: must be an http:// or https:// URL with a host",),
+        env={"WEBHOOK_URL": f"https://?token={WEBHOOK_TOKEN}"},
+    ),
+    Case(
+        "payments url garbage",
+        ("worker", "migrate"),
+        ("PAYMENTS_URL: must be an http:// or https:// URL with a host", "'pay here'"),
+        env={"PAYMENTS_URL": "pay here"},
+    ),
+    Case(
+        "payments url port 99999",
+        ("worker", "migrate"),
+        ("PAYMENTS_URL:", "'http://127.0.0.1:99999'"),
+        env={"PAYMENTS_URL": "http://127.0.0.1:99999"},
+    ),
+    Case(
+        "payments url garbage: list",
+        ("list",),
+        ("PAYMENTS_URL: must be an http:// or https:// URL with a host",),
+        env={"PAYMENTS_URL": "::::"},
+    ),
+    Case(
         "outbox batch 0",
         ("worker", "migrate"),
         ("OUTBOX_BATCH_SIZE:", "'0'"),
