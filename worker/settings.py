@@ -12,7 +12,7 @@ from typing import Literal
 
 import httpx
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -42,6 +42,10 @@ class Settings(BaseSettings):
 
     database_url: SecretStr = SecretStr(LOCAL_DATABASE_URL)
     database_pool_size: int = Field(default=10, ge=1, le=200)
+    # libpq's connect_timeout for the worker's connections (unless DATABASE_URL sets its
+    # own): a server that accepts TCP and never answers must not hold a starting worker for
+    # psycopg's default of 130 s. The CLI's reads use 5 s too.
+    database_connect_timeout_seconds: int = Field(default=5, ge=2, le=600)
     # A paused or partitioned worker must not hold row locks forever: Postgres ends its
     # session once it sits this long inside a transaction, and a newer attempt takes over.
     database_idle_in_transaction_timeout_seconds: float = Field(default=60.0, gt=0)
@@ -195,6 +199,25 @@ class Settings(BaseSettings):
     @property
     def graceful_shutdown(self) -> timedelta:
         return timedelta(seconds=self.worker_graceful_shutdown_seconds)
+
+    @property
+    def database_conninfo(self) -> str:
+        """`DATABASE_URL` with `DATABASE_CONNECT_TIMEOUT_SECONDS` as libpq's connect_timeout,
+        unless the URL sets its own. A secret, like the URL."""
+        url = self.database_url.get_secret_value()
+        if "connect_timeout" in conninfo_to_dict(url):
+            return url
+        return make_conninfo(url, connect_timeout=self.database_connect_timeout_seconds)
+
+    @property
+    def database_address(self) -> str:
+        """Where `DATABASE_URL` points, `host:port` (each, for several hosts), for messages:
+        no user, no password."""
+        options = conninfo_to_dict(self.database_url.get_secret_value())
+        hosts = str(options.get("host") or "localhost").split(",")
+        ports = str(options.get("port") or "5432").split(",")
+        ports = ports * len(hosts) if len(ports) == 1 else ports
+        return ",".join(f"{h}:{p}" for h, p in zip(hosts, ports, strict=False))
 
 
 _SECRET_FIELDS = {"database_url", "temporal_api_key", "smtp_password", "webhook_url"}

@@ -496,6 +496,12 @@ SETTINGS_CASES = [
         env={"DATABASE_POOL_SIZE": "0"},
     ),
     Case(
+        "connect timeout 1 s",
+        ("worker", "migrate"),
+        ("DATABASE_CONNECT_TIMEOUT_SECONDS:", "'1'"),
+        env={"DATABASE_CONNECT_TIMEOUT_SECONDS": "1"},
+    ),
+    Case(
         "shutdown seconds a word",
         ("worker", "migrate"),
         ("WORKER_GRACEFUL_SHUTDOWN_SECONDS:", "'soon'"),

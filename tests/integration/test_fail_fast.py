@@ -195,3 +195,42 @@ async def test_schedule_states_leaves_no_task_behind_when_temporal_is_unreachabl
         await schedule_states(Context(), [f"ff-job-{n}" for n in range(40)])
     left = [task for task in asyncio.all_tasks() - before if not task.done()]
     assert left == []
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A local port that accepts TCP connections (the kernel completes the handshake) and
+    never answers a byte, as a hung PostgreSQL or a black-holing proxy does."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        yield sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("migrate", ["true", "false"], ids=["migrating", "pool only"])
+def test_a_worker_against_a_silent_postgresql_gives_up_in_one_line_naming_it(
+    env, temporal, silent_port, migrate
+):
+    """Issue 17, point 5: psycopg's default connect timeout is 130 s; the worker gave up
+    only then. It now bounds each connection like the CLI (5 s), names host and port, and
+    exits 1. The subprocess bound (60 s) only catches the old wait, it is no margin."""
+    worker_env = env | {
+        "TEMPORAL_ADDRESS": temporal.address,
+        "TEMPORAL_TASK_QUEUE": f"ff-{silent_port}",
+        "DATABASE_URL": f"postgresql://ops:{PASSWORD}@127.0.0.1:{silent_port}/jobs",
+        "MIGRATE_ON_START": migrate,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "worker"],
+        cwd=ROOT,
+        env=worker_env,
+        capture_output=True,
+        text=True,
+        timeout=60,  # raises TimeoutExpired: the worker waited psycopg's 130 s
+    )
+    assert done.returncode == 1, done.stderr
+    line = one_line(done)
+    assert line.startswith(
+        f"error: cannot reach the database at 127.0.0.1:{silent_port} within 5s: "
+    )
+    assert line.endswith("(DATABASE_URL, DATABASE_CONNECT_TIMEOUT_SECONDS)")
