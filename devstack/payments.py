@@ -7,8 +7,11 @@ so a customer is charged once however often a charge is sent. A payment method n
 `pm_decline_<code>` is declined with that decline code; any other is charged.
 
 Tests steer it: `hold()` makes requests wait until `release()` (a fault lands while a
-charge is in flight, where the test wants it), `fail_with(503)` answers every request with
-an error until `recover()`, and `requests` lists every key received, in order.
+charge is in flight, where the test wants it), `hold_answers()` charges them but keeps the
+answers back, `kill()` dies as a process does (the charges it made stay in its record, the
+requests in flight get no answer, nothing listens until `start()` again), `fail_with(503)`
+answers every request with an error until `recover()`, and `requests` lists every key
+received, in order.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ class PaymentProviderServer:
         self._lock = threading.Lock()
         self._open = threading.Event()
         self._open.set()
+        self._answering = threading.Event()  # cleared by hold_answers()
+        self._answering.set()
+        self._killed = False
         self.arrived = threading.Event()  # set by the first request after hold()
         self.failing: int | None = None
         self._fail_after = 0
@@ -54,6 +60,7 @@ class PaymentProviderServer:
 
     def start(self) -> None:
         require_free_port(self.port, "the local payment provider", self.host)
+        self._killed = False
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -86,6 +93,24 @@ class PaymentProviderServer:
 
     def release(self) -> None:
         self._open.set()
+        self._answering.set()
+
+    def hold_answers(self) -> None:
+        """Charge every request as usual, but keep its answer back until `release()` or
+        `kill()`: the charge is made, the caller does not know it yet."""
+        self.arrived.clear()
+        self._answering.clear()
+
+    def kill(self) -> None:
+        """Die as a process does: nothing listens any more, and the requests in flight are
+        cut off without an answer. The charges made stay in the record; `start()` again
+        brings the provider back with it."""
+        self._killed = True
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        self.release()
 
     def fail_with(self, status: int, after: int = 0) -> None:
         """Answer every request with `status` (e.g. 503) until `recover()`, once `after`
@@ -166,6 +191,10 @@ class PaymentProviderServer:
                 self._references[str(body.get("reference", key))] = key
             status, body = self._answers[key]
             self.requests.append(Received(key, replayed, status))
+        self._answering.wait()
+        if self._killed:
+            request.close_connection = True
+            return  # the connection closes with no answer
         _send(request, status, body, replayed=replayed)
 
 

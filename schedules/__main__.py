@@ -12,7 +12,7 @@ from pathlib import Path
 from temporalio.service import RPCError
 
 from core import redact
-from core.errors import SchedulerError
+from core.errors import CatalogError, SchedulerError
 
 # Importing these registers their commands (explain; list, describe, next, trigger ...; runs).
 from schedules import explain_cli, operate, runs_cli  # noqa: F401
@@ -55,6 +55,12 @@ EXIT_SYNC = (
 
 async def _validate(args: argparse.Namespace, ctx: Context) -> int:
     jobs = load_catalog(args.catalog)
+    if not jobs:  # valid TOML, but a sync of it would delete every managed schedule
+        raise CatalogError(
+            f"{args.catalog or 'schedules/jobs.toml'} has no jobs: a catalog schedules at least "
+            "one (an empty file or one of comments is not a catalog; to remove every schedule, "
+            "sync it with --max-prune 100)"
+        )
     # Compiled too, as sync would: crons Temporal cannot express, schedules too large.
     compile_jobs(jobs, Settings.model_fields["temporal_task_queue"].default, datetime.now(UTC))
     print(f"catalog ok: {len(jobs)} job(s): {', '.join(job.id for job in jobs)}")
@@ -156,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the catalog and list every problem; touches nothing",
         description="Validate the whole catalog. Every problem is listed with its job, field "
         "and value. Nothing is sent to Temporal.",
-        epilog="exit codes: 0 valid; 2 invalid",
+        epilog="exit codes: 0 valid; 2 invalid (a catalog without jobs included)",
     )
     validate.set_defaults(handler=_validate)
 

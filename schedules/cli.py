@@ -113,6 +113,7 @@ class Context:
         self.waiting_for_cluster = waiting_for_cluster
         self._settings: Settings | None = None
         self._client: Client | None = None
+        self._connecting = asyncio.Lock()  # one connection for every concurrent caller
         self._announced = False
 
     @property
@@ -177,9 +178,10 @@ class Context:
             raise RuntimeError(f"no answer within {limit:g}s") from None
 
     async def client(self) -> Client:
-        if self._client is None:
-            deadline = time.monotonic() + self.wait_seconds
-            self._client = await self.retrying(lambda: self._connect(deadline))
+        async with self._connecting:
+            if self._client is None:
+                deadline = time.monotonic() + self.wait_seconds
+                self._client = await self.retrying(lambda: self._connect(deadline))
         return self._client
 
 

@@ -131,7 +131,7 @@ def add(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=cli.positive_seconds,
         default=5.0,
         metavar="SECONDS",
         help="give up on an unreachable Temporal or PostgreSQL after this long (default 5)",

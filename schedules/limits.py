@@ -7,10 +7,13 @@ are the server's defaults (temporalio/temporal `common/dynamicconfig/constants.g
 `service/frontend/workflow_handler.go` `CreateSchedule`), measured on the bundled 1.32 dev
 server where noted:
 
-- `limit.maxIDLength` = 1000 bytes. A schedule runs as the workflow
-  `temporal-sys-scheduler:<schedule id>`, which must fit (measured: a 977-character id is
-  taken, 978 is refused with "WorkflowId exceeds maximum allowed length (1001/1000)");
-  the action's workflow id gets `-2009-11-10T23:00:00Z` appended for the same check.
+- `limit.maxIDLength` = 1000 bytes, for every workflow id. A job id is the schedule id,
+  and the engine builds longer ids from it: the scheduler's own workflow
+  `temporal-sys-scheduler:<job id>` (measured: a 977-character id is taken, 978 is refused
+  with "WorkflowId exceeds maximum allowed length (1001/1000)"), each run
+  `<job id>-2009-11-10T23:00:00Z`, and a workflow job's steps child
+  `<job id>-2009-11-10T23:00:00Z/steps` (`workflows/steps.py`), the longest: a job id is
+  held to what that one leaves, 973 characters, whatever its kind (a job may change kind).
 - `limit.blobSize.error` = 2 MiB per payload (the scheduler's input holds the whole
   schedule: refused with "Blob data size exceeds limit"), `limit.blobSize.warn` = 512 KiB.
   gRPC refuses a request over 4 MiB (measured: a 1.5 MB pause note makes a 4.5 MB request).
@@ -32,9 +35,18 @@ from typing import Any
 from temporalio.client import Schedule, ScheduleActionStartWorkflow
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from workflows.steps import STEPS_ID_SUFFIX
+
 MAX_ID_LENGTH = 1000  # limit.maxIDLength
 SCHEDULER_WORKFLOW_PREFIX = "temporal-sys-scheduler:"
-MAX_SCHEDULE_ID = MAX_ID_LENGTH - len(SCHEDULER_WORKFLOW_PREFIX)  # 977
+RUN_ID_SUFFIX = "-2009-11-10T23:00:00Z"  # Temporal's: `<schedule id>-<scheduled time>`
+# The ids the engine builds from a job id, longest last; a job id must leave room for each.
+_BUILT_IDS = (
+    SCHEDULER_WORKFLOW_PREFIX + "{job}",
+    "{job}" + RUN_ID_SUFFIX,
+    "{job}" + RUN_ID_SUFFIX + STEPS_ID_SUFFIX,
+)
+MAX_JOB_ID = MAX_ID_LENGTH - max(len(built.format(job="")) for built in _BUILT_IDS)  # 973
 BLOB_SIZE_ERROR = 2 * 1024 * 1024  # limit.blobSize.error
 BLOB_SIZE_WARN = 512 * 1024  # limit.blobSize.warn
 MAX_SCHEDULE_BYTES = BLOB_SIZE_WARN
@@ -56,13 +68,14 @@ def fit(text: str, limit: int) -> str:
 
 
 def id_problem(job_id: str) -> str | None:
-    """Why Temporal would refuse `job_id` as a schedule id, or None."""
+    """Why Temporal would refuse `job_id` or an id the engine builds from it, or None."""
     size = len(job_id.encode())
-    if size > MAX_SCHEDULE_ID:
+    if size > MAX_JOB_ID:
         return (
-            f"is {size} characters; Temporal takes schedule ids of at most {MAX_SCHEDULE_ID} "
-            f"(limit.maxIDLength {MAX_ID_LENGTH}, less the scheduler's "
-            f"{SCHEDULER_WORKFLOW_PREFIX!r} prefix)"
+            f"is {size} characters; a job id may have at most {MAX_JOB_ID}, so that the "
+            f"longest id built from it, a workflow job's steps child "
+            f"'<id>{RUN_ID_SUFFIX}{STEPS_ID_SUFFIX}', fits Temporal's limit.maxIDLength "
+            f"({MAX_ID_LENGTH})"
         )
     return None
 

@@ -145,14 +145,22 @@ async def schedule_state(ctx: Context, job_id: str) -> ServerState:
 
 
 async def schedule_states(ctx: Context, job_ids: list[str]) -> dict[str, ServerState]:
-    """`schedule_state` of every job, a bounded number at a time."""
+    """`schedule_state` of every job, a bounded number at a time.
+
+    Connects first, like the other commands, so an unreachable Temporal fails once; and
+    returns (or raises the first error) only when every job's task has finished, so none
+    is left to fail unheard as the command exits."""
+    await ctx.client()
     limit = asyncio.Semaphore(_CONCURRENCY)
 
     async def one(job_id: str) -> ServerState:
         async with limit:
             return await schedule_state(ctx, job_id)
 
-    states = await asyncio.gather(*(one(job_id) for job_id in job_ids))
+    states = await asyncio.gather(*(one(job_id) for job_id in job_ids), return_exceptions=True)
+    failed = next((s for s in states if isinstance(s, BaseException)), None)
+    if failed is not None:
+        raise failed
     return dict(zip(job_ids, states, strict=True))
 
 

@@ -74,7 +74,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {redact.scrub(str(exc))}", file=sys.stderr)
         return exc.exit_code
-    except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+    except (psycopg.errors.ConnectionTimeout, psycopg_pool.PoolTimeout) as exc:
+        if args.debug:
+            raise
+        print(
+            f"error: cannot reach the database at {settings.database_address} within "
+            f"{settings.database_connect_timeout_seconds}s: {_first_line(exc)} (DATABASE_URL, "
+            "DATABASE_CONNECT_TIMEOUT_SECONDS)",
+            file=sys.stderr,
+        )
+        return 1
+    except psycopg.OperationalError as exc:
         if args.debug:
             raise
         print(f"error: cannot reach the database: {_first_line(exc)}", file=sys.stderr)
@@ -93,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, settings) -> int:
     if args.command == "migrate":
-        applied = apply_migrations(settings.database_url.get_secret_value())
+        applied = apply_migrations(settings.database_conninfo)
         names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none"
         print(f"migrations applied: {names}")
         return 0
@@ -106,9 +116,7 @@ def _run(args: argparse.Namespace, settings) -> int:
     if args.command == "outbox":
         from activities.outbox import format_messages, recent_messages
 
-        print(
-            format_messages(*recent_messages(settings.database_url.get_secret_value(), args.limit))
-        )
+        print(format_messages(*recent_messages(settings.database_conninfo, args.limit)))
         return 0
     from worker.run import run_worker
 

@@ -107,9 +107,11 @@ async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Tele
         loop.add_signal_handler(sig, stop.set)
 
     set_chunk_gate(settings.worker_test_chunk_gate)
-    conninfo = settings.database_url.get_secret_value()
+    conninfo = settings.database_conninfo
     if settings.migrate_on_start:
         await asyncio.to_thread(apply_migrations, conninfo)
+    else:  # the database answers before the worker polls, or it stops saying where it is
+        await (await AsyncConnection.connect(conninfo)).close()
     client = await connect(settings, interceptors=telemetry.interceptors, runtime=telemetry.runtime)
     idle_ms = int(settings.database_idle_in_transaction_timeout_seconds * 1000)
 
@@ -124,7 +126,8 @@ async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Tele
         configure=configure,
         open=False,
     ) as pool:
-        await pool.wait()
+        # Bounded like each connection: one attempt and a retry, then the worker gives up.
+        await pool.wait(timeout=2 * settings.database_connect_timeout_seconds)
         worker = build_worker(client, settings, pool)
         async with worker:
             logger.info(

@@ -10,8 +10,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
+import httpx
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -41,6 +42,10 @@ class Settings(BaseSettings):
 
     database_url: SecretStr = SecretStr(LOCAL_DATABASE_URL)
     database_pool_size: int = Field(default=10, ge=1, le=200)
+    # libpq's connect_timeout for the worker's connections (unless DATABASE_URL sets its
+    # own): a server that accepts TCP and never answers must not hold a starting worker for
+    # psycopg's default of 130 s. The CLI's reads use 5 s too.
+    database_connect_timeout_seconds: int = Field(default=5, ge=2, le=600)
     # A paused or partitioned worker must not hold row locks forever: Postgres ends its
     # session once it sits this long inside a transaction, and a newer attempt takes over.
     database_idle_in_transaction_timeout_seconds: float = Field(default=60.0, gt=0)
@@ -149,11 +154,31 @@ class Settings(BaseSettings):
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _utf8(cls, value: object) -> object:
+        # An environment value that is not UTF-8 reaches Python with its bad bytes as lone
+        # surrogates: refused here, not when a request or a log line first encodes it.
+        if isinstance(value, str):
+            try:
+                value.encode()
+            except UnicodeEncodeError:
+                raise ValueError("is not valid UTF-8 text") from None  # no value: may be secret
+        return value
+
     @field_validator("webhook_url")
     @classmethod
     def _http_url(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value().startswith(("http://", "https://")):
-            raise ValueError("must be an http:// or https:// URL")  # no value: may hold a token
+        if value is not None and not _is_http_url(value.get_secret_value()):
+            # No value in the message: the URL may hold a token.
+            raise ValueError("must be an http:// or https:// URL with a host")
+        return value
+
+    @field_validator("payments_url")
+    @classmethod
+    def _payments_url(cls, value: str) -> str:
+        if not _is_http_url(value):
+            raise ValueError(f"must be an http:// or https:// URL with a host, got {value[:80]!r}")
         return value
 
     @property
@@ -175,11 +200,42 @@ class Settings(BaseSettings):
     def graceful_shutdown(self) -> timedelta:
         return timedelta(seconds=self.worker_graceful_shutdown_seconds)
 
+    @property
+    def database_conninfo(self) -> str:
+        """`DATABASE_URL` with `DATABASE_CONNECT_TIMEOUT_SECONDS` as libpq's connect_timeout,
+        unless the URL sets its own. A secret, like the URL."""
+        url = self.database_url.get_secret_value()
+        if "connect_timeout" in conninfo_to_dict(url):
+            return url
+        return make_conninfo(url, connect_timeout=self.database_connect_timeout_seconds)
+
+    @property
+    def database_address(self) -> str:
+        """Where `DATABASE_URL` points, `host:port` (each, for several hosts), for messages:
+        no user, no password."""
+        options = conninfo_to_dict(self.database_url.get_secret_value())
+        hosts = str(options.get("host") or "localhost").split(",")
+        ports = str(options.get("port") or "5432").split(",")
+        ports = ports * len(hosts) if len(ports) == 1 else ports
+        return ",".join(f"{h}:{p}" for h, p in zip(hosts, ports, strict=False))
+
 
 _SECRET_FIELDS = {"database_url", "temporal_api_key", "smtp_password", "webhook_url"}
 _HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$"
 )
+
+
+def _is_http_url(text: str) -> bool:
+    """An absolute http(s) URL with a host, as httpx (which sends the requests) reads it."""
+    if any(c.isspace() for c in text):
+        return False
+    try:
+        url = httpx.URL(text)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return False
+    port_ok = url.port is None or 1 <= url.port <= 65535
+    return url.scheme in ("http", "https") and bool(url.host) and port_ok
 
 
 def _valid_host(host: str) -> bool:

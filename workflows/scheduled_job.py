@@ -43,6 +43,7 @@ from workflows.models import (
     StepOptions,
     WorkflowJobInput,
 )
+from workflows.steps import STEPS_ID_SUFFIX
 
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
@@ -277,6 +278,6 @@ class ScheduledJobWorkflow:
                 ),
                 headline=headline,
             ),
-            id=f"{info.workflow_id}/steps",
+            id=f"{info.workflow_id}{STEPS_ID_SUFFIX}",
             result_type=WorkResult,
         )

@@ -59,6 +59,10 @@ from workflows.models import WorkflowJobInput
 COMPENSATED = "Compensated"
 """The error type a workflow job fails with after compensating."""
 
+STEPS_ID_SUFFIX = "/steps"
+"""A workflow job's steps run as a child named `<run's workflow id>/steps`: the longest id
+the engine builds, so `schedules/limits.py` holds job ids to what it leaves."""
+
 # Bookkeeping and compensations retry until the database is back, for up to an hour: a
 # compensation that gave up would leave a half-done run.
 _PERSISTENT = RetryPolicy(

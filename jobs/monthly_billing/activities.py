@@ -4,21 +4,26 @@ A run scheduled on the 1st bills the *previous* month, in the job's time zone: a
 retried or backfilled run bills exactly its own month. Each step is idempotent and recorded
 under the run's execution (`activities/steps.py`):
 
-1. `open_billing_run`: the month's `billing_runs` row, one per month; a second is refused.
+1. `open_billing_run`: the month's `billing_runs` row, one per (job, month); a second is
+   refused. A subscription is invoiced once a month whatever the job: each run works on
+   the invoices its own job made.
 2. `generate_invoices`: one invoice per subscription active in the month, unique per
    (subscription, month), set-based, one id range per fenced transaction.
 3. `charge_invoices`: each invoice charged through the payment provider
    (`jobs/monthly_billing/provider.py`) with its number as the `Idempotency-Key`, a batch at
    a time, no transaction open while a request is on the wire; the answers (charged or
    declined) are recorded in one fenced transaction per batch. A stale attempt may repeat a
-   request, always with the same key, and records nothing.
+   request, always with the same key, and records nothing. A charge whose answer never
+   came stays pending until the provider answers for it: a later request that is refused
+   (even "connection refused") says nothing about the earlier one.
 4. `queue_receipts`: a `PaymentReceipt` outbox message per charged invoice, and the
    billing run closed, in one transaction.
 
 Compensations: if charging fails for good (the provider down past its retries) or an
-operator cancels the run, `void_uncharged_invoices` voids the month's invoices nobody
-charged and `reopen_billing_run` reopens the month so it can be billed again. Charged
-invoices stay charged; the compensation's record lists them.
+operator cancels the run, `void_uncharged_invoices` looks every pending charge up at the
+provider, then voids the month's invoices nobody charged, and `reopen_billing_run` reopens
+the month so it can be billed again. Charged invoices stay charged; the compensation's
+record lists them.
 """
 
 from __future__ import annotations
@@ -83,14 +88,18 @@ class BillingActivities:
         timing = step.input.timing
         return billing_month(step.execution.scheduled_at, timing.timezone if timing else "UTC")
 
+    def _of_job(self, step: StepRun, **more: Any) -> dict[str, Any]:
+        """The parameters naming the job's month: its billing run, the invoices it made."""
+        return {"job_name": step.execution.job_name, "month": self._month(step), **more}
+
     async def open_billing_run(self, step: StepRun, params: BillingParams) -> StepResult:
         """Step 1: open the month's billing run; refuse a month another run billed."""
         month = self._month(step)
         execution_id = step.execution.execution_id
         async with step.transaction() as conn:
-            cur = await conn.execute(_Q["open_run"], {"month": month, "execution_id": execution_id})
+            cur = await conn.execute(_Q["open_run"], self._of_job(step, execution_id=execution_id))
             if await cur.fetchone() is None:
-                cur = await conn.execute(_Q["run_of_month"], {"month": month})
+                cur = await conn.execute(_Q["run_of_month"], self._of_job(step))
                 holder, status = await cur.fetchone()
                 raise ApplicationError(
                     f"{step.execution.job_name}: {month:%Y-%m} has a billing run already "
@@ -102,21 +111,20 @@ class BillingActivities:
 
     async def reopen_billing_run(self, step: StepRun, params: BillingParams) -> StepResult:
         """Undo of step 1: reopen the month, so it can be billed again."""
-        month = self._month(step)
         async with step.transaction() as conn:
             cur = await conn.execute(
-                _Q["reopen_run"], {"month": month, "execution_id": step.execution.execution_id}
+                _Q["reopen_run"], self._of_job(step, execution_id=step.execution.execution_id)
             )
             return await step.finish(conn, {"reopened": cur.rowcount})
 
     async def generate_invoices(self, step: StepRun, params: BillingParams) -> StepResult:
         """Step 2: an invoice per subscription active in the month, an id range at a time."""
         month = self._month(step)
-        fixed = {
-            "month": month,
-            "month_end": _month_end(month),
-            "due_date": step.execution.scheduled_at.date() + timedelta(days=params.due_days),
-        }
+        fixed = self._of_job(
+            step,
+            month_end=_month_end(month),
+            due_date=step.execution.scheduled_at.date() + timedelta(days=params.due_days),
+        )
         progress = step.progress
         if not progress:  # the first attempt fixes the bounds: retries cover the same rows
             async with step.transaction() as conn:
@@ -162,22 +170,29 @@ class BillingActivities:
         A charge still pending (its attempt died before the answer was recorded) is looked
         up at the provider first: a charge it made stays charged, one it never made is
         voided with the rest. Until the provider answers, this retries."""
-        month = self._month(step)
         async with self.pool.connection() as conn:
-            cur = await conn.execute(_Q["pending_of_month"], {"month": month})
+            cur = await conn.execute(_Q["pending_of_month"], self._of_job(step))
             pending = [
                 Charge(i, number, cents, "", "") for i, number, cents in await cur.fetchall()
             ]
         if pending:
+            limit = asyncio.Semaphore(params.concurrency)
+
+            async def look_up(charge: Charge) -> Outcome | None:
+                async with limit:
+                    return await provider.lookup(charge)
+
+            # Any lookup the provider cannot answer fails the call before anything is
+            # voided: the compensation is retried until it answers them all.
             async with self._provider() as provider:
-                found = await asyncio.gather(*(provider.lookup(c) for c in pending))
+                found = await asyncio.gather(*(look_up(c) for c in pending))
             async with step.transaction() as conn:
                 made = [outcome for outcome in found if outcome is not None]
                 await conn.execute(_Q["record_charges"], _answers(made))
                 never = [c.invoice_id for c, o in zip(pending, found, strict=True) if o is None]
                 await conn.execute(_Q["forget_pending"], {"invoice_ids": never})
         async with step.transaction() as conn:
-            cur = await conn.execute(_Q["void_uncharged"], {"month": month})
+            cur = await conn.execute(_Q["void_uncharged"], self._of_job(step))
             voided, charged = await cur.fetchone()
             return await step.finish(
                 conn,
@@ -191,20 +206,19 @@ class BillingActivities:
         Per batch: the charges are marked pending (fenced), the requests sent with no
         transaction open, and the answers recorded (fenced). A batch under way finishes
         even if the run is cancelled, so its answers are never lost to a compensation."""
-        month = self._month(step)
         deadline = time.monotonic() + params.call_seconds
         async with self._provider() as provider, step.keep_alive():
             while True:
                 async with self.pool.connection() as conn:
                     cur = await conn.execute(
-                        _Q["to_charge"], {"month": month, "limit": params.charge_batch}
+                        _Q["to_charge"], self._of_job(step, limit=params.charge_batch)
                     )
                     batch = [Charge(*row) for row in await cur.fetchall()]
-                    cur = await conn.execute(_Q["charge_progress"], {"month": month})
+                    cur = await conn.execute(_Q["charge_progress"], self._of_job(step))
                     total, done = await cur.fetchone()
                 if not batch:
                     async with step.transaction() as conn:
-                        cur = await conn.execute(_Q["month_totals"], {"month": month})
+                        cur = await conn.execute(_Q["month_totals"], self._of_job(step))
                         charged, declined, cents = await cur.fetchone()
                         counts = {"charged": charged, "declined": declined, "cents": cents}
                         return await step.finish(conn, counts, items=total)
@@ -219,7 +233,7 @@ class BillingActivities:
         """Send one batch and record what came back; raise if any charge got no answer."""
         month = self._month(step)
         async with step.transaction() as conn:
-            await conn.execute(
+            cur = await conn.execute(
                 _Q["mark_pending"],
                 {
                     "month": month,
@@ -227,6 +241,7 @@ class BillingActivities:
                     "amounts": [c.amount_cents for c in batch],
                 },
             )
+            first_sends = {invoice_id for (invoice_id,) in await cur.fetchall()}
         limit = asyncio.Semaphore(params.concurrency)
 
         async def charge(one: Charge) -> Outcome:
@@ -236,10 +251,14 @@ class BillingActivities:
         # No transaction is open while the requests are on the wire.
         answers = await asyncio.gather(*(charge(c) for c in batch), return_exceptions=True)
         outcomes = [a for a in answers if isinstance(a, Outcome)]
+        # A refused re-send says nothing about the earlier send: only a charge's first
+        # request, refused before it was processed, shows it was never made.
         refused = [
             c.invoice_id
             for c, a in zip(batch, answers, strict=True)
-            if isinstance(a, ProviderUnavailable) and not a.charged_maybe
+            if isinstance(a, ProviderUnavailable)
+            and not a.charged_maybe
+            and c.invoice_id in first_sends
         ]
         async with step.transaction() as conn:
             await conn.execute(_Q["record_charges"], _answers(outcomes))
@@ -258,14 +277,11 @@ class BillingActivities:
 
     async def queue_receipts(self, step: StepRun, params: BillingParams) -> StepResult:
         """Step 4: a receipt per charged invoice in the outbox; close the billing run."""
-        month = self._month(step)
         async with step.transaction() as conn:
-            cur = await conn.execute(
-                _Q["queue_receipts"], {"month": month, "job_name": step.execution.job_name}
-            )
+            cur = await conn.execute(_Q["queue_receipts"], self._of_job(step))
             (queued,) = await cur.fetchone()
             await conn.execute(
-                _Q["close_run"], {"month": month, "execution_id": step.execution.execution_id}
+                _Q["close_run"], self._of_job(step, execution_id=step.execution.execution_id)
             )
             return await step.finish(conn, {"receipts": queued})
 

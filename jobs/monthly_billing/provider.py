@@ -30,7 +30,9 @@ class ProviderUnavailable(Exception):
     """The provider did not answer, or answered that it cannot now: try again later.
 
     `charged_maybe`: the request may have been processed (no answer arrived, or the answer
-    does not say); False when it certainly was not (refused before processing, never sent).
+    does not say); False when this request certainly was not (refused before processing,
+    never sent). It says nothing about an earlier request with the same key: a charge sent
+    before and not answered may have been made whatever its re-send meets.
     """
 
     def __init__(self, message: str, *, charged_maybe: bool) -> None:

@@ -1,23 +1,25 @@
 -- Queries of the monthly-billing job (jobs/monthly_billing/activities.py). Every write runs
--- in a transaction fenced by the run's execution; each statement is safe to repeat.
+-- in a transaction fenced by the run's execution; each statement is safe to repeat. A run
+-- works on its own job's month: its billing run and the invoices its job made.
 
 -- name: open_run
--- Step 1. The month's billing run, opened by this execution: a second one is refused
--- unless the first was reopened by a compensation (or it is this execution's own).
-INSERT INTO billing_runs (month, execution_id, status)
-VALUES (%(month)s, %(execution_id)s, 'open')
-ON CONFLICT (month) DO UPDATE
+-- Step 1. The job's billing run of the month, opened by this execution: a second one is
+-- refused unless the first was reopened by a compensation (or it is this execution's own).
+INSERT INTO billing_runs (job_name, month, execution_id, status)
+VALUES (%(job_name)s, %(month)s, %(execution_id)s, 'open')
+ON CONFLICT (job_name, month) DO UPDATE
 SET execution_id = excluded.execution_id, status = 'open', opened_at = now(), closed_at = NULL
 WHERE billing_runs.status = 'reopened' OR billing_runs.execution_id = excluded.execution_id
 RETURNING execution_id
 
 -- name: run_of_month
-SELECT execution_id, status FROM billing_runs WHERE month = %(month)s
+SELECT execution_id, status FROM billing_runs WHERE job_name = %(job_name)s AND month = %(month)s
 
 -- name: reopen_run
 -- Undo of step 1: the month can be billed again.
 UPDATE billing_runs SET status = 'reopened', closed_at = now()
-WHERE month = %(month)s AND execution_id = %(execution_id)s AND status = 'open'
+WHERE job_name = %(job_name)s AND month = %(month)s AND execution_id = %(execution_id)s
+  AND status = 'open'
 
 -- name: subscription_bounds
 -- Step 2's bounds, fixed once: the subscriptions to bill are those up to the newest id now.
@@ -28,7 +30,8 @@ FROM subscriptions
 
 -- name: generate_chunk
 -- Step 2, one id range: an invoice per subscription active in the month, unique per
--- (subscription, month); a voided one (a compensated earlier run) is due again.
+-- (subscription, month) whatever the job; a voided one (a compensated earlier run, of
+-- this job or another) is due again, now this job's.
 WITH due AS (
     SELECT id, customer_email, amount_cents
     FROM subscriptions
@@ -37,12 +40,13 @@ WITH due AS (
 ), made AS (
     INSERT INTO invoices
         (invoice_number, customer_email, status, due_date, amount_cents, subscription_id,
-         billing_month)
+         billing_month, billing_job)
     SELECT 'SUB-' || to_char(%(month)s::date, 'YYYYMM') || '-' || lpad(id::text, 8, '0'),
-           customer_email, 'Unpaid', %(due_date)s, amount_cents, id, %(month)s
+           customer_email, 'Unpaid', %(due_date)s, amount_cents, id, %(month)s, %(job_name)s
     FROM due
     ON CONFLICT (subscription_id, billing_month) WHERE subscription_id IS NOT NULL
-    DO UPDATE SET status = 'Unpaid', due_date = excluded.due_date
+    DO UPDATE SET status = 'Unpaid', due_date = excluded.due_date,
+                  billing_job = excluded.billing_job
     WHERE invoices.status = 'Void'
     RETURNING (xmax = 0) AS inserted
 )
@@ -55,7 +59,7 @@ FROM made
 SELECT count(*) FILTER (WHERE i.status <> 'Void') AS total,
        count(c.invoice_id) FILTER (WHERE c.status <> 'pending') AS done
 FROM invoices i LEFT JOIN charges c ON c.invoice_id = i.id
-WHERE i.billing_month = %(month)s
+WHERE i.billing_job = %(job_name)s AND i.billing_month = %(month)s
 
 -- name: to_charge
 -- Step 3, the next batch: invoices of the month with no answer yet (never sent, or sent by
@@ -64,17 +68,20 @@ SELECT i.id, i.invoice_number, i.amount_cents, s.currency, s.payment_method
 FROM invoices i
 JOIN subscriptions s ON s.id = i.subscription_id
 LEFT JOIN charges c ON c.invoice_id = i.id
-WHERE i.billing_month = %(month)s AND i.status = 'Unpaid'
+WHERE i.billing_job = %(job_name)s AND i.billing_month = %(month)s AND i.status = 'Unpaid'
   AND (c.invoice_id IS NULL OR c.status = 'pending')
 ORDER BY i.id
 LIMIT %(limit)s
 
 -- name: mark_pending
 -- Just before a batch's requests are sent: each charge is pending until its answer.
+-- Returns the charges sent for the first time: one pending already was sent before, by an
+-- attempt that got no answer, and its outcome stays unknown until the provider says.
 INSERT INTO charges (invoice_id, billing_month, status, amount_cents)
 SELECT invoice_id, %(month)s, 'pending', amount_cents
 FROM unnest(%(invoice_ids)s::bigint[], %(amounts)s::bigint[]) AS a (invoice_id, amount_cents)
 ON CONFLICT (invoice_id) DO NOTHING
+RETURNING invoice_id
 
 -- name: record_charges
 -- The provider's answers for one batch, set-based; a charged invoice is paid. An answer
@@ -97,14 +104,15 @@ FROM recorded
 WHERE invoices.id = recorded.invoice_id AND recorded.status = 'charged'
 
 -- name: forget_pending
--- Charges the provider certainly did not make (it refused the request, or it was never
--- sent): no longer pending, to be sent again or voided.
+-- Charges the provider certainly did not make: their only request was refused before it was
+-- processed, or the provider's lookup found no charge. No longer pending, to be sent again
+-- or voided.
 DELETE FROM charges WHERE invoice_id = ANY(%(invoice_ids)s) AND status = 'pending'
 
 -- name: pending_of_month
 SELECT c.invoice_id, i.invoice_number, c.amount_cents
 FROM charges c JOIN invoices i ON i.id = c.invoice_id
-WHERE c.billing_month = %(month)s AND c.status = 'pending'
+WHERE i.billing_job = %(job_name)s AND i.billing_month = %(month)s AND c.status = 'pending'
 ORDER BY c.invoice_id
 
 -- name: void_uncharged
@@ -113,14 +121,15 @@ ORDER BY c.invoice_id
 -- voided count and the charged invoices' numbers.
 WITH voided AS (
     UPDATE invoices SET status = 'Void'
-    WHERE billing_month = %(month)s AND status = 'Unpaid'
+    WHERE billing_job = %(job_name)s AND billing_month = %(month)s AND status = 'Unpaid'
       AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.invoice_id = invoices.id)
     RETURNING id
 )
 SELECT (SELECT count(*) FROM voided) AS voided,
        coalesce((SELECT array_agg(i.invoice_number ORDER BY i.id)
                  FROM charges c JOIN invoices i ON i.id = c.invoice_id
-                 WHERE c.billing_month = %(month)s AND c.status = 'charged'), '{}') AS charged
+                 WHERE i.billing_job = %(job_name)s AND i.billing_month = %(month)s
+                   AND c.status = 'charged'), '{}') AS charged
 
 -- name: queue_receipts
 -- Step 4: one receipt per charged invoice of the month, in the outbox, once each.
@@ -147,7 +156,7 @@ WITH queued AS (
     FROM charges c
     JOIN invoices i ON i.id = c.invoice_id
     JOIN subscriptions s ON s.id = i.subscription_id
-    WHERE c.billing_month = %(month)s AND c.status = 'charged'
+    WHERE i.billing_job = %(job_name)s AND i.billing_month = %(month)s AND c.status = 'charged'
     ON CONFLICT (idempotency_key) DO NOTHING
     RETURNING 1
 )
@@ -155,11 +164,13 @@ SELECT count(*) FROM queued
 
 -- name: close_run
 UPDATE billing_runs SET status = 'closed', closed_at = now()
-WHERE month = %(month)s AND execution_id = %(execution_id)s AND status = 'open'
+WHERE job_name = %(job_name)s AND month = %(month)s AND execution_id = %(execution_id)s
+  AND status = 'open'
 
 -- name: month_totals
 -- What the month's billing came to, for the run's result.
-SELECT count(*) FILTER (WHERE status = 'charged') AS charged,
-       count(*) FILTER (WHERE status = 'declined') AS declined,
-       coalesce(sum(amount_cents) FILTER (WHERE status = 'charged'), 0) AS charged_cents
-FROM charges WHERE billing_month = %(month)s AND status <> 'pending'
+SELECT count(*) FILTER (WHERE c.status = 'charged') AS charged,
+       count(*) FILTER (WHERE c.status = 'declined') AS declined,
+       coalesce(sum(c.amount_cents) FILTER (WHERE c.status = 'charged'), 0) AS charged_cents
+FROM charges c JOIN invoices i ON i.id = c.invoice_id
+WHERE i.billing_job = %(job_name)s AND i.billing_month = %(month)s AND c.status <> 'pending'

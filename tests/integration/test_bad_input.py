@@ -266,7 +266,7 @@ CATALOG_CASES = [
     Case(
         "id of 2001 characters",
         ("sync",),
-        ("id: is 2001 characters; Temporal takes schedule ids of at most 977",),
+        ("id: is 2001 characters; a job id may have at most 973",),
         catalog=f'["{"x" * 2001}"]\nkind = "invoice-reminders"\ncron = "0 1 * * *"\ntimezone = "UTC"\n',
     ),
     Case(
@@ -496,6 +496,12 @@ SETTINGS_CASES = [
         env={"DATABASE_POOL_SIZE": "0"},
     ),
     Case(
+        "connect timeout 1 s",
+        ("worker", "migrate"),
+        ("DATABASE_CONNECT_TIMEOUT_SECONDS:", "'1'"),
+        env={"DATABASE_CONNECT_TIMEOUT_SECONDS": "1"},
+    ),
+    Case(
         "shutdown seconds a word",
         ("worker", "migrate"),
         ("WORKER_GRACEFUL_SHUTDOWN_SECONDS:", "'soon'"),
@@ -530,6 +536,37 @@ SETTINGS_CASES = [
         ("worker", "migrate"),
         ("WEBHOOK_URL: must be an http:// or https:// URL",),
         env={"WEBHOOK_URL": f"ftp://x/?token={WEBHOOK_TOKEN}"},
+    ),
+    Case(
+        "webhook not UTF-8",
+        ("worker", "migrate"),
+        ("WEBHOOK_URL: is not valid UTF-8 text",),
+        # The byte 0xff, as Python hands an environment value that is not UTF-8 over.
+        env={"WEBHOOK_URL": f"https://hooks.example.test/\udcff?token={WEBHOOK_TOKEN}"},
+    ),
+    Case(
+        "webhook without a host",
+        ("worker", "migrate"),
+        ("WEBHOOK_URL: must be an http:// or https:// URL with a host",),
+        env={"WEBHOOK_URL": f"https://?token={WEBHOOK_TOKEN}"},
+    ),
+    Case(
+        "payments url garbage",
+        ("worker", "migrate"),
+        ("PAYMENTS_URL: must be an http:// or https:// URL with a host", "'pay here'"),
+        env={"PAYMENTS_URL": "pay here"},
+    ),
+    Case(
+        "payments url port 99999",
+        ("worker", "migrate"),
+        ("PAYMENTS_URL:", "'http://127.0.0.1:99999'"),
+        env={"PAYMENTS_URL": "http://127.0.0.1:99999"},
+    ),
+    Case(
+        "payments url garbage: list",
+        ("list",),
+        ("PAYMENTS_URL: must be an http:// or https:// URL with a host",),
+        env={"PAYMENTS_URL": "::::"},
     ),
     Case(
         "outbox batch 0",
@@ -684,6 +721,32 @@ ARGUMENT_CASES = [
     ),
     Case("sync lock-wait -1", ("sync", "--lock-wait", "-1"), ("argument --lock-wait:", "'-1'")),
     Case("check timeout 0", ("check", "--timeout", "0"), ("argument --timeout:", "'0'")),
+    Case(
+        "validate an empty catalog",
+        ("validate",),
+        ("has no jobs: a catalog schedules at least one",),
+        catalog="# every job was removed\n",
+    ),
+    Case(
+        "explain timeout nan",
+        ("explain", "bad-input-a", "--timeout", "nan"),
+        ("argument --timeout: must be a number of seconds above 0, at most 86400", "'nan'"),
+    ),
+    Case(
+        "explain timeout inf",
+        ("explain", "bad-input-a", "--timeout", "inf"),
+        ("argument --timeout: must be a number of seconds above 0, at most 86400", "'inf'"),
+    ),
+    Case(
+        "explain timeout 0",
+        ("explain", "bad-input-a", "--timeout", "0"),
+        ("argument --timeout: must be a number of seconds above 0, at most 86400", "'0'"),
+    ),
+    Case(
+        "explain timeout -1",
+        ("explain", "bad-input-a", "--timeout", "-1"),
+        ("argument --timeout: must be a number of seconds above 0, at most 86400", "'-1'"),
+    ),
     Case(
         "check lookback 0s",
         ("check", "--lookback", "0s"),

@@ -8,6 +8,7 @@ on a loaded machine and still catches it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -17,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import TemporalUnreachableError
+from schedules.cli import Context
+from schedules.operate_server import schedule_states
 from tests.conftest import ROOT
 
 BOUND = 20  # seconds: a returned command, however loaded the machine (the old hang was 60)
@@ -159,3 +163,74 @@ def test_wait_for_cluster_is_refused_where_waiting_makes_no_sense(env, catalog, 
     done = run(env, catalog, *args)
     assert done.returncode == 2
     assert says in one_line(done)
+
+
+def test_list_with_temporal_unreachable_is_one_line_every_time(env, tmp_path):
+    """Issue 17, point 5: each job's describe is its own task; when the first failed, the
+    others were abandoned, and asyncio printed their errors ("exception never retrieved",
+    "unhandled exception during asyncio.run() shutdown") after the error line, about one
+    run in six."""
+    jobs = tmp_path / "jobs.toml"
+    jobs.write_text(
+        "".join(
+            f'[ff-job-{n}]\nkind = "invoice-reminders"\ncron = "0 3 * * *"\ntimezone = "UTC"\n'
+            for n in range(8)
+        )
+    )
+    address = env["TEMPORAL_ADDRESS"]
+    for _ in range(10):
+        done = run(env, jobs, "list")
+        assert done.returncode == 1, done.stderr
+        assert one_line(done) == (
+            f"error: cannot reach Temporal at {address}: Connection refused (TEMPORAL_ADDRESS)"
+        )
+
+
+async def test_schedule_states_leaves_no_task_behind_when_temporal_is_unreachable(env, monkeypatch):
+    """The cause of the above, made deterministic: the call returns (here, raises) only
+    once every per-job task has finished, so none can fail unheard after it."""
+    monkeypatch.setenv("TEMPORAL_ADDRESS", env["TEMPORAL_ADDRESS"])
+    before = asyncio.all_tasks()
+    with pytest.raises(TemporalUnreachableError):
+        await schedule_states(Context(), [f"ff-job-{n}" for n in range(40)])
+    left = [task for task in asyncio.all_tasks() - before if not task.done()]
+    assert left == []
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A local port that accepts TCP connections (the kernel completes the handshake) and
+    never answers a byte, as a hung PostgreSQL or a black-holing proxy does."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        yield sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("migrate", ["true", "false"], ids=["migrating", "pool only"])
+def test_a_worker_against_a_silent_postgresql_gives_up_in_one_line_naming_it(
+    env, temporal, silent_port, migrate
+):
+    """Issue 17, point 5: psycopg's default connect timeout is 130 s; the worker gave up
+    only then. It now bounds each connection like the CLI (5 s), names host and port, and
+    exits 1. The subprocess bound (60 s) only catches the old wait, it is no margin."""
+    worker_env = env | {
+        "TEMPORAL_ADDRESS": temporal.address,
+        "TEMPORAL_TASK_QUEUE": f"ff-{silent_port}",
+        "DATABASE_URL": f"postgresql://ops:{PASSWORD}@127.0.0.1:{silent_port}/jobs",
+        "MIGRATE_ON_START": migrate,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "worker"],
+        cwd=ROOT,
+        env=worker_env,
+        capture_output=True,
+        text=True,
+        timeout=60,  # raises TimeoutExpired: the worker waited psycopg's 130 s
+    )
+    assert done.returncode == 1, done.stderr
+    line = one_line(done)
+    assert line.startswith(
+        f"error: cannot reach the database at 127.0.0.1:{silent_port} within 5s: "
+    )
+    assert line.endswith("(DATABASE_URL, DATABASE_CONNECT_TIMEOUT_SECONDS)")

@@ -15,9 +15,10 @@ from temporalio.client import (
     WorkflowExecutionStatus,
 )
 
+from core.errors import CatalogError
 from devstack import free_port
 from devstack.payments import PaymentProviderServer
-from schedules.catalog import JobSpec, RetrySpec, default_catalog
+from schedules.catalog import JobSpec, RetrySpec, default_catalog, parse_catalog
 from tests.helpers import assert_eventually, wait_for_text
 from tests.integration.jobs import executions, registered
 
@@ -100,8 +101,8 @@ def counts(db: psycopg.Connection) -> dict[str, int]:
     }
 
 
-async def backfill(client: Client) -> None:
-    await client.get_schedule_handle(JOB).backfill(
+async def backfill(client: Client, job: str = JOB) -> None:
+    await client.get_schedule_handle(job).backfill(
         ScheduleBackfill(
             start_at=SLOT - timedelta(minutes=1),
             end_at=SLOT + timedelta(minutes=1),
@@ -110,17 +111,19 @@ async def backfill(client: Client) -> None:
     )
 
 
-async def closed_runs(client: Client, task_queue: str) -> list:
+async def closed_runs(client: Client, task_queue: str, job: str = JOB) -> list:
     """This test's closed runs of the slot (other tests ran the same slot on other queues)."""
-    query = f"WorkflowId = '{WORKFLOW_ID}' AND TaskQueue = '{task_queue}'"
+    query = f"WorkflowId = '{job}-{SLOT:%Y-%m-%dT%H:%M:%SZ}' AND TaskQueue = '{task_queue}'"
     return [
         w async for w in client.list_workflows(query) if w.status != WorkflowExecutionStatus.RUNNING
     ]
 
 
-async def wait_closed(client: Client, task_queue: str, n: int = 1, timeout: float = 120) -> list:
+async def wait_closed(
+    client: Client, task_queue: str, n: int = 1, timeout: float = 120, job: str = JOB
+) -> list:
     async def closed():
-        runs = await closed_runs(client, task_queue)
+        runs = await closed_runs(client, task_queue, job)
         assert len(runs) >= n, runs
         return runs
 
@@ -377,3 +380,156 @@ async def test_a_cancelled_run_finishes_its_batch_then_compensates(
                 "SELECT i.invoice_number FROM charges c JOIN invoices i ON i.id = c.invoice_id"
             )
         )
+
+
+async def test_charges_cut_off_when_the_provider_dies_are_looked_up_before_anything_is_voided(
+    client, db, task_queue, start_workers, provider
+):
+    """Issue 17, finding 2: the provider dies with charges on the wire (made, unanswered)
+    and stays down past the step's retries. The re-sends fail to connect, which says nothing
+    about the first sends: those charges stay pending, and the compensation voids nothing
+    until the provider has answered a lookup of each. No invoice is left charged at the
+    provider and Void here."""
+    active = subscribe(db, 20)
+    provider.hold_answers()  # the first charges are made; their answers never leave
+    start_workers(1, **env(provider))
+    async with registered(client, billing_job(), task_queue):
+        await backfill(client)
+        await assert_eventually(_made_a_charge(provider), timeout=60)
+        provider.kill()
+        # Every re-send is refused a connection: the step fails for good, and the run either
+        # compensates without the provider (the fault) or waits for it to answer a lookup.
+        await assert_eventually(_closed_or_looking_up(client, task_queue), timeout=180)
+        voided_early = counts(db)["void"]
+        provider.start()  # back, with its record of the charges it made
+        (run,) = await wait_closed(client, task_queue)
+
+        at_provider = set(provider.charged())
+        assert at_provider, "the provider made no charge before it died"
+        status = dict(
+            db.execute(
+                "SELECT invoice_number, status FROM invoices WHERE billing_month = %s", (MONTH,)
+            ).fetchall()
+        )
+        charged_and_void = sorted(n for n in at_provider if status[n] == "Void")
+        assert charged_and_void == [], f"charged at the provider, Void here: {charged_and_void}"
+        assert voided_early == 0  # nothing was voided while the provider could not say
+        assert run.status == WorkflowExecutionStatus.FAILED
+        (row,) = executions(db, JOB)
+        assert row["status"] == "compensated"
+        assert {n: status[n] for n in at_provider} == dict.fromkeys(at_provider, "Paid")
+        assert counts(db) == {
+            "invoices": active,
+            "paid": len(at_provider),
+            "void": active - len(at_provider),
+            "charged": len(at_provider),
+            "declined": 0,
+            "receipts": 0,
+        }
+        undo = steps(db)["undo:generate_invoices"]
+        assert undo["result"]["counts"]["looked_up"] >= len(at_provider)
+        (pending,) = db.execute("SELECT count(*) FROM charges WHERE status = 'pending'").fetchone()
+        assert pending == 0
+        assert set(provider.charged().values()) == {1}
+
+
+def _made_a_charge(provider: PaymentProviderServer):
+    async def check():
+        assert provider.charged()
+
+    return check
+
+
+def _closed_or_looking_up(client: Client, task_queue: str):
+    """Done once the run closed, or its compensation retries a lookup the provider cannot
+    answer (the undo of generate_invoices past its first attempt)."""
+
+    async def check():
+        if await closed_runs(client, task_queue):
+            return
+        described = await client.get_workflow_handle(f"{WORKFLOW_ID}/steps").describe()
+        attempts = [
+            a.attempt
+            for a in described.raw_description.pending_activities
+            if a.activity_type.name == "void_uncharged_invoices"
+        ]
+        assert attempts and max(attempts) >= 2, attempts
+
+    return check
+
+
+def longest_accepted_id() -> str:
+    """The longest job id the catalog takes (found by asking it, not by its constant)."""
+    for size in range(1000, 0, -1):
+        job_id = "b" * size
+        try:
+            parse_catalog({job_id: {"kind": JOB, "cron": "0 3 1 * *", "timezone": "UTC"}})
+        except CatalogError:
+            continue
+        return job_id
+    raise AssertionError("the catalog takes no id at all")
+
+
+async def test_a_workflow_job_with_the_longest_id_the_catalog_takes_runs_to_the_end(
+    client, db, task_queue, start_workers
+):
+    """Issue 17, finding 4: a workflow kind's job whose id is as long as the catalog
+    allows syncs, is triggered, and completes; the engine's longest id, its steps child
+    `<id>-<scheduled time>Z/steps`, fits Temporal's limit (1000)."""
+    job_id = longest_accepted_id()
+    child = f"{job_id}-{SLOT:%Y-%m-%dT%H:%M:%SZ}/steps"
+    assert len(child) <= 1000, f"a {len(job_id)}-character id makes a {len(child)}-character child"
+    start_workers(1)
+    job = billing_job().model_copy(update={"id": job_id})
+    async with registered(client, job, task_queue):
+        await client.get_schedule_handle(job_id).trigger()
+
+        async def completed():
+            rows = executions(db, job_id)
+            assert [row["status"] for row in rows] == ["completed"], rows
+
+        await assert_eventually(completed, timeout=120)
+
+
+async def test_two_jobs_of_the_billing_kind_each_claim_the_month_and_bill_a_subscription_once(
+    client, db, task_queue, start_workers, provider
+):
+    """Issue 17, finding 4: `billing_runs` was keyed by the month alone, so a second job of
+    kind monthly-billing was refused the month the first had billed. Each job claims its
+    own (job, month); a subscription is still invoiced and charged once."""
+    active = subscribe(db, 10)
+    second = billing_job().model_copy(update={"id": f"{JOB}-second"})
+    start_workers(1, **env(provider))
+    async with (
+        registered(client, billing_job(), task_queue),
+        registered(client, second, task_queue),
+    ):
+        await backfill(client)
+        (run,) = await wait_closed(client, task_queue)
+        assert run.status == WorkflowExecutionStatus.COMPLETED
+        await backfill(client, second.id)
+        (run,) = await wait_closed(client, task_queue, job=second.id)
+
+        (row,) = executions(db, second.id)
+        assert (row["status"], row["error"]) == ("completed", None)
+        assert run.status == WorkflowExecutionStatus.COMPLETED
+        assert row["result"]["counts"]["generate_invoices.invoices"] == 0
+        runs = db.execute(
+            "SELECT job_name, status FROM billing_runs WHERE month = %s ORDER BY job_name",
+            (MONTH,),
+        ).fetchall()
+        assert runs == [(JOB, "closed"), (second.id, "closed")]
+        (owners,) = db.execute(
+            "SELECT array_agg(DISTINCT billing_job) FROM invoices WHERE billing_month = %s",
+            (MONTH,),
+        ).fetchone()
+        assert owners == [JOB]
+        assert counts(db) == {
+            "invoices": active,
+            "paid": active,
+            "void": 0,
+            "charged": active,
+            "declined": 0,
+            "receipts": active,
+        }
+        assert len(provider.charged()) == active and set(provider.charged().values()) == {1}

@@ -183,7 +183,7 @@ async def test_what_temporal_would_refuse_is_refused_before_any_write(
     refused = run_sync(settings, long_id)
     assert refused.returncode == 2
     (line,) = refused.stderr.strip().splitlines()
-    assert "id: is 2001 characters; Temporal takes schedule ids of at most 977" in line
+    assert "id: is 2001 characters; a job id may have at most 973" in line
     assert "Traceback" not in refused.stderr
     assert await snapshot(client, ids) == before
     assert run_sync(settings, big, "--dry-run").returncode == 2  # validate and dry run agree

@@ -191,10 +191,12 @@ def test_a_catalog_that_is_not_utf8_is_one_line(tmp_path: Path):
     )
 
 
-def test_an_id_longer_than_temporal_takes_is_refused():
-    text = problems(**{"x" * 978: GOOD})
-    assert "id: is 978 characters; Temporal takes schedule ids of at most 977" in text
-    parse_catalog({"x" * 977: GOOD})  # the longest the server takes (measured on 1.32)
+def test_an_id_longer_than_the_engine_s_longest_id_leaves_is_refused():
+    # The steps child `<id>-<time>Z/steps` of a workflow job must fit limit.maxIDLength.
+    text = problems(**{"x" * 974: GOOD})
+    assert "id: is 974 characters; a job id may have at most 973" in text
+    assert "'<id>-2009-11-10T23:00:00Z/steps'" in text
+    parse_catalog({"x" * 973: GOOD})
 
 
 def test_a_schedule_too_large_for_temporal_is_refused_at_compile_naming_its_field():
