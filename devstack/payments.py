@@ -18,12 +18,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from devstack.ports import require_free_port
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A caller that went away before its answer (a killed worker) is no error to print."""
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 @dataclass(frozen=True)
@@ -73,7 +82,7 @@ class PaymentProviderServer:
             def log_message(self, format: str, *args: object) -> None:  # quiet
                 pass
 
-        self._server = ThreadingHTTPServer((self.host, self.port), Handler)
+        self._server = _QuietServer((self.host, self.port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
