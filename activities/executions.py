@@ -54,10 +54,17 @@ def holder_name() -> str:
 
 
 class StaleAttemptError(ApplicationError):
-    """A newer attempt owns the slot; this one must commit nothing."""
+    """A newer attempt owns the slot; this one must commit nothing.
 
-    def __init__(self, message: str) -> None:
-        super().__init__(f"{message}; nothing committed", type=STALE_ATTEMPT, non_retryable=True)
+    Refused because the claim belongs to another workflow run, the error's details carry
+    `{"claimed_by_workflow": ..., "claimed_by_run": ...}`: a run of the same workflow id is
+    an earlier run of it (only one runs at a time), closed, e.g. by a reset, and the asking
+    run may claim the slot again (`ScheduledJobWorkflow`)."""
+
+    def __init__(self, message: str, *details: Any) -> None:
+        super().__init__(
+            f"{message}; nothing committed", *details, type=STALE_ATTEMPT, non_retryable=True
+        )
 
     @classmethod
     def fenced(cls, execution_id: int, token: int, current: int, status: str) -> StaleAttemptError:
@@ -69,15 +76,23 @@ class StaleAttemptError(ApplicationError):
 
     @classmethod
     def refused(
-        cls, execution_id: int, attempt: Attempt, claim_run_id: str | None, holder: list[Any]
+        cls,
+        execution_id: int,
+        attempt: Attempt,
+        claim: tuple[str | None, str | None],
+        holder: list[Any],
     ) -> StaleAttemptError:
         """A take-over refused because `attempt` comes before the holder's."""
         asking = f"Temporal attempt {attempt.number} of activity {attempt.activity_seq}"
+        workflow_id, claim_run_id = claim
         if claim_run_id is not None and claim_run_id != attempt.claim_run_id:
-            why = f"the slot is claimed by workflow run {claim_run_id}"
-        else:
-            _, seq, number = holder
-            why = f"Temporal attempt {number} of activity {seq} holds the slot"
+            return cls(
+                f"execution {execution_id}: {asking} is stale (the slot is claimed by "
+                f"workflow run {claim_run_id})",
+                {"claimed_by_workflow": workflow_id, "claimed_by_run": claim_run_id},
+            )
+        _, seq, number = holder
+        why = f"Temporal attempt {number} of activity {seq} holds the slot"
         return cls(f"execution {execution_id}: {asking} is stale ({why})")
 
 
@@ -183,10 +198,10 @@ async def take_over_in(
     if row is not None:
         return Fence(execution_id, row[0], row[1])
     cur = await conn.execute(_Q["holder"], {"id": execution_id})
-    status, result, _, claim_run_id, *holder = await cur.fetchone()
+    status, result, workflow_id, claim_run_id, *holder = await cur.fetchone()
     if status != "running" or attempt is None:
         return status, result
-    raise StaleAttemptError.refused(execution_id, attempt, claim_run_id, holder)
+    raise StaleAttemptError.refused(execution_id, attempt, (workflow_id, claim_run_id), holder)
 
 
 async def take_over(

@@ -49,7 +49,7 @@ RETURNING attempt, progress
 
 -- name: holder
 -- Why a take-over was refused or not needed.
-SELECT status, result, attempt, run_id, holder_run_id, holder_activity_seq, holder_attempt
+SELECT status, result, workflow_id, run_id, holder_run_id, holder_activity_seq, holder_attempt
 FROM job_executions WHERE id = %(id)s
 
 -- name: attempt_took_over
