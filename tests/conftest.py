@@ -190,6 +190,20 @@ def start_workers(settings: Settings, tmp_path: Path):
         proc.stop()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI (`CI` set, as `.ci/run` does), a skipped test fails: a tool it needs is missing.
+
+    What CI never runs protects nothing; `.ci/run` installs every tool a test drives.
+    """
+    report = yield
+    if report.skipped and os.environ.get("CI") and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.longrepr = f"skipped in CI, which must run every test: {reason}"
+    return report
+
+
 _exit_status: list[int] = []
 
 
