@@ -506,7 +506,8 @@ def test_each_deploy_migrates_then_syncs(objects):
     (migrate,) = spec["initContainers"]
     (sync,) = spec["containers"]
     assert migrate["command"] == ["python", "-m", "worker", "migrate"]
-    assert sync["command"][:3] == ["python", "-m", "schedules"] and sync["command"][-1] == "sync"
+    # Not the deprecated `--wait SECONDS` before the command.
+    assert sync["command"] == ["python", "-m", "schedules", "sync", "--wait-for-cluster", "300"]
     assert spec["restartPolicy"] == "Never"
     worker = one(objects, "Deployment", WORKER)
     assert (
