@@ -178,11 +178,14 @@ async def test_the_readme_tour_prints_what_it_says_on_old_demo_data(
         shown = tour.run(next_)
         assert len(NIGHTLY_RUN.findall(shown)) == 3, shown
 
-        # Run it now and wait for it: one line, completed, with its counts.
+        # Run it now and wait for it: started, the run completed with its counts, the count.
         if has_option(project, env, "trigger", "--wait"):
             waited = tour.run(trigger)
             assert "completed" in waited, waited
             assert f"reminded {overdue}" in waited, waited
+            lines = waited.strip().splitlines()
+            assert lines[0].startswith("started invoice-reminders-"), waited
+            assert lines[-1] == "1 run(s) of invoice-reminders: 1 ran or had nothing to do"
         else:
             # `trigger --wait` is not on this branch yet (issue 13, item 2): start the run as
             # the tour does, then wait for its record, which --wait would have waited for.
