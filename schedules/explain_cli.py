@@ -14,7 +14,7 @@ from activities.catchup import second_occurrence_of
 from core.errors import SchedulerError, TemporalUnreachableError
 from schedules import cli
 from schedules.backfills import BackfillRequest, backfill_requests
-from schedules.catalog import JobSpec, load_catalog
+from schedules.catalog import JobSpec
 from schedules.cli import Context
 from schedules.explain import Evidence, as_json, explain, format_verdict
 from schedules.operate_server import (
@@ -95,7 +95,7 @@ async def gather(ctx: Context, job: JobSpec, fire: datetime, now: datetime) -> E
 
 
 async def _explain(args: argparse.Namespace, ctx: Context) -> int:
-    jobs = {job.id: job for job in load_catalog(args.catalog)}
+    jobs = cli.catalog_jobs(args.catalog, args.job)
     if args.job not in jobs:
         raise ExplainInputError(
             f"unknown job {args.job!r}; the catalog has: {', '.join(jobs) or 'no jobs'}"

@@ -17,8 +17,8 @@ from typing import Any
 
 from core.errors import SchedulerError
 from schedules import cli
-from schedules.catalog import JobSpec, load_catalog
-from schedules.cli import Context, add_cluster_wait, positive_seconds
+from schedules.catalog import JobSpec
+from schedules.cli import Context, add_cluster_wait, catalog_jobs, positive_seconds
 from schedules.compile import intent_note
 from schedules.operate_format import (
     describe_entry,
@@ -102,7 +102,7 @@ class BadInputError(SchedulerError):
 
 
 def _catalog(args: argparse.Namespace) -> dict[str, JobSpec]:
-    return {job.id: job for job in load_catalog(args.catalog)}
+    return catalog_jobs(args.catalog, getattr(args, "job", None))
 
 
 def _job(args: argparse.Namespace) -> JobSpec:
