@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import re
 import sys
 import time
@@ -237,3 +238,11 @@ def catalog_jobs(path: Path | None, job_id: str | None = None) -> dict[str, JobS
             file=sys.stderr,
         )
     return {job.id: job for job in jobs}
+
+
+def database_hint() -> str:
+    """Which setting a PostgreSQL error is about: `DATABASE_URL`, or, when it is not set,
+    that the local stack's default was tried (a newcomer outside `make run`)."""
+    if os.environ.get("DATABASE_URL", "").strip():
+        return "(DATABASE_URL)"
+    return "(DATABASE_URL is not set, so the local stack's default was tried)"

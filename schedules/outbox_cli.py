@@ -34,7 +34,7 @@ async def _outbox(args: argparse.Namespace, ctx: Context) -> int:
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DatabaseUnavailableError(
-            f"PostgreSQL is unavailable: {redact.scrub(first)}"
+            f"PostgreSQL is unavailable: {redact.scrub(first)} {cli.database_hint()}"
         ) from None
     if args.json:
         print(json.dumps({"totals": totals, "by_type": by_type, "newest": rows}, default=str))

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
+from collections.abc import Mapping
 
 import psycopg
 import psycopg_pool
 
 from core import redact
-from core.errors import SchedulerError
+from core.errors import SchedulerError, SettingsError
 from worker.logs import configure_logging
 from worker.migrate import apply_migrations
 from worker.process import exit_process
@@ -66,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     try:
-        settings = load_settings()
+        settings = load_settings()  # a malformed value first, then what is missing
+        require_connection_settings(args.command, os.environ)
         configure_logging(settings.log_format, logging.DEBUG if args.debug else logging.INFO)
         return _run(args, settings)
     except SchedulerError as exc:
@@ -89,6 +92,31 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: cannot reach Temporal: {_first_line(exc)}", file=sys.stderr)
         return 1
+
+
+# What each command must be told, not take from the local stack's defaults: a worker that
+# joins a database or a cluster by default joins the wrong one in silence. `make run`
+# passes both to the workers it starts; `outbox` and `health` only read, from a checkout
+# beside a running `make run`.
+REQUIRED = {"run": ("TEMPORAL_ADDRESS", "DATABASE_URL"), "migrate": ("DATABASE_URL",)}
+_EXAMPLES = {
+    "TEMPORAL_ADDRESS": "TEMPORAL_ADDRESS=temporal-frontend:7233",
+    "DATABASE_URL": "DATABASE_URL=postgresql://scheduled_jobs_app@db-host:5432/scheduled_jobs",
+}
+
+
+def require_connection_settings(command: str, environ: Mapping[str, str]) -> None:
+    """Raise `SettingsError` naming each variable `command` needs that is not set."""
+    env = {k.upper() for k, v in environ.items() if v.strip()}
+    missing = [name for name in REQUIRED.get(command, ()) if name not in env]
+    if missing:
+        shown = "python -m worker" + ("" if command == "run" else f" {command}")
+        raise SettingsError(
+            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: "
+            f"`{shown}` outside `make run` must be told where to connect "
+            f"(e.g. {', '.join(_EXAMPLES[name] for name in missing)}); "
+            "`make run` sets them for the workers it starts"
+        )
 
 
 def _run(args: argparse.Namespace, settings) -> int:
