@@ -15,7 +15,7 @@ from core import redact
 from core.errors import SchedulerError
 
 # Importing these registers their commands (explain; list, describe, next, trigger ...; runs).
-from schedules import explain_cli, operate, outbox_cli, runs_cli  # noqa: F401
+from schedules import explain_cli, operate, outbox_cli, progress, runs_cli  # noqa: F401
 from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
 from schedules.cli import (
@@ -89,6 +89,7 @@ async def _sync(args: argparse.Namespace, ctx: Context) -> int:
                 max_prune=args.max_prune,
                 lock_wait=args.lock_wait,
                 lock_lease=ctx.settings.sync_lock_seconds,
+                progress=progress.for_stream(),
             )
         )
     except SyncIncompleteError as exc:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.errors import SchedulerError
-from schedules import cli
+from schedules import cli, progress
 from schedules.catalog import JobSpec
 from schedules.cli import Context, add_cluster_wait, catalog_jobs, positive_seconds
 from schedules.compile import intent_note
@@ -269,7 +269,9 @@ async def _backfill(args: argparse.Namespace, ctx: Context) -> int:
     if not args.wait:
         return 0
     sys.stdout.flush()
-    outcomes = await wait_for_slots(ctx, job.id, job.timezone, times, before, timeout)
+    outcomes = await wait_for_slots(
+        ctx, job.id, job.timezone, times, before, timeout, progress.for_stream()
+    )
     return print_summary(outcomes, job.id, timeout)
 
 
