@@ -124,6 +124,19 @@ def _run(args: argparse.Namespace, settings) -> int:
         applied = apply_migrations(settings.database_url.get_secret_value())
         names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none"
         print(f"migrations applied: {names}")
+        if settings.app_database_role:
+            from worker.app_role import ensure_app_role
+
+            password = settings.app_database_password
+            created = ensure_app_role(
+                settings.database_url.get_secret_value(),
+                settings.app_database_role,
+                password.get_secret_value() if password else "",
+            )
+            print(
+                f"application role {settings.app_database_role}: "
+                f"{'created' if created else 'updated'}, rows of the schema granted"
+            )
         return 0
     if args.command == "health":
         from worker.health import polling_here

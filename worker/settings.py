@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     temporal_tls_server_ca_cert_path: Path | None = None
 
     database_url: SecretStr = SecretStr(LOCAL_DATABASE_URL)
+    # `python -m worker migrate` only: the application role it creates and grants rows to
+    # (worker/app_role.py), for the workers to connect as instead of the owner.
+    app_database_role: str | None = None
+    app_database_password: SecretStr | None = None
     database_pool_size: int = Field(default=10, ge=1, le=200)
     # A paused or partitioned worker must not hold row locks forever: Postgres ends its
     # session once it sits this long inside a transaction, and a newer attempt takes over.
@@ -176,7 +180,13 @@ class Settings(BaseSettings):
         return timedelta(seconds=self.worker_graceful_shutdown_seconds)
 
 
-_SECRET_FIELDS = {"database_url", "temporal_api_key", "smtp_password", "webhook_url"}
+_SECRET_FIELDS = {
+    "database_url",
+    "temporal_api_key",
+    "smtp_password",
+    "webhook_url",
+    "app_database_password",
+}
 _HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$"
 )
@@ -203,6 +213,7 @@ def register_secrets(environ: dict[str, str] | None = None) -> None:
     env = {k.upper(): v for k, v in (os.environ if environ is None else environ).items()}
     redact.add_password_of(env.get("DATABASE_URL"))
     redact.add_secret(env.get("SMTP_PASSWORD"))
+    redact.add_secret(env.get("APP_DATABASE_PASSWORD"))
     redact.add_secret(env.get("TEMPORAL_API_KEY"))
     redact.add_url_secrets(env.get("WEBHOOK_URL"))
 

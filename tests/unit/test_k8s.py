@@ -64,6 +64,7 @@ WORKLOAD_KINDS = {"Deployment", "Job", "CronJob"}
 SETTINGS_VARS = frozenset(name.upper() for name in Settings.model_fields)
 SECRET_SETTINGS = {
     "DATABASE_URL",
+    "APP_DATABASE_PASSWORD",
     "TEMPORAL_API_KEY",
     "SMTP_PASSWORD",
     "WEBHOOK_URL",
@@ -90,7 +91,9 @@ REQUIRED_IN_WORKER = REQUIRED_EVERYWHERE | {
 }
 # Values standing in for the Secret's keys when building Settings from a container's env.
 SECRET_STAND_INS = {
-    "DATABASE_URL": "postgresql://scheduled_jobs:pw@db.example.com:5432/scheduled_jobs",
+    "DATABASE_URL": "postgresql://scheduled_jobs_app:pw@db.example.com:5432/scheduled_jobs",
+    "DATABASE_OWNER_URL": "postgresql://scheduled_jobs:pw@db.example.com:5432/scheduled_jobs",
+    "APP_DATABASE_PASSWORD": "pw",
     "TEMPORAL_API_KEY": "api-key",
     "SMTP_PASSWORD": "smtp-password",
     "WEBHOOK_URL": "https://hooks.example.com/scheduled-jobs",
@@ -402,8 +405,26 @@ def test_secrets_come_from_the_secret_and_never_from_the_config_map(objects):
             if name in SECRET_SETTINGS:
                 assert isinstance(value, dict), f"{label(workload, container)}: {name} inline"
                 ref = value["secretKeyRef"]
-                assert (ref["name"], ref["key"]) == (SECRET, name)
-                assert ref.get("optional", False) is (name != "DATABASE_URL"), name
+                # The migration alone connects as the owner; everyone else as the app role.
+                owner = container["name"] == "migrate" and name == "DATABASE_URL"
+                assert (ref["name"], ref["key"]) == (
+                    SECRET,
+                    "DATABASE_OWNER_URL" if owner else name,
+                )
+                required = name in ("DATABASE_URL", "APP_DATABASE_PASSWORD")
+                assert ref.get("optional", False) is not required, name
+
+
+def test_only_the_migration_connects_as_the_owner_and_creates_the_app_role(objects):
+    for workload, _spec, container in containers(objects):
+        env = environment(objects, container)
+        key = env["DATABASE_URL"]["secretKeyRef"]["key"]
+        if container["name"] == "migrate":
+            assert key == "DATABASE_OWNER_URL"
+            assert env["APP_DATABASE_ROLE"] == "scheduled_jobs_app"
+        else:
+            assert key == "DATABASE_URL", label(workload, container)
+            assert "APP_DATABASE_PASSWORD" not in env, label(workload, container)
 
 
 def test_all_containers_share_one_settings_config_map(objects, monkeypatch):
