@@ -674,3 +674,9 @@ def test_the_workers_charge_the_stand_in_payment_provider():
     command = services()["payments"]["command"]
     assert command[:3] == ["python", "-m", "devstack.payments"]
     assert command[command.index("--port") + 1] == "8090"
+
+
+def test_temporal_keeps_history_as_long_as_the_ledger_keeps_runs():
+    jobs = tomllib.loads((ROOT / "schedules" / "jobs.toml").read_text())
+    days = int(jobs["weekly-cleanup"]["params"]["executions_retention_days"])
+    assert env("temporal-namespace")["RETENTION"] == f"{days * 24}h"

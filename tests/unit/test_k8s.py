@@ -621,7 +621,7 @@ def test_keda_scales_on_the_workers_task_queue(objects, monkeypatch):
     assert set(meta["queueTypes"].split(",")) == {"workflow", "activity"}
     assert int(meta["targetQueueSize"]) == settings.worker_max_concurrent_activities
     host = settings.temporal_address.rpartition(":")[0]
-    if host.endswith((".tmprl.cloud", ".api.temporal.io")):
+    if host.endswith((".tmprl.cloud", ".api.temporal.io")) or settings.temporal_tls:
         ref = trigger["authenticationRef"]["name"]
         auth = one(objects, "TriggerAuthentication", ref)
         params = {t["parameter"]: t for t in auth["spec"]["secretTargetRef"]}
@@ -759,3 +759,38 @@ def test_the_deploy_page_creates_every_secret_the_manifests_read(workdir):
         assert f"create secret generic {secret}" in text or f"create secret tls {secret}" in text
         if key:
             assert f"--from-literal={key}=" in text, key
+
+
+def ledger_retention_days() -> int:
+    jobs = tomllib.loads((ROOT / "schedules" / "jobs.toml").read_text())
+    return int(jobs["weekly-cleanup"]["params"]["executions_retention_days"])
+
+
+def test_temporal_keeps_history_as_long_as_the_ledger_keeps_runs():
+    (namespace,) = helm_values()["server"]["config"]["namespaces"]["namespace"]
+    assert namespace["retention"] == f"{ledger_retention_days()}d"
+
+
+def test_the_frontend_requires_client_certificates_and_the_ui_a_login():
+    values = helm_values()
+    frontend = values["server"]["config"]["tls"]["frontend"]["server"]
+    assert frontend["requireClientAuth"] is True and frontend["clientCaFiles"]
+    web = {e["name"]: e for e in values["web"]["additionalEnv"]}
+    assert web["TEMPORAL_AUTH_ENABLED"]["value"] == "true"
+    assert web["TEMPORAL_AUTH_PROVIDER_URL"]["value"].startswith("https://")
+    assert "value" not in web["TEMPORAL_AUTH_CLIENT_SECRET"], "the OIDC secret from a Secret"
+    assert {"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CA"} <= set(web)
+
+
+def test_the_self_hosted_workers_present_a_certificate(workdir, monkeypatch):
+    objects = rendered("self-hosted", workdir)
+    settings = settings_from(objects, worker_container(objects), monkeypatch)
+    assert settings.temporal_tls
+    assert settings.temporal_tls_client_cert_path and settings.temporal_tls_server_ca_cert_path
+
+
+def test_no_workload_connects_as_a_superuser(objects):
+    for workload, _spec, container in containers(objects):
+        ref = environment(objects, container)["DATABASE_URL"]["secretKeyRef"]
+        user = SECRET_STAND_INS[ref["key"]].split("//")[1].split(":")[0]
+        assert user not in ("postgres", "root", "admin"), label(workload, container)
