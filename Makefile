@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m devstack
+	$(PY) -m devstack $(ARGS)
 
 # psql on the local stack's database (or DATABASE_URL's): make psql ARGS='-c "SELECT 1"'
 psql: $(STAMP)

@@ -24,6 +24,7 @@ from core.sql import queries
 from devstack.demo import load_demo_data
 from devstack.mailsink import MailSink
 from devstack.payments import PaymentProviderServer
+from devstack.ports import require_free_port
 from devstack.postgres import EmbeddedPostgres
 from devstack.temporal import TemporalDevServer
 from devstack.webhooks import WebhookSink
@@ -202,6 +203,18 @@ def _metrics_line(replicas: int) -> str:
     return f"  Metrics:           {', '.join(f'http://localhost:{p}/metrics' for p in ports)}\n"
 
 
+def _ports(args: argparse.Namespace) -> list[tuple[str, str, int]]:
+    """Each port the stack listens on: the option that moves it, what it is for, the port."""
+    return [
+        ("--pg-port", "PostgreSQL", args.pg_port),
+        ("--temporal-port", "the Temporal dev server", args.temporal_port),
+        ("--ui-port", "the Temporal Web UI", args.ui_port),
+        ("--smtp-port", "the SMTP mail sink", args.smtp_port),
+        ("--payments-port", "the payment provider", args.payments_port),
+        ("--webhook-port", "the webhook receiver", args.webhook_port),
+    ]
+
+
 async def main(args: argparse.Namespace) -> int:
     stack = LocalStack(
         args.state.resolve(),
@@ -218,6 +231,8 @@ async def main(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
+        for flag, what, port in _ports(args):
+            require_free_port(port, what, flag=flag)
         await stack.start()
         print(_instructions(stack), flush=True)
         await stop.wait()

@@ -15,7 +15,7 @@ from core import redact
 from core.errors import CatalogError, SchedulerError
 
 # Importing these registers their commands (explain; list, describe, next, trigger ...; runs).
-from schedules import explain_cli, operate, runs_cli  # noqa: F401
+from schedules import explain_cli, operate, outbox_cli, progress, runs_cli  # noqa: F401
 from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
 from schedules.cli import (
@@ -95,6 +95,7 @@ async def _sync(args: argparse.Namespace, ctx: Context) -> int:
                 max_prune=args.max_prune,
                 lock_wait=args.lock_wait,
                 lock_lease=ctx.settings.sync_lock_seconds,
+                progress=progress.for_stream(),
             )
         )
     except SyncIncompleteError as exc:
@@ -129,14 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Define, register and steer the job catalog's Temporal schedules.",
         epilog=EXIT_CODES,
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    parser.add_argument(
-        "--catalog",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="catalog file (default: the packaged schedules/jobs.toml)",
-    )
+    _add_global_options(parser, default=None)
     parser.add_argument(
         "--wait-for-cluster",
         dest="cluster_wait",
@@ -217,7 +211,27 @@ def build_parser() -> argparse.ArgumentParser:
     register(commands)
     add_check_command(commands)
     add_verify_command(commands)
+    # Accepted after the command too (`validate --catalog X`); there they override the
+    # ones given before it, and when left out there they leave those alone.
+    for command in commands.choices.values():
+        _add_global_options(command, default=argparse.SUPPRESS)
     return parser
+
+
+def _add_global_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=default if default is argparse.SUPPRESS else False,
+        help="show tracebacks on errors",
+    )
+    parser.add_argument(
+        "--catalog",
+        type=Path,
+        default=default,
+        metavar="PATH",
+        help="catalog file (default: the packaged schedules/jobs.toml)",
+    )
 
 
 def _configure_logging(debug: bool) -> None:

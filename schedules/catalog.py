@@ -301,27 +301,32 @@ def _format_error(job_id: str, err: dict) -> list[str]:
     return [f"job {job_id!r}: {field}: {message}{value}"]
 
 
-def parse_catalog(data: dict[str, Any]) -> tuple[JobSpec, ...]:
-    """Validate every job table; raise one `CatalogError` listing all problems."""
-    jobs, problems = [], []
+def parse_each(data: dict[str, Any]) -> tuple[tuple[JobSpec, ...], dict[str, list[str]]]:
+    """Validate every job table on its own: the valid jobs, and each invalid one's problems."""
+    jobs, problems = [], {}
     for job_id, table in data.items():
         if not isinstance(table, dict):
-            problems.append(f"job {job_id!r}: must be a table of settings, got {_short(table)}")
+            problems[job_id] = [f"job {job_id!r}: must be a table of settings, got {_short(table)}"]
             continue
         if "id" in table:
-            problems.append(
+            problems[job_id] = [
                 f"job {job_id!r}: id: is not a setting; the table's name [{job_id}] is the "
                 f"job's id (got {_short(table['id'])})"
-            )
+            ]
             continue
         try:
             jobs.append(JobSpec.model_validate({**table, "id": job_id}))
         except ValidationError as exc:
-            for err in exc.errors():
-                problems.extend(_format_error(job_id, err))
+            problems[job_id] = [line for err in exc.errors() for line in _format_error(job_id, err)]
+    return tuple(jobs), problems
+
+
+def parse_catalog(data: dict[str, Any]) -> tuple[JobSpec, ...]:
+    """Validate every job table; raise one `CatalogError` listing all problems."""
+    jobs, problems = parse_each(data)
     if problems:
-        raise catalog_error(problems)
-    return tuple(jobs)
+        raise catalog_error([line for lines in problems.values() for line in lines])
+    return jobs
 
 
 def catalog_error(problems: list[str]) -> CatalogError:
@@ -336,6 +341,22 @@ def catalog_error(problems: list[str]) -> CatalogError:
 
 def load_catalog(path: Path | None = None) -> tuple[JobSpec, ...]:
     """Read and validate the catalog file (default: the packaged `schedules/jobs.toml`)."""
+    return parse_catalog(read_catalog(path))
+
+
+def load_valid_jobs(path: Path | None = None) -> tuple[tuple[JobSpec, ...], dict[str, list[str]]]:
+    """Read the catalog file; its valid jobs, and each invalid job's problems.
+
+    For the commands that act on one job or read the record (`trigger`, `list`, `runs`,
+    `explain` ...): a colleague's broken entry does not stop them for the others. `sync`
+    and `validate` take the whole catalog (`load_catalog`). A file that cannot be read, or
+    is not TOML, still raises `CatalogError`.
+    """
+    return parse_each(read_catalog(path))
+
+
+def read_catalog(path: Path | None = None) -> dict[str, Any]:
+    """The catalog file's tables (default: the packaged `schedules/jobs.toml`), unvalidated."""
     try:
         if path is None:
             text = resources.files("schedules").joinpath("jobs.toml").read_text()
@@ -354,7 +375,7 @@ def load_catalog(path: Path | None = None) -> tuple[JobSpec, ...]:
     except tomllib.TOMLDecodeError as exc:
         # Duplicate job ids land here too: TOML refuses a table defined twice.
         raise CatalogError(f"{where} is not valid TOML: {exc}") from None
-    return parse_catalog(data)
+    return data
 
 
 @cache

@@ -11,6 +11,9 @@ last run, last success, next due, and an alert for each of
   (skipped rows whose error starts with "catch-up gap"), recorded during the lookback;
 - `slow_run`: the latest completed run (or the one running now) took more than 1.5 x the
   median of the 20 completed runs before it, and at least a minute more;
+- `backfill_skipped`: slots of a backfill requested during the lookback that the server
+  skipped under its overlap policy (the Web UI dialog's default, Skip) and that nothing has
+  run since (`schedules/backfills.py` names them);
 - `dead_outbox`: outbox messages the relay gave up on;
 - `schedule_not_registered`: the job has no schedule on Temporal (or one this project does
   not manage).
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +52,7 @@ from temporalio.service import RPCError
 
 from core import redact
 from core.sql import queries
+from schedules.backfills import DroppedSlot, backfill_requests, dropped_slots
 from schedules.cli import transport_cause
 from schedules.compile import (
     MANAGED_MEMO_KEY,
@@ -71,6 +76,8 @@ SLOW_MIN_EXCESS = timedelta(minutes=1)
 # Fire times examined per job: bounds the work for a job that fires every few seconds.
 MAX_FIRES = 1000
 CATCHUP_GAP_PREFIX = "catch-up gap"
+# A recent action started this long after its slot came from a backfill (or a catch-up).
+BACKFILL_LATENESS = timedelta(minutes=5)
 
 COMPLETED, FAILED, SKIPPED, RUNNING = "completed", "failed", "skipped", "running"
 COMPENSATED = "compensated"  # a workflow job's run that failed and undid its steps
@@ -82,6 +89,7 @@ class Kind(StrEnum):
     MISSED_RUNS = "missed_runs"
     CATCHUP_GAP = "catchup_gap"
     SLOW_RUN = "slow_run"
+    BACKFILL_SKIPPED = "backfill_skipped"
     DEAD_OUTBOX = "dead_outbox"
     SCHEDULE_NOT_REGISTERED = "schedule_not_registered"
 
@@ -118,6 +126,13 @@ class ScheduleState:
     created_at: datetime | None = None
     # Since when the schedule's current timing has been in force (set by `sync`).
     timing_since: datetime | None = None
+    # A sign that a backfill may have dropped slots: the server's skipped-overlap count
+    # (described schedules) or a recent action started long after its slot (listed ones).
+    backfilled: bool = False
+    # The slots of the schedule's recent actions: started, if not recorded yet.
+    started: tuple[datetime, ...] = ()
+    # Backfilled slots the server skipped and nothing ran since (filled by `run_check`).
+    dropped: tuple[DroppedSlot, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -273,6 +288,8 @@ def evaluate_job(
         _not_completed(status, timing, runs, floor, now - grace - jitter - expected, now)
         _missed(status, timing, rows, max(floor, now - lookback), now - grace - jitter)
     _catchup_gaps(status, rows, now - lookback, lookback)
+    if schedule is not None and schedule.dropped:
+        _backfill_skipped(status, job, schedule.dropped)
     _last_run_failed(status, runs)
     _slow(status, runs, completed, now)
     return status
@@ -348,6 +365,23 @@ def _catchup_gaps(
                 f"{_when(newest.scheduled_at)}: {newest.error}",
             )
         )
+
+
+def _backfill_skipped(status: JobStatus, job: Any, dropped: Sequence[DroppedSlot]) -> None:
+    first, last = dropped[0].fire, dropped[-1].fire
+    shown = ", ".join(_when(d.fire) for d in dropped[:5])
+    more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+    overlap = dropped[-1].request.overlap or getattr(job, "overlap", "skip")
+    status.alerts.append(
+        Alert(
+            Kind.BACKFILL_SKIPPED,
+            status.job,
+            f"{len(dropped)} backfilled slot(s) skipped by the server under overlap {overlap} "
+            f"and never run: {shown}{more}; run them with `python -m schedules backfill "
+            f"{status.job} --start {_when(first)} --end {_when(last + timedelta(seconds=1))}` "
+            "(it buffers every slot), or choose Overlap Policy 'Buffer All' in the UI's dialog",
+        )
+    )
 
 
 def _last_run_failed(status: JobStatus, runs: list[Execution]) -> None:
@@ -517,6 +551,10 @@ async def listed_states(
             paused=entry.schedule.state.paused,
             next_action_times=tuple(entry.info.next_action_times),
             timing_since=since,
+            backfilled=any(
+                a.started_at - a.scheduled_at > BACKFILL_LATENESS for a in entry.info.recent_actions
+            ),
+            started=tuple(a.scheduled_at for a in entry.info.recent_actions),
         )
     return found
 
@@ -552,10 +590,55 @@ async def describe_states(
             next_action_times=tuple(described.info.next_action_times),
             created_at=described.info.created_at,
             timing_since=timing_since,
+            backfilled=described.info.num_actions_skipped_overlap > 0,
+            started=tuple(a.scheduled_at for a in described.info.recent_actions),
         )
 
     states = await asyncio.gather(*(one(job_id) for job_id in job_ids))
     return dict(zip(job_ids, states, strict=True))
+
+
+async def with_dropped_slots(
+    client: Any,
+    settings: Any,
+    jobs: Sequence[Any],
+    states: dict[str, ScheduleState],
+    since: datetime,
+    timeout: float | None = None,
+) -> dict[str, ScheduleState]:
+    """`states`, each job that shows a sign of a backfill given the backfilled slots the
+    server skipped (requested since `since`) that have no ledger row."""
+    conninfo = settings.database_url.get_secret_value()
+    recorded_q = queries("schedules.sql", "check")["recorded_in_range"]
+    limit = asyncio.Semaphore(8)
+
+    async def one(job: Any) -> tuple[str, tuple[DroppedSlot, ...]]:
+        try:
+            return job.id, await dropped_of(job)
+        except (psycopg.Error, OSError):  # the database's own read reports it
+            return job.id, ()
+
+    async def dropped_of(job: Any) -> tuple[DroppedSlot, ...]:
+        async with limit, asyncio.timeout(timeout):
+            requests = [
+                r for r in await backfill_requests(client, job.id) if r.requested_at >= since
+            ]
+            if not requests:
+                return ()
+            start, end = min(r.start for r in requests), max(r.end for r in requests)
+            async with await psycopg.AsyncConnection.connect(
+                conninfo, connect_timeout=max(2, int(timeout or 10))
+            ) as conn:
+                cur = await conn.execute(recorded_q, {"job": job.id, "start": start, "end": end})
+                recorded = [row[0] for row in await cur.fetchall()]
+        recorded += states[job.id].started
+        return tuple(dropped_slots(job.timing, requests, recorded, getattr(job, "overlap", "skip")))
+
+    hinted = [job for job in jobs if job.id in states and states[job.id].backfilled]
+    for job_id, dropped in await asyncio.gather(*(one(job) for job in hinted)):
+        if dropped:
+            states[job_id] = dataclasses.replace(states[job_id], dropped=dropped)
+    return states
 
 
 def _first_line(exc: BaseException) -> str:
@@ -589,7 +672,8 @@ async def run_check(
         # than a server that does not answer may keep the check waiting.
         async with asyncio.timeout(timeout):
             client = await connect(settings)
-        return await load_schedules(client, jobs, timeout)
+        states = await load_schedules(client, jobs, timeout)
+        return await with_dropped_slots(client, settings, jobs, states, now - lookback, timeout)
 
     db, tp = await asyncio.gather(database(), temporal(), return_exceptions=True)
     errors = []

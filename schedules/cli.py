@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 from temporalio.client import Client
@@ -22,7 +24,8 @@ from tenacity import (
 )
 
 from core import redact
-from core.errors import TemporalUnreachableError
+from core.errors import CatalogError, TemporalUnreachableError
+from schedules.catalog import JobSpec, load_valid_jobs
 from worker.client import connect
 from worker.settings import Settings, load_settings
 
@@ -214,3 +217,34 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 # Modules with more commands append their `add(commands)` function here.
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def catalog_jobs(path: Path | None, job_id: str | None = None) -> dict[str, JobSpec]:
+    """The catalog's valid jobs by id, for a command that reads the record or acts on one
+    job: an invalid entry is left out with one warning line on stderr, unless it is
+    `job_id`, the job asked for, whose first problem is the error. `sync` and `validate`
+    refuse the whole catalog instead (`load_catalog`)."""
+    jobs, broken = load_valid_jobs(path)
+    if job_id in broken:
+        more = len(broken[job_id]) - 1
+        raise CatalogError(
+            f"{broken[job_id][0]}"
+            + (f" (and {more} more problem(s))" if more else "")
+            + "; `python -m schedules validate` lists every problem"
+        )
+    if broken:
+        names = ", ".join(repr(name) for name in broken)
+        print(
+            f"warning: {len(broken)} invalid catalog entr{'y' if len(broken) == 1 else 'ies'} "
+            f"left out ({names}); `python -m schedules validate` lists the problems",
+            file=sys.stderr,
+        )
+    return {job.id: job for job in jobs}
+
+
+def database_hint() -> str:
+    """Which setting a PostgreSQL error is about: `DATABASE_URL`, or, when it is not set,
+    that the local stack's default was tried (a newcomer outside `make run`)."""
+    if os.environ.get("DATABASE_URL", "").strip():
+        return "(DATABASE_URL)"
+    return "(DATABASE_URL is not set, so the local stack's default was tried)"

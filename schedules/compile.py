@@ -19,7 +19,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributeKey
 
 from schedules.catalog import JobSpec
-from schedules.limits import MAX_DETAILS_BYTES, MAX_SUMMARY_BYTES, fit
+from schedules.limits import MAX_DETAILS_BYTES, MAX_NOTE_BYTES, MAX_SUMMARY_BYTES, fit
 from timing.gaps import longest_gap
 from timing.zones import zone
 from workflows import JobRun, ScheduledJobWorkflow
@@ -142,8 +142,24 @@ def compile_schedule(
         ),
         spec=spec if spec is not None else job.timing.spec(now or datetime.now(UTC)),
         policy=SchedulePolicy(overlap=OVERLAP[job.overlap], catchup_window=job.catchup_window),
-        state=ScheduleState(paused=job.paused, note=job.note or None),
+        state=ScheduleState(paused=job.paused, note=intent_note(job)),
     )
+
+
+def intent_note(job: JobSpec) -> str:
+    """The schedule's note: the job's intent as its owner wrote it (the cron in its own
+    zone, the description, the owner), after the catalog's note if it has one.
+
+    The Temporal UI shows a schedule's note on its page, and not the action's summary or
+    details, nor a compiled schedule's zone (a DST job's calendars are in UTC): this is
+    where an operator reads what the schedule is for. An operator's pause replaces it with
+    the reason until `resume`, which puts it back."""
+    parts = [job.note] if job.note else []
+    parts.append(f"runs {job.schedule_text} in {job.timezone}")
+    if job.description:
+        parts.append(job.description)
+    parts.append(f"owner {job.owner or 'unset'}")
+    return fit(" · ".join(parts), MAX_NOTE_BYTES)
 
 
 def schedule_digest(schedule: Schedule) -> str:

@@ -12,7 +12,8 @@ turns it into one verdict, in this order:
 - no row: Temporal cannot be asked; the job has no schedule; the time is before the job's
   current timing took effect, or outside its start/end; the schedule is paused; the slot's
   run was started but no worker polls the task queue (or none has claimed it yet); the run
-  ended without a record; or Temporal never started it (down at that time, or the run
+  ended without a record; a backfill covered it and the server skipped it under its overlap
+  policy (the Web UI dialog's default, Skip); or Temporal never started it (down at that time, or the run
   would have overlapped a running one) and no later run has recorded it as missed yet.
 
 Exit codes: 0 it ran (completed); 1 it did not, and the reason is printed; 2 cannot tell
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from schedules.backfills import BackfillRequest
 from schedules.catalog import JobSpec
 from schedules.durations import format_duration
 from schedules.operate_server import ServerState
@@ -50,6 +52,8 @@ class Evidence:
     neighbours: tuple[datetime | None, datetime | None] = (None, None)
     # For a time that is the second of a repeated local time (fall back): the first.
     repeated_of: datetime | None = None
+    # A backfill over this time whose overlap policy drops a slot that meets an open run.
+    backfill: BackfillRequest | None = None
 
 
 @dataclass
@@ -142,8 +146,27 @@ def _from_row(ev: Evidence, row: dict[str, Any]) -> Verdict:
         "stopped without finishing (terminated?)",
         [
             "backfill the slot to run it again (a workflow job resumes at its first "
-            "unfinished step): python -m schedules backfill "
-            f"{ev.job.id} --from {utc_text(ev.fire)} --to {utc_text(ev.fire)}"
+            f"unfinished step): {_backfill_command(ev)}"
+        ],
+    )
+
+
+def _backfill_command(ev: Evidence) -> str:
+    end = utc_text(ev.fire + timedelta(seconds=1))
+    return f"python -m schedules backfill {ev.job.id} --start {utc_text(ev.fire)} --end {end}"
+
+
+def _backfill_skipped(ev: Evidence, request: BackfillRequest) -> Verdict:
+    overlap = request.overlap or ev.job.overlap
+    return Verdict(
+        False,
+        "backfill_skipped",
+        f"a backfill requested {_when(ev, request.requested_at)} covered it "
+        f"({utc_text(request.start)} to {utc_text(request.end)}), and the server skipped it "
+        f"because of the overlap policy {overlap}: another run of the backfill was still open",
+        [
+            f"run it: {_backfill_command(ev)} (every slot, one at a time), or in the UI's "
+            "backfill dialog choose Overlap Policy 'Buffer All'"
         ],
     )
 
@@ -160,6 +183,8 @@ def _without_row(ev: Evidence) -> Verdict:
             "no_schedule",
             f"{job.id} has no schedule on Temporal: run `python -m schedules sync`",
         )
+    if ev.backfill is not None and ev.workflow_status is None:
+        return _backfill_skipped(ev, ev.backfill)
     if ev.timing_since is not None and ev.fire < ev.timing_since:
         return Verdict(
             False,
@@ -198,12 +223,18 @@ def _without_row(ev: Evidence) -> Verdict:
             f"the schedule is paused ({schedule.note or 'no note'}): a paused schedule starts "
             "nothing; resume with `python -m schedules resume " + job.id + "`",
         )
+    counted = (
+        [f"the server counts {schedule.skipped_overlap} slot(s) it skipped by overlap policy"]
+        if schedule.skipped_overlap
+        else []
+    )
     return Verdict(
         False,
         "not_started",
         "Temporal never started it and no run has recorded it: the server (or its scheduler) "
         "was down at that time, or a run still going made it skip (overlap "
         f"{job.overlap}); the next run's catch-up ({job.catchup}) records missed times",
+        counted,
     )
 
 

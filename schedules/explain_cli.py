@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 from activities.catchup import second_occurrence_of
 from core.errors import SchedulerError, TemporalUnreachableError
 from schedules import cli
-from schedules.catalog import JobSpec, load_catalog
+from schedules.backfills import BackfillRequest, backfill_requests
+from schedules.catalog import JobSpec
 from schedules.cli import Context
 from schedules.explain import Evidence, as_json, explain, format_verdict
 from schedules.operate_server import (
@@ -58,6 +59,13 @@ def on_grid(job: JobSpec, at: datetime) -> bool:
     return bool(fire_times(job.cron, job.timezone, at, at + _TICK, interval=_interval(job)))
 
 
+async def covering_backfill(ctx: Context, job: JobSpec, fire: datetime) -> BackfillRequest | None:
+    """The newest backfill the server received over `fire` that drops overlapping slots."""
+    requests = await backfill_requests(await ctx.client(), job.id)
+    covering = [r for r in requests if r.start <= fire <= r.end and r.drops(job.overlap)]
+    return covering[-1] if covering else None
+
+
 async def gather(ctx: Context, job: JobSpec, fire: datetime, now: datetime) -> Evidence:
     """Everything the record and the server say about `fire`; unreachable servers are noted."""
     ev = Evidence(job=job, fire=fire, now=now, task_queue=ctx.settings.temporal_task_queue)
@@ -79,13 +87,15 @@ async def gather(ctx: Context, job: JobSpec, fire: datetime, now: datetime) -> E
         ev.timing_since = ev.schedule.timing_since
         ev.workflow_status = await workflow_status(ctx, f"{job.id}-{utc_text(fire)}")
         ev.pollers = await pollers(ctx, ev.task_queue)
+        if ev.row is None and ev.schedule.exists and ev.schedule.skipped_overlap:
+            ev.backfill = await covering_backfill(ctx, job, fire)
     except (OperationError, TemporalUnreachableError) as exc:
         ev.server_error = str(exc)
     return ev
 
 
 async def _explain(args: argparse.Namespace, ctx: Context) -> int:
-    jobs = {job.id: job for job in load_catalog(args.catalog)}
+    jobs = cli.catalog_jobs(args.catalog, args.job)
     if args.job not in jobs:
         raise ExplainInputError(
             f"unknown job {args.job!r}; the catalog has: {', '.join(jobs) or 'no jobs'}"

@@ -52,6 +52,9 @@ BLOB_SIZE_WARN = 512 * 1024  # limit.blobSize.warn
 MAX_SCHEDULE_BYTES = BLOB_SIZE_WARN
 MAX_SUMMARY_BYTES = 400  # limit.userMetadataSummarySize
 MAX_DETAILS_BYTES = 20_000  # limit.userMetadataDetailsSize
+# The schedule note the UI shows on the schedule page (compile.intent_note); no server limit
+# of its own below the schedule's, kept short to read at a glance.
+MAX_NOTE_BYTES = 1_000
 
 # The catalog fields whose size a person controls, as named in the problem.
 _SIZED_FIELDS = ("description", "owner", "note", "params")

@@ -16,9 +16,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.errors import SchedulerError
-from schedules import cli
-from schedules.catalog import JobSpec, load_catalog
-from schedules.cli import Context, add_cluster_wait, positive_seconds
+from schedules import cli, progress
+from schedules.catalog import JobSpec
+from schedules.cli import Context, add_cluster_wait, catalog_jobs, positive_seconds
+from schedules.compile import intent_note
 from schedules.operate_format import (
     describe_entry,
     format_describe,
@@ -101,7 +102,7 @@ class BadInputError(SchedulerError):
 
 
 def _catalog(args: argparse.Namespace) -> dict[str, JobSpec]:
-    return {job.id: job for job in load_catalog(args.catalog)}
+    return catalog_jobs(args.catalog, getattr(args, "job", None))
 
 
 def _job(args: argparse.Namespace) -> JobSpec:
@@ -268,7 +269,9 @@ async def _backfill(args: argparse.Namespace, ctx: Context) -> int:
     if not args.wait:
         return 0
     sys.stdout.flush()
-    outcomes = await wait_for_slots(ctx, job.id, job.timezone, times, before, timeout)
+    outcomes = await wait_for_slots(
+        ctx, job.id, job.timezone, times, before, timeout, progress.for_stream()
+    )
     return print_summary(outcomes, job.id, timeout)
 
 
@@ -289,7 +292,8 @@ async def _resume(args: argparse.Namespace, ctx: Context) -> int:
     if not state.paused:
         print(f"{job.id} is not paused; nothing changed")
         return 0
-    await resume(ctx, job.id, args.note or "resumed with `python -m schedules resume`")
+    # The note goes back to the job's intent, which the UI shows on the schedule's page.
+    await resume(ctx, job.id, args.note or intent_note(job))
     print(f"resumed {job.id} (it was paused: {state.note or 'no note'})")
     if job.paused:
         print(
@@ -463,7 +467,9 @@ def add(commands: argparse._SubParsersAction) -> None:
         EXIT_PAUSE,
     )
     resume_cmd.add_argument("job", metavar="ID", help="job id")
-    resume_cmd.add_argument("--note", default=None, metavar="TEXT", help="optional note")
+    resume_cmd.add_argument(
+        "--note", default=None, metavar="TEXT", help="the note (default: the job's intent)"
+    )
     add_cluster_wait(resume_cmd)
     resume_cmd.set_defaults(handler=_resume)
 

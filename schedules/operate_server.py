@@ -39,7 +39,7 @@ from temporalio.service import RPCError
 from core import redact
 from core.errors import SchedulerError
 from core.sql import queries as named_queries
-from schedules.cli import Context
+from schedules.cli import Context, database_hint
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
 from schedules.found import schedule_or_none, workflow_or_none
 from workflows import JobRun
@@ -416,7 +416,7 @@ async def _fetch(url: str, name: str, params: dict[str, Any]) -> list[dict[str, 
             return await cur.fetchall()
     except psycopg.Error as exc:
         raise DatabaseUnavailableError(
-            f"PostgreSQL is unavailable: {_redacted(exc, url)}"
+            f"PostgreSQL is unavailable: {_redacted(exc, url)} {database_hint()}"
         ) from None
 
 

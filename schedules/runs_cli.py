@@ -11,7 +11,6 @@ import json
 
 from core.errors import SchedulerError
 from schedules import cli
-from schedules.catalog import load_catalog
 from schedules.cli import Context
 from schedules.operate_format import execution_entry
 from schedules.operate_server import recent_executions
@@ -50,7 +49,7 @@ def format_runs(job_id: str, entries: list[dict]) -> str:
 
 
 async def _runs(args: argparse.Namespace, ctx: Context) -> int:
-    jobs = {job.id: job for job in load_catalog(args.catalog)}
+    jobs = cli.catalog_jobs(args.catalog, args.job)
     if args.job not in jobs:
         raise RunsInputError(
             f"unknown job {args.job!r}; the catalog has: {', '.join(jobs) or 'no jobs'}"

@@ -73,6 +73,7 @@ from schedules.compile import (
 )
 from schedules.found import schedule_or_none
 from schedules.limits import size_problem
+from schedules.progress import QUIET, Progress
 from schedules.sync_lock import DEFAULT_LEASE_SECONDS, SyncLock, sync_lock
 from schedules.sync_safety import (
     DEFAULT_MAX_PRUNE,
@@ -373,6 +374,7 @@ async def _plan(
     prune: bool,
     full: bool,
     stamp: bool,
+    progress: Progress = QUIET,
 ) -> SyncReport:
     """The plan against one listing of the server's schedules.
 
@@ -449,7 +451,15 @@ async def _plan(
         action = "update" if fields else "unchanged"
         return Change(job.id, action, fields, _drift(job, state.paused, state.note))
 
-    report.changes = list(await asyncio.gather(*(one(t) for t in targets.values())))
+    async def counted(target: Target) -> Change:
+        try:
+            return await one(target)
+        finally:
+            progress.advance()
+
+    progress.phase("plan", len(targets))
+    report.changes = list(await asyncio.gather(*(counted(t) for t in targets.values())))
+    progress.close()
     managed = {job_id for job_id, entry in listed.items() if entry.managed}
     report.managed = len(managed)
     if prune:
@@ -470,6 +480,7 @@ async def sync(
     max_prune: float = DEFAULT_MAX_PRUNE,
     lock_wait: float = 60.0,
     lock_lease: float = DEFAULT_LEASE_SECONDS,
+    progress: Progress = QUIET,
 ) -> SyncReport:
     """Apply the catalog: create, update what differs, delete what it no longer has.
 
@@ -481,23 +492,29 @@ async def sync(
     (`schedules.sync_safety`). A dry run takes no lock, writes nothing and leaves the prune
     guard to the caller (`check_prune` on the report). `full` describes every schedule
     rather than trusting the digests the listing shows, and so also repairs schedules
-    edited by other means than sync. `now` as in `plan`.
+    edited by other means than sync. `now` as in `plan`. `progress` is told of each job
+    planned and each schedule written (`schedules.progress`).
     """
     jobs = jobs.values() if isinstance(jobs, dict) else jobs
     now = (now or datetime.now(UTC)).replace(microsecond=0)
     targets = compile_jobs(jobs, task_queue, now)
     if dry_run:
         stamp = await digest_attribute(client, register=False)
-        return await _plan(client, targets, now, prune=prune, full=full, stamp=stamp)
+        return await _plan(
+            client, targets, now, prune=prune, full=full, stamp=stamp, progress=progress
+        )
     async with sync_lock(client, lock_lease, lock_wait) as lock:
         stamp = await digest_attribute(client, register=True)
         if stamp and await timing_attribute(client, register=True):
             for target in targets.values():
                 target.carry_timing = True
-        report = await _plan(client, targets, now, prune=prune, full=full, stamp=stamp)
+        report = await _plan(
+            client, targets, now, prune=prune, full=full, stamp=stamp, progress=progress
+        )
         check_prune(report.deleted, report.managed, max_prune)
         await lock.ensure_held("its first write")
-        await _apply(client, report, targets, stamp, lock)
+        await _apply(client, report, targets, stamp, lock, progress)
+        progress.close()
         # A schedule that fires otherwise on the server is rewritten here: under the lock.
         await _verify(client, report, targets, now, stamp)
         # The next sync plans from the listing: release the lock once it shows this one.
@@ -514,11 +531,23 @@ async def sync(
 
 
 async def _apply(
-    client: Client, report: SyncReport, targets: dict[str, Target], stamp: bool, lock: SyncLock
+    client: Client,
+    report: SyncReport,
+    targets: dict[str, Target],
+    stamp: bool,
+    lock: SyncLock,
+    progress: Progress = QUIET,
 ) -> None:
     """The report's changes in the safe order (`schedules.sync_safety.apply_in_order`)."""
+    progress.phase("write", sum(c.action != "unchanged" for c in report.changes))
 
     async def apply(change: Change) -> None:
+        try:
+            await write(change)
+        finally:
+            progress.advance()
+
+    async def write(change: Change) -> None:
         lock.ensure_lease_left(f"writing {change.job_id}")
         if change.action in ("create", "update"):
             target = targets[change.job_id]

@@ -44,6 +44,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_e
 from schedules.catalog import JobSpec
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, schedule_digest
 from schedules.found import schedule_or_none
+from schedules.progress import QUIET, Progress
 from timing import TZDATA_VERSION, Timing, zone
 from timing.calendars import (
     UTC_NAMES,
@@ -339,16 +340,29 @@ def diagnose(
 
 
 async def verify_jobs(
-    client: Client, jobs: Iterable[JobSpec], now: datetime, days: int = DEFAULT_DAYS
+    client: Client,
+    jobs: Iterable[JobSpec],
+    now: datetime,
+    days: int = DEFAULT_DAYS,
+    progress: Progress = QUIET,
 ) -> list[Verdict]:
-    """Verify every job, `CONCURRENCY` at a time; verdicts in the jobs' order."""
+    """Verify every job, `CONCURRENCY` at a time; verdicts in the jobs' order. `progress`
+    is told of each job verified (`schedules.progress`)."""
     limit = asyncio.Semaphore(CONCURRENCY)
+    jobs = list(jobs)
 
     async def one(job: JobSpec) -> Verdict:
-        async with limit:
-            return await verify_job(client, job, now, days)
+        try:
+            async with limit:
+                return await verify_job(client, job, now, days)
+        finally:
+            progress.advance()
 
-    return list(await asyncio.gather(*(one(job) for job in jobs)))
+    progress.phase("verify", len(jobs))
+    try:
+        return list(await asyncio.gather(*(one(job) for job in jobs)))
+    finally:
+        progress.close()
 
 
 # --- after sync writes ------------------------------------------------------------------------

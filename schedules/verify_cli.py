@@ -8,6 +8,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from core.errors import SchedulerError, TemporalUnreachableError
+from schedules import progress
 from schedules.catalog import JobSpec, load_catalog
 from schedules.cli import Context
 from schedules.operate_times import utc_text
@@ -117,7 +118,8 @@ async def _verify(args: argparse.Namespace, ctx: Context) -> int:
     now = datetime.now(UTC).replace(microsecond=0)
     try:
         client = await ctx.client()
-        verdicts = await ctx.retrying(lambda: verify_jobs(client, jobs, now, args.days))
+        bars = progress.for_stream()
+        verdicts = await ctx.retrying(lambda: verify_jobs(client, jobs, now, args.days, bars))
     except TemporalUnreachableError as exc:
         raise CannotTellError(str(exc)) from None
     print(format_verdicts(verdicts, now, args.days))

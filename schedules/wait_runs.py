@@ -23,6 +23,7 @@ from schedules.cli import Context
 from schedules.durations import format_duration
 from schedules.found import workflow_or_none
 from schedules.operate_times import local_text, utc_text
+from schedules.progress import QUIET, Progress
 from workflows.models import JobRunResult
 
 # The exit code of a wait that ended before every run did (the runs go on).
@@ -188,12 +189,14 @@ async def wait_for_slots(
     slots: list[datetime],
     before: dict[str, str | None],
     timeout: float,
+    progress: Progress = QUIET,
 ) -> list[RunOutcome]:
     """Wait for the run of each backfilled slot in turn (they run one after another),
-    printing each line as its run ends; the slots not reached by the deadline are
-    reported as not finished."""
+    printing each line as its run ends (`progress` counts them); the slots not reached by
+    the deadline are reported as not finished."""
     deadline = time.monotonic() + timeout
     outcomes = []
+    progress.phase("backfill", len(slots))
     for slot in slots:
         workflow_id = f"{job_id}-{utc_text(slot)}"
         outcome = RunOutcome(slot=slot, workflow_id=workflow_id, origin="backfill", status="")
@@ -209,7 +212,9 @@ async def wait_for_slots(
         else:
             outcome = await wait_for_run(ctx, workflow_id, run_id, slot, "backfill", deadline)
         outcomes.append(outcome)
-        print(outcome_line(outcome, timezone), flush=True)
+        progress.write(outcome_line(outcome, timezone))
+        progress.advance()
+    progress.close()
     return outcomes
 
 

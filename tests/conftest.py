@@ -86,7 +86,8 @@ def db(database_url: str) -> Iterator[psycopg.Connection]:
 @pytest.fixture(scope="session")
 async def temporal(tmp_path_factory) -> TemporalDevServer:
     logs = tmp_path_factory.mktemp("temporal")
-    server = TemporalDevServer(free_port(), None, None, logs / "temporal.log")
+    # With its Web UI: tests/integration/test_web_ui.py drives it in a browser.
+    server = TemporalDevServer(free_port(), free_port(), None, logs / "temporal.log")
     server.start()
     try:
         await server.wait_ready()
@@ -188,6 +189,23 @@ def start_workers(settings: Settings, tmp_path: Path):
     yield start
     for proc in started:
         proc.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI (`CI` set, as `.ci/run` does), a skipped test fails: a tool it needs is missing.
+    A failed test is marked `call_failed` for its fixtures' teardown.
+
+    What CI never runs protects nothing; `.ci/run` installs every tool a test drives.
+    """
+    report = yield
+    if report.when == "call" and report.failed:
+        item.call_failed = True  # fixtures that keep evidence (screenshots) read it
+    if report.skipped and os.environ.get("CI") and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.longrepr = f"skipped in CI, which must run every test: {reason}"
+    return report
 
 
 _exit_status: list[int] = []

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
+from collections.abc import Mapping
 
 import psycopg
 import psycopg_pool
 
 from core import redact
-from core.errors import SchedulerError
+from core.errors import SchedulerError, SettingsError
 from worker.logs import configure_logging
 from worker.migrate import apply_migrations
 from worker.process import exit_process
@@ -57,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         default="run",
         choices=["run", "migrate", "outbox", "health"],
         help="run: serve the task queue (default); migrate: apply migrations and exit; "
-        "outbox: show the newest outbox messages; health: exit 0 if a worker on this host "
-        "is polling the task queue, 1 if not",
+        "outbox: the messages by type and state, then the newest (as `python -m schedules "
+        "outbox`); health: exit 0 if a worker on this host is polling the task queue, 1 if not",
     )
     parser.add_argument(
         "--limit", type=_positive, default=20, help="outbox: how many messages (1-10000)"
@@ -66,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     try:
-        settings = load_settings()
+        settings = load_settings()  # a malformed value first, then what is missing
+        require_connection_settings(args.command, os.environ)
         configure_logging(settings.log_format, logging.DEBUG if args.debug else logging.INFO)
         return _run(args, settings)
     except SchedulerError as exc:
@@ -101,11 +104,49 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+# What each command must be told, not take from the local stack's defaults: a worker that
+# joins a database or a cluster by default joins the wrong one in silence. `make run`
+# passes both to the workers it starts; `outbox` and `health` only read, from a checkout
+# beside a running `make run`.
+REQUIRED = {"run": ("TEMPORAL_ADDRESS", "DATABASE_URL"), "migrate": ("DATABASE_URL",)}
+_EXAMPLES = {
+    "TEMPORAL_ADDRESS": "TEMPORAL_ADDRESS=temporal-frontend:7233",
+    "DATABASE_URL": "DATABASE_URL=postgresql://scheduled_jobs_app@db-host:5432/scheduled_jobs",
+}
+
+
+def require_connection_settings(command: str, environ: Mapping[str, str]) -> None:
+    """Raise `SettingsError` naming each variable `command` needs that is not set."""
+    env = {k.upper() for k, v in environ.items() if v.strip()}
+    missing = [name for name in REQUIRED.get(command, ()) if name not in env]
+    if missing:
+        shown = "python -m worker" + ("" if command == "run" else f" {command}")
+        raise SettingsError(
+            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: "
+            f"`{shown}` outside `make run` must be told where to connect "
+            f"(e.g. {', '.join(_EXAMPLES[name] for name in missing)}); "
+            "`make run` sets them for the workers it starts"
+        )
+
+
 def _run(args: argparse.Namespace, settings) -> int:
     if args.command == "migrate":
         applied = apply_migrations(settings.database_conninfo)
         names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none"
         print(f"migrations applied: {names}")
+        if settings.app_database_role:
+            from worker.app_role import ensure_app_role
+
+            password = settings.app_database_password
+            created = ensure_app_role(
+                settings.database_url.get_secret_value(),
+                settings.app_database_role,
+                password.get_secret_value() if password else "",
+            )
+            print(
+                f"application role {settings.app_database_role}: "
+                f"{'created' if created else 'updated'}, rows of the schema granted"
+            )
         return 0
     if args.command == "health":
         from worker.health import polling_here

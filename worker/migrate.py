@@ -64,7 +64,8 @@ def apply_migrations(conninfo: str) -> list[Migration]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(_Q["lock"], {"key": MIGRATION_LOCK_KEY})
         try:
-            conn.execute(_Q["create_table"])
+            if not conn.execute(_Q["table_exists"]).fetchone()[0]:
+                conn.execute(_Q["create_table"])
             done = dict(conn.execute(_Q["applied"]).fetchall())
             for migration in migrations:
                 if migration.version in done:
@@ -75,7 +76,15 @@ def apply_migrations(conninfo: str) -> list[Migration]:
                         )
                     continue
                 with conn.transaction():
-                    conn.execute(migration.sql)
+                    try:
+                        conn.execute(migration.sql)
+                    except psycopg.errors.InsufficientPrivilege:
+                        raise MigrationError(
+                            f"migration {migration.version:04d}_{migration.name} is not "
+                            "applied and this role may not change the schema: run `python -m "
+                            "worker migrate` as the database's owner first (the deploy's "
+                            "migration step)"
+                        ) from None
                     conn.execute(
                         _Q["record"],
                         {

@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     temporal_tls_server_ca_cert_path: Path | None = None
 
     database_url: SecretStr = SecretStr(LOCAL_DATABASE_URL)
+    # `python -m worker migrate` only: the application role it creates and grants rows to
+    # (worker/app_role.py), for the workers to connect as instead of the owner.
+    app_database_role: str | None = None
+    app_database_password: SecretStr | None = None
     database_pool_size: int = Field(default=10, ge=1, le=200)
     # libpq's connect_timeout for the worker's connections (unless DATABASE_URL sets its
     # own): a server that accepts TCP and never answers must not hold a starting worker for
@@ -220,7 +224,13 @@ class Settings(BaseSettings):
         return ",".join(f"{h}:{p}" for h, p in zip(hosts, ports, strict=False))
 
 
-_SECRET_FIELDS = {"database_url", "temporal_api_key", "smtp_password", "webhook_url"}
+_SECRET_FIELDS = {
+    "database_url",
+    "temporal_api_key",
+    "smtp_password",
+    "webhook_url",
+    "app_database_password",
+}
 _HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$"
 )
@@ -259,6 +269,7 @@ def register_secrets(environ: dict[str, str] | None = None) -> None:
     env = {k.upper(): v for k, v in (os.environ if environ is None else environ).items()}
     redact.add_password_of(env.get("DATABASE_URL"))
     redact.add_secret(env.get("SMTP_PASSWORD"))
+    redact.add_secret(env.get("APP_DATABASE_PASSWORD"))
     redact.add_secret(env.get("TEMPORAL_API_KEY"))
     redact.add_url_secrets(env.get("WEBHOOK_URL"))
 

@@ -51,3 +51,9 @@ ORDER BY e.job_name, e.scheduled_at
 SELECT count(*) AS dead, min(dead_at) AS oldest, max(dead_at) AS newest
 FROM outbox_messages
 WHERE dead_at IS NOT NULL
+
+-- name: recorded_in_range
+-- The slots of one job the ledger has a row for in [start, end]: the fire times of a
+-- backfill the server dropped are those without one (schedules/backfills.py).
+SELECT scheduled_at FROM job_executions
+WHERE job_name = %(job)s AND scheduled_at >= %(start)s AND scheduled_at <= %(end)s;

@@ -59,7 +59,7 @@ class Case:
     says: tuple[str, ...]  # what its error line must contain (all of it)
     exit: int = 2
     catalog: str | bytes | None = None  # the catalog file's content: `--catalog` is added
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str | None] = field(default_factory=dict)  # None: not set at all
     lines: int = 1  # problems, one line each
     subprocess: bool = False  # `python -m worker` (run) starts a whole worker: not in-process
 
@@ -385,6 +385,19 @@ SETTINGS_CASES = [
         ("worker", "migrate"),
         ("DATABASE_URL: is not a valid",),
         env={"DATABASE_URL": MALFORMED_DB},
+    ),
+    Case(
+        "no DATABASE_URL: worker migrate",
+        ("worker", "migrate"),
+        ("DATABASE_URL is not set: `python -m worker migrate` outside `make run`",),
+        env={"DATABASE_URL": None},
+    ),
+    Case(
+        "no TEMPORAL_ADDRESS: worker",
+        ("worker",),
+        ("TEMPORAL_ADDRESS is not set: `python -m worker` outside `make run`",),
+        env={"TEMPORAL_ADDRESS": None},
+        subprocess=True,
     ),
     Case(
         "broken IPv6 URL: worker outbox",
@@ -877,7 +890,7 @@ async def test_bad_input_is_refused_in_one_line_and_changes_nothing(
             else:
                 path.write_text(case.catalog)
         argv = ["--catalog", str(path), "--wait", "5", *argv]
-    env = case_env(settings) | case.env
+    env = {k: v for k, v in (case_env(settings) | case.env).items() if v is not None}
     runner = run_subprocess if case.subprocess else run_in_process
     full = (["schedules"] if argv[:1] != ["worker"] and case.subprocess else []) + argv
     code, out, err = await asyncio.to_thread(runner, full, env)

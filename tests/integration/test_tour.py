@@ -49,7 +49,7 @@ TOUR = [
     ".venv/bin/python -m schedules next nightly-reconcile -n 3",
     ".venv/bin/python -m schedules trigger invoice-reminders --wait",
     ".venv/bin/python -m schedules runs invoice-reminders --last 3",
-    ".venv/bin/python -m worker outbox",
+    ".venv/bin/python -m schedules outbox",
     "make psql ARGS='-c \"SELECT job_name, status, attempt, duplicate_runs FROM job_executions "
     "ORDER BY id DESC LIMIT 3\"'",
     '.venv/bin/python -m schedules pause invoice-reminders --note "trying the tour"',
@@ -178,11 +178,14 @@ async def test_the_readme_tour_prints_what_it_says_on_old_demo_data(
         shown = tour.run(next_)
         assert len(NIGHTLY_RUN.findall(shown)) == 3, shown
 
-        # Run it now and wait for it: one line, completed, with its counts.
+        # Run it now and wait for it: started, the run completed with its counts, the count.
         if has_option(project, env, "trigger", "--wait"):
             waited = tour.run(trigger)
             assert "completed" in waited, waited
             assert f"reminded {overdue}" in waited, waited
+            lines = waited.strip().splitlines()
+            assert lines[0].startswith("started invoice-reminders-"), waited
+            assert lines[-1] == "1 run(s) of invoice-reminders: 1 ran or had nothing to do"
         else:
             # `trigger --wait` is not on this branch yet (issue 13, item 2): start the run as
             # the tour does, then wait for its record, which --wait would have waited for.
@@ -209,7 +212,9 @@ async def test_the_readme_tour_prints_what_it_says_on_old_demo_data(
 
         # The outbox: one InvoiceReminder per invoice reminded, no customer address shown.
         messages = tour.run(outbox)
-        assert "InvoiceReminder" in messages and str(overdue) in messages, messages
+        (counted,) = [line.split() for line in messages.splitlines() if line.startswith("Invoice")]
+        assert counted[0] == "InvoiceReminder", messages
+        assert sum(map(int, counted[1:])) == overdue, messages  # pending, dispatched, dead
         assert "@" not in messages, messages
 
         # The record in SQL: the run, completed by its first attempt, never run twice.

@@ -34,6 +34,7 @@ ALERT_FOR_KIND = {
     Kind.SLOW_RUN: "ScheduledJobDurationTrendingUp",
     Kind.DEAD_OUTBOX: "OutboxDeadMessages",
     Kind.SCHEDULE_NOT_REGISTERED: None,  # Temporal state, not a worker metric
+    Kind.BACKFILL_SKIPPED: None,  # the server's scheduler history, not a worker metric
 }
 
 

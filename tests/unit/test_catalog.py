@@ -207,7 +207,8 @@ def test_a_schedule_too_large_for_temporal_is_refused_at_compile_naming_its_fiel
     jobs = parse_catalog({"big": GOOD | {"description": "d" * 600_000}, "fine": GOOD})
     with pytest.raises(CatalogError) as err:
         compile_jobs(jobs, "q", datetime.now(UTC))
-    assert str(err.value).startswith("job 'big': its schedule is 601,")
+    # The description, in the run input, and its head in the schedule's note (capped at 1 kB).
+    assert str(err.value).startswith("job 'big': its schedule is 602,")
     assert "largest: description 600,002 bytes" in str(err.value)
     compile_jobs(jobs[1:], "q", datetime.now(UTC))
 

@@ -59,12 +59,13 @@ SETTINGS_VARS = frozenset(name.upper() for name in Settings.model_fields)
 # OTEL_* once telemetry exports). None yet: every app variable is a Settings field.
 NON_SETTINGS_VARS: frozenset[str] = frozenset()
 # What migrate and worker must agree on, or sync registers schedules nobody polls.
-SHARED_SETTINGS = ("temporal_address", "temporal_namespace", "temporal_task_queue", "database_url")
+SHARED_SETTINGS = ("temporal_address", "temporal_namespace", "temporal_task_queue")
 # The variables the stack requires (`${VAR:?message}`), with the values the tests give them;
 # the password has URL-safe characters only, as the file's comment asks.
 REQUIRED_VARIABLES = {
     "POSTGRES_PASSWORD": "test-password-1",
     "GRAFANA_ADMIN_PASSWORD": "test-password-2",
+    "APP_DB_PASSWORD": "test-password-3",
 }
 # check-jsonschema with its bundled copy of the Compose specification's schema.
 SCHEMA_CHECK = (sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec")
@@ -274,8 +275,24 @@ def test_app_environment_validates_and_points_at_the_stack(service, monkeypatch)
     postgres = env("postgres")
     assert database["host"] == "postgres"
     assert database["dbname"] == postgres["POSTGRES_DB"]
-    assert database["user"] == postgres["POSTGRES_USER"]
-    assert database["password"] == postgres["POSTGRES_PASSWORD"]
+    if service == "migrate":  # the owner, for the DDL, creating the application role
+        assert database["user"] == postgres["POSTGRES_USER"]
+        assert database["password"] == postgres["POSTGRES_PASSWORD"]
+    else:
+        assert database["user"] != postgres["POSTGRES_USER"], "workers never as the superuser"
+
+
+def test_workers_connect_as_the_role_migrate_creates(monkeypatch):
+    migrate = settings_of("migrate", monkeypatch)
+    worker = conninfo_to_dict(settings_of("worker", monkeypatch).database_url.get_secret_value())
+    assert worker["user"] == migrate.app_database_role
+    assert worker["password"] == migrate.app_database_password.get_secret_value()
+    owner = conninfo_to_dict(migrate.database_url.get_secret_value())
+    assert (worker["host"], worker["port"], worker["dbname"]) == (
+        owner["host"],
+        owner["port"],
+        owner["dbname"],
+    )
 
 
 def test_migrate_and_worker_agree_on_temporal_and_database(monkeypatch):
@@ -657,3 +674,9 @@ def test_the_workers_charge_the_stand_in_payment_provider():
     command = services()["payments"]["command"]
     assert command[:3] == ["python", "-m", "devstack.payments"]
     assert command[command.index("--port") + 1] == "8090"
+
+
+def test_temporal_keeps_history_as_long_as_the_ledger_keeps_runs():
+    jobs = tomllib.loads((ROOT / "schedules" / "jobs.toml").read_text())
+    days = int(jobs["weekly-cleanup"]["params"]["executions_retention_days"])
+    assert env("temporal-namespace")["RETENTION"] == f"{days * 24}h"

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from schedules.backfills import BackfillRequest
 from schedules.catalog import parse_catalog
 from schedules.explain import Evidence, explain, format_verdict
 from schedules.operate_server import ServerState
@@ -111,6 +112,14 @@ CASES = {
         "the schedule is paused (incident 7)",
     ),
     "not_started": (evidence(), False, "Temporal never started it"),
+    "backfill_skipped": (
+        evidence(
+            schedule=ServerState(exists=True, managed=True, paused=True, skipped_overlap=3),
+            backfill=BackfillRequest(NOW, FIRE - timedelta(days=2), FIRE, "skip"),
+        ),
+        False,
+        "the server skipped it because of the overlap policy skip",
+    ),
 }
 
 

@@ -64,6 +64,7 @@ WORKLOAD_KINDS = {"Deployment", "Job", "CronJob"}
 SETTINGS_VARS = frozenset(name.upper() for name in Settings.model_fields)
 SECRET_SETTINGS = {
     "DATABASE_URL",
+    "APP_DATABASE_PASSWORD",
     "TEMPORAL_API_KEY",
     "SMTP_PASSWORD",
     "WEBHOOK_URL",
@@ -90,7 +91,9 @@ REQUIRED_IN_WORKER = REQUIRED_EVERYWHERE | {
 }
 # Values standing in for the Secret's keys when building Settings from a container's env.
 SECRET_STAND_INS = {
-    "DATABASE_URL": "postgresql://scheduled_jobs:pw@db.example.com:5432/scheduled_jobs",
+    "DATABASE_URL": "postgresql://scheduled_jobs_app:pw@db.example.com:5432/scheduled_jobs",
+    "DATABASE_OWNER_URL": "postgresql://scheduled_jobs:pw@db.example.com:5432/scheduled_jobs",
+    "APP_DATABASE_PASSWORD": "pw",
     "TEMPORAL_API_KEY": "api-key",
     "SMTP_PASSWORD": "smtp-password",
     "WEBHOOK_URL": "https://hooks.example.com/scheduled-jobs",
@@ -402,8 +405,26 @@ def test_secrets_come_from_the_secret_and_never_from_the_config_map(objects):
             if name in SECRET_SETTINGS:
                 assert isinstance(value, dict), f"{label(workload, container)}: {name} inline"
                 ref = value["secretKeyRef"]
-                assert (ref["name"], ref["key"]) == (SECRET, name)
-                assert ref.get("optional", False) is (name != "DATABASE_URL"), name
+                # The migration alone connects as the owner; everyone else as the app role.
+                owner = container["name"] == "migrate" and name == "DATABASE_URL"
+                assert (ref["name"], ref["key"]) == (
+                    SECRET,
+                    "DATABASE_OWNER_URL" if owner else name,
+                )
+                required = name in ("DATABASE_URL", "APP_DATABASE_PASSWORD")
+                assert ref.get("optional", False) is not required, name
+
+
+def test_only_the_migration_connects_as_the_owner_and_creates_the_app_role(objects):
+    for workload, _spec, container in containers(objects):
+        env = environment(objects, container)
+        key = env["DATABASE_URL"]["secretKeyRef"]["key"]
+        if container["name"] == "migrate":
+            assert key == "DATABASE_OWNER_URL"
+            assert env["APP_DATABASE_ROLE"] == "scheduled_jobs_app"
+        else:
+            assert key == "DATABASE_URL", label(workload, container)
+            assert "APP_DATABASE_PASSWORD" not in env, label(workload, container)
 
 
 def test_all_containers_share_one_settings_config_map(objects, monkeypatch):
@@ -506,7 +527,8 @@ def test_each_deploy_migrates_then_syncs(objects):
     (migrate,) = spec["initContainers"]
     (sync,) = spec["containers"]
     assert migrate["command"] == ["python", "-m", "worker", "migrate"]
-    assert sync["command"][:3] == ["python", "-m", "schedules"] and sync["command"][-1] == "sync"
+    # Not the deprecated `--wait SECONDS` before the command.
+    assert sync["command"] == ["python", "-m", "schedules", "sync", "--wait-for-cluster", "300"]
     assert spec["restartPolicy"] == "Never"
     worker = one(objects, "Deployment", WORKER)
     assert (
@@ -599,7 +621,7 @@ def test_keda_scales_on_the_workers_task_queue(objects, monkeypatch):
     assert set(meta["queueTypes"].split(",")) == {"workflow", "activity"}
     assert int(meta["targetQueueSize"]) == settings.worker_max_concurrent_activities
     host = settings.temporal_address.rpartition(":")[0]
-    if host.endswith((".tmprl.cloud", ".api.temporal.io")):
+    if host.endswith((".tmprl.cloud", ".api.temporal.io")) or settings.temporal_tls:
         ref = trigger["authenticationRef"]["name"]
         auth = one(objects, "TriggerAuthentication", ref)
         params = {t["parameter"]: t for t in auth["spec"]["secretTargetRef"]}
@@ -737,3 +759,38 @@ def test_the_deploy_page_creates_every_secret_the_manifests_read(workdir):
         assert f"create secret generic {secret}" in text or f"create secret tls {secret}" in text
         if key:
             assert f"--from-literal={key}=" in text, key
+
+
+def ledger_retention_days() -> int:
+    jobs = tomllib.loads((ROOT / "schedules" / "jobs.toml").read_text())
+    return int(jobs["weekly-cleanup"]["params"]["executions_retention_days"])
+
+
+def test_temporal_keeps_history_as_long_as_the_ledger_keeps_runs():
+    (namespace,) = helm_values()["server"]["config"]["namespaces"]["namespace"]
+    assert namespace["retention"] == f"{ledger_retention_days()}d"
+
+
+def test_the_frontend_requires_client_certificates_and_the_ui_a_login():
+    values = helm_values()
+    frontend = values["server"]["config"]["tls"]["frontend"]["server"]
+    assert frontend["requireClientAuth"] is True and frontend["clientCaFiles"]
+    web = {e["name"]: e for e in values["web"]["additionalEnv"]}
+    assert web["TEMPORAL_AUTH_ENABLED"]["value"] == "true"
+    assert web["TEMPORAL_AUTH_PROVIDER_URL"]["value"].startswith("https://")
+    assert "value" not in web["TEMPORAL_AUTH_CLIENT_SECRET"], "the OIDC secret from a Secret"
+    assert {"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CA"} <= set(web)
+
+
+def test_the_self_hosted_workers_present_a_certificate(workdir, monkeypatch):
+    objects = rendered("self-hosted", workdir)
+    settings = settings_from(objects, worker_container(objects), monkeypatch)
+    assert settings.temporal_tls
+    assert settings.temporal_tls_client_cert_path and settings.temporal_tls_server_ca_cert_path
+
+
+def test_no_workload_connects_as_a_superuser(objects):
+    for workload, _spec, container in containers(objects):
+        ref = environment(objects, container)["DATABASE_URL"]["secretKeyRef"]
+        user = SECRET_STAND_INS[ref["key"]].split("//")[1].split(":")[0]
+        assert user not in ("postgres", "root", "admin"), label(workload, container)

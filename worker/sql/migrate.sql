@@ -7,6 +7,11 @@ SELECT pg_advisory_lock(%(key)s)
 -- name: unlock
 SELECT pg_advisory_unlock(%(key)s)
 
+-- name: table_exists
+-- Checked first: the application role (worker/app_role.py) may not create tables, so a
+-- worker connected as it migrates at start only when nothing is missing.
+SELECT to_regclass('schema_migrations') IS NOT NULL
+
 -- name: create_table
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version    integer PRIMARY KEY,

@@ -1,0 +1,97 @@
+"""A backfill under overlap Skip (the Web UI dialog's default) drops slots: `check` names
+each one and `explain` says why, on the real dev server and PostgreSQL.
+
+No worker polls the job's queue, so the backfill's first run stays open and the server
+skips every later slot of the range, as it does when a run takes longer than the gap
+between backfilled slots: the outcome does not depend on timing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
+
+from schedules.catalog import load_catalog
+from schedules.sync import sync
+from tests.conftest import ROOT, settings_env
+from tests.helpers import assert_eventually
+
+CATALOG = """\
+[hourly-report]
+kind = "invoice-reminders"
+cron = "0 * * * *"
+timezone = "UTC"
+paused = true
+description = "the hourly report"
+owner = "ops@example.com"
+"""
+
+
+def run_cli(settings, catalog: Path, *args: str) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), *args],
+        cwd=ROOT,
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout + done.stderr
+
+
+def utc(instant: datetime) -> str:
+    return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def test_check_names_each_slot_a_skip_backfill_dropped_and_explain_says_why(
+    client, settings, tmp_path
+):
+    catalog = tmp_path / "jobs.toml"
+    catalog.write_text(CATALOG)
+    await sync(client, list(load_catalog(catalog)), settings.temporal_task_queue, prune=False)
+    handle = client.get_schedule_handle("hourly-report")
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    slots = [hour - timedelta(hours=n) for n in (4, 3, 2, 1)]
+    try:
+        # What the dialog sends: both ends inclusive, overlap Skip.
+        await handle.backfill(
+            ScheduleBackfill(
+                start_at=slots[0], end_at=slots[-1], overlap=ScheduleOverlapPolicy.SKIP
+            )
+        )
+
+        async def three_skipped():
+            info = (await handle.describe()).info
+            assert (info.num_actions, info.num_actions_skipped_overlap) == (1, 3)
+
+        await assert_eventually(three_skipped, timeout=60)
+
+        code, out = run_cli(settings, catalog, "check", "--json")
+        assert code == 1, out
+        (alert,) = [a for a in json.loads(out)["alerts"] if a["kind"] == "backfill_skipped"]
+        assert alert["job"] == "hourly-report"
+        message = alert["message"]
+        assert message.startswith("3 backfilled slot(s) skipped by the server under overlap skip")
+        for slot in slots[1:]:
+            assert slot.strftime("%Y-%m-%d %H:%M:%SZ") in message, message
+        assert slots[0].strftime("%Y-%m-%d %H:%M:%SZ") not in message, message
+        assert "python -m schedules backfill hourly-report" in message
+        assert "Buffer All" in message
+
+        code, out = run_cli(settings, catalog, "explain", "hourly-report", "--at", utc(slots[2]))
+        assert code == 1, out
+        assert "the server skipped it because of the overlap policy skip" in out, out
+        assert f"--start {utc(slots[2])}" in out, out
+    finally:
+        await handle.delete()
+        async for run in client.list_workflows(
+            f"WorkflowId STARTS_WITH 'hourly-report-' "
+            f"AND TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
+        ):
+            await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")

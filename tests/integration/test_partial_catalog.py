@@ -1,0 +1,80 @@
+"""One invalid catalog entry blocks `sync` and `validate`, not the commands that read the
+record or act on another job: they warn in one line and go on (real servers)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from schedules.catalog import load_catalog
+from schedules.sync import sync
+from tests.conftest import ROOT, settings_env
+
+GOOD = """\
+[partly-good]
+kind = "invoice-reminders"
+cron = "30 2 * * *"
+timezone = "UTC"
+paused = true
+"""
+BROKEN = """
+[partly-broken]
+kind = "invoice-reminders"
+cron = "30 2 * * *"
+timezone = "Mars/Base"
+"""
+WARNING = (
+    "warning: 1 invalid catalog entry left out ('partly-broken'); "
+    "`python -m schedules validate` lists the problems"
+)
+
+
+def run(settings, catalog: Path, *args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "schedules", *args, "--catalog", str(catalog)],
+        cwd=ROOT,
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+async def test_a_broken_entry_blocks_sync_but_not_the_other_jobs(client, settings, tmp_path):
+    good = tmp_path / "good.toml"
+    good.write_text(GOOD)
+    await sync(client, list(load_catalog(good)), settings.temporal_task_queue, prune=False)
+    catalog = tmp_path / "jobs.toml"
+    catalog.write_text(GOOD + BROKEN)
+    try:
+        for command in (["validate"], ["sync", "--no-prune"]):
+            done = run(settings, catalog, *command)
+            assert done.returncode == 2, done
+            assert "job 'partly-broken': timezone:" in done.stderr, done.stderr
+
+        for command in (
+            ["list"],
+            ["trigger", "partly-good"],
+            ["runs", "partly-good"],
+            ["explain", "partly-good"],
+        ):
+            done = run(settings, catalog, *command)
+            assert done.returncode in (0, 1), done  # explain: 1, the time did not run
+            assert done.stderr.strip().splitlines()[0] == WARNING, done.stderr
+            assert "partly-good" in done.stdout, done.stdout
+
+        done = run(settings, catalog, "trigger", "partly-broken")
+        assert done.returncode == 2
+        assert done.stderr.strip() == (
+            "error: job 'partly-broken': timezone: is not a known IANA time zone: 'Mars/Base'; "
+            "`python -m schedules validate` lists every problem"
+        )
+    finally:
+        await client.get_schedule_handle("partly-good").delete()
+        async for wf in client.list_workflows(
+            f"TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
+        ):
+            await client.get_workflow_handle(wf.id, run_id=wf.run_id).terminate("test over")
