@@ -4,6 +4,7 @@ processes, real Postgres and a real local payment provider (devstack/payments.py
 from __future__ import annotations
 
 import signal
+import uuid
 from datetime import UTC, date, datetime, timedelta
 
 import psycopg
@@ -21,6 +22,7 @@ from devstack.payments import PaymentProviderServer
 from schedules.catalog import JobSpec, RetrySpec, default_catalog, parse_catalog
 from tests.helpers import assert_eventually, wait_for_text
 from tests.integration.jobs import executions, registered
+from worker.migrate import load_migrations
 
 JOB = "monthly-billing"
 # 03:00 America/New_York on 1 October 2026 (EDT): bills September 2026.
@@ -533,3 +535,60 @@ async def test_two_jobs_of_the_billing_kind_each_claim_the_month_and_bill_a_subs
             "receipts": active,
         }
         assert len(provider.charged()) == active and set(provider.charged().values()) == {1}
+
+
+def test_migration_0016_gives_each_billing_run_and_invoice_its_job(postgres):
+    """The month a release before 0016 billed keeps its run and invoices, now its job's; a
+    worker of that release (writing neither column) still gets them filled."""
+    url = postgres.create_database(f"billing_0016_{uuid.uuid4().hex[:8]}")
+    before, (per_job,) = (
+        [m for m in load_migrations() if m.version < 16],
+        [m for m in load_migrations() if m.version == 16],
+    )
+    with psycopg.connect(url, autocommit=True) as conn:
+        for migration in before:
+            conn.execute(migration.sql)
+        (execution,) = conn.execute(
+            "INSERT INTO job_executions (job_name, scheduled_at, status, attempt, origin) "
+            "VALUES ('billing-eu', %s, 'completed', 1, 'scheduled') RETURNING id",
+            (SLOT,),
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO billing_runs (month, execution_id, status) VALUES (%s, %s, 'open')",
+            (MONTH, execution),
+        )
+        conn.execute(
+            "INSERT INTO subscriptions (customer_email, plan, amount_cents, started_on, "
+            "payment_method) VALUES ('a@example.com', 'team', 900, '2026-01-01', 'pm_card_a')"
+        )
+        old_invoice = (
+            "INSERT INTO invoices (invoice_number, customer_email, status, due_date, "
+            "amount_cents, subscription_id, billing_month) "
+            "SELECT %s, 'a@example.com', 'Unpaid', '2026-10-15', 900, id, %s FROM subscriptions"
+        )
+        conn.execute(old_invoice, ("SUB-202609-00000001", MONTH))
+        conn.execute(
+            "INSERT INTO invoices (invoice_number, customer_email, status, due_date) "
+            "VALUES ('INV-1', 'b@example.com', 'Unpaid', '2026-10-15')"
+        )
+
+        conn.execute(per_job.sql)
+        assert conn.execute("SELECT job_name, month FROM billing_runs").fetchall() == [
+            ("billing-eu", MONTH)
+        ]
+        assert dict(conn.execute("SELECT invoice_number, billing_job FROM invoices")) == {
+            "SUB-202609-00000001": "billing-eu",
+            "INV-1": None,
+        }
+        # The previous release's statements, during a rolling deploy.
+        conn.execute("DELETE FROM invoices WHERE billing_month IS NOT NULL")
+        conn.execute(old_invoice, ("SUB-202609-00000001", MONTH))
+        (job,) = conn.execute("SELECT billing_job FROM invoices WHERE billing_month = %s", (MONTH,))
+        assert job == ("billing-eu",)
+        conn.execute("DELETE FROM invoices WHERE billing_month IS NOT NULL")
+        conn.execute("DELETE FROM billing_runs")
+        conn.execute(
+            "INSERT INTO billing_runs (month, execution_id, status) VALUES (%s, %s, 'open')",
+            (MONTH, execution),
+        )
+        assert conn.execute("SELECT job_name FROM billing_runs").fetchall() == [("billing-eu",)]
