@@ -11,23 +11,29 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
+from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy, ScheduleSpec
 
 from activities.chunked import disable_fence_check, fenced
 from activities.executions import ExecutionActivities, take_over
 from activities.models import ClaimInput, ExecutionRef
 from jobs.invoice_reminders.activities import remind_chunk, reminder_window
 from schedules.audit import run_audit
-from schedules.catalog import default_catalog
+from schedules.catalog import default_catalog, parse_catalog
 from schedules.check import ScheduleState
+from schedules.compile import compile_schedule
 from schedules.sync import sync
 from tests.conftest import ROOT, settings_env
 from tests.helpers import assert_eventually
+from tests.integration.chunk_gate import ChunkGate
 from tests.integration.jobs import (
+    FAST_RETRY,
     executions,
     grid_after,
     insert_invoices,
     invoice_job,
+    registered,
     runs_closed,
+    trigger_at,
 )
 
 EVERY = timedelta(seconds=3)
@@ -268,3 +274,210 @@ async def test_unreachable_servers_are_exit_2_in_one_line(settings):
     done = cli(broken, "--settle", "0s")
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
     assert "127.0.0.1:1" in done.stderr
+
+
+@pytest.fixture
+def gate(database_url):
+    gate = ChunkGate(database_url)
+    yield gate
+    gate.close()
+
+
+async def test_a_run_terminated_in_the_middle_of_a_chunk_leaves_an_orphan_running_row(
+    client, db, database_url, task_queue, start_workers, gate
+):
+    insert_invoices(db, 3000, due=date.today() - timedelta(days=10))
+    start_workers(1, **gate.env)
+    job = invoice_job(chunk_size=1000)
+    async with registered(client, job, task_queue):
+        await client.get_schedule_handle(job.id).trigger()
+        await gate.reached()  # planned, before its first chunk
+        gate.step()
+        await gate.reached()  # one chunk committed, waiting before the second
+        (row,) = executions(db, job.id)
+        run = client.get_workflow_handle(row["workflow_id"], run_id=row["run_id"])
+        await run.terminate(reason="test: terminated in the middle of a chunk")
+        gate.open()
+
+        found = await audit(client, database_url, task_queue, [job], start=row["scheduled_at"])
+    assert kinds(found) == [("orphan_running", row["scheduled_at"])]
+    (finding,) = found.findings
+    assert finding.witnesses["run_id"] == row["run_id"]
+    assert finding.witnesses["run_status"] == "TERMINATED"
+    assert finding.witnesses["origin"] == "manual"
+
+
+async def test_the_repeated_fall_back_hour_is_judged_by_the_documented_rule(
+    client, db, database_url, task_queue, start_workers
+):
+    """Temporal alone fires a 01:30 New York job twice on 2025-11-02; the engine skips the
+    second: no finding. Had the second run done its work, it would be unexpected."""
+    job = parse_catalog(
+        {
+            "fall-back": {
+                "kind": "invoice-reminders",
+                "cron": "30 1 * * *",
+                "timezone": "America/New_York",
+                "paused": True,
+                "note": "test: backfilled runs only",
+            }
+        }
+    )[0]
+    schedule = compile_schedule(job, task_queue, datetime.now(UTC))
+    schedule.spec = ScheduleSpec(cron_expressions=["30 1 * * *"], time_zone_name=job.timezone)
+    await client.create_schedule(job.id, schedule)
+    start_workers(1)
+    first, second = (datetime(2025, 11, 2, h, 30, tzinfo=UTC) for h in (5, 6))
+    try:
+        await client.get_schedule_handle(job.id).backfill(
+            ScheduleBackfill(
+                start_at=first - timedelta(minutes=1),
+                end_at=second + timedelta(minutes=1),
+                overlap=ScheduleOverlapPolicy.BUFFER_ALL,
+            )
+        )
+
+        async def both_settled():
+            rows = executions(db, job.id)
+            assert [r["status"] for r in rows] == ["completed", "skipped"], rows
+
+        await assert_eventually(both_settled, timeout=60)
+        await runs_closed(client, job.id, [first, second])
+        day = datetime(2025, 11, 2, 4, tzinfo=UTC)  # midnight in New York
+        since = {job.id: ScheduleState(True, True, False, timing_since=day)}
+        window = {"start": day, "end": day + timedelta(days=1)}
+        clean = await audit(client, database_url, task_queue, [job], states=since, **window)
+        assert clean.findings == [] and clean.scopes[0].due == 1  # the first 01:30 only
+
+        db.execute(
+            "UPDATE job_executions SET status = 'completed' WHERE scheduled_at = %s", (second,)
+        )
+        found = await audit(client, database_url, task_queue, [job], states=since, **window)
+        assert kinds(found) == [("unexpected", second)]
+    finally:
+        await client.get_schedule_handle(job.id).delete()
+
+
+def _backfill(start: datetime, end: datetime) -> ScheduleBackfill:
+    return ScheduleBackfill(start_at=start, end_at=end, overlap=ScheduleOverlapPolicy.ALLOW_ALL)
+
+
+async def test_clean_backfills_across_dst_days_and_a_manual_trigger_give_no_finding(
+    client, db, database_url, task_queue, start_workers
+):
+    """Reference jobs backfilled over the spring-forward and fall-back days of New York and
+    London (past days: the clock is a parameter through the schedule state given to the
+    audit), and a manual trigger at a time that is no fire time: 0 findings."""
+    catalog = default_catalog()
+    quiet = {"paused": True, "retry": FAST_RETRY, "note": "test: backfilled runs only"}
+    reconcile = catalog["nightly-reconcile"].model_copy(update=quiet)  # 02:00 New York
+    reminders = invoice_job()  # 02:30 London
+    hourly = invoice_job().model_copy(update={"id": "hourly-london", "cron": "0 * * * *"})
+    days = {
+        reconcile.id: (datetime(2026, 3, 7, 12, tzinfo=UTC), datetime(2026, 3, 9, 12, tzinfo=UTC)),
+        reminders.id: (datetime(2025, 10, 25, 12, tzinfo=UTC), datetime(2025, 10, 27, tzinfo=UTC)),
+        hourly.id: (datetime(2026, 3, 29, tzinfo=UTC), datetime(2026, 3, 29, 22, 30, tzinfo=UTC)),
+    }
+    start_workers(2)
+    jobs = [reconcile, reminders, hourly]
+    try:
+        await sync(client, jobs, task_queue, prune=False, now=datetime(2025, 10, 1, tzinfo=UTC))
+        for job in jobs:
+            await client.get_schedule_handle(job.id).backfill(_backfill(*days[job.id]))
+        await trigger_at(client, reminders.id, datetime(2025, 10, 26, 9, 17, tzinfo=UTC))
+        expected = {reconcile.id: 2, reminders.id: 1, hourly.id: 23}  # 03-29: 23 hours
+
+        async def all_settled():
+            for job in jobs:
+                rows = executions(db, job.id)
+                assert len(rows) == expected[job.id] + (job is reminders), (job.id, rows)
+                assert {r["status"] for r in rows} == {"completed"}, rows
+
+        await assert_eventually(all_settled, timeout=180)
+        for job in jobs:
+            await runs_closed(client, job.id, [r["scheduled_at"] for r in executions(db, job.id)])
+        states = {
+            job.id: ScheduleState(True, True, False, timing_since=days[job.id][0]) for job in jobs
+        }
+        report = await audit(
+            client,
+            database_url,
+            task_queue,
+            jobs,
+            start=datetime(2025, 10, 1, tzinfo=UTC),
+            end=datetime(2026, 4, 1, tzinfo=UTC),
+            states=states,
+        )
+        assert report.findings == []
+        assert {s.job.id: s.due for s in report.scopes} == expected
+        # The spring-forward 02:00 in New York ran at 03:00 EDT: the audit's fire time.
+        slots = [r["scheduled_at"] for r in executions(db, reconcile.id)]
+        assert datetime(2026, 3, 8, 7, tzinfo=UTC) in slots
+    finally:
+        for job in jobs:
+            await client.get_schedule_handle(job.id).delete()
+
+
+async def test_effects_of_failed_or_undone_work_are_orphan_effects(
+    client, db, database_url, task_queue
+):
+    """Seeded after the fact, as the fault campaign found them: a billing charge the
+    provider made on an invoice that ended Void (the kind's own query), and outbox rows
+    of an execution that ended failed."""
+    billing = default_catalog()["monthly-billing"]  # 03:00 New York on the 1st
+    reminders = default_catalog()["invoice-reminders"]
+    slot = datetime(2026, 10, 1, 7, tzinfo=UTC)
+    (billed,) = db.execute(
+        "INSERT INTO job_executions (job_name, scheduled_at, status, origin, started_at)"
+        " VALUES (%s, %s, 'compensated', 'scheduled', %s) RETURNING id",
+        (billing.id, slot, slot),
+    ).fetchone()
+    db.execute(
+        "INSERT INTO billing_runs (month, execution_id, status)"
+        " VALUES ('2026-09-01', %s, 'reopened')",
+        (billed,),
+    )
+    db.execute(
+        "INSERT INTO subscriptions (id, customer_email, plan, amount_cents, started_on,"
+        " payment_method) VALUES (1, 'c@example.com', 'pro', 900, '2026-01-01', 'pm_1')"
+    )
+    db.execute(
+        "INSERT INTO invoices (id, invoice_number, customer_email, status, due_date,"
+        " subscription_id, billing_month)"
+        " VALUES (1, 'B-1', 'c@example.com', 'Void', '2026-10-15', 1, '2026-09-01')"
+    )
+    db.execute(
+        "INSERT INTO charges (invoice_id, billing_month, status, amount_cents,"
+        " provider_charge_id) VALUES (1, '2026-09-01', 'charged', 900, 'ch_1')"
+    )
+    r_slot = datetime(2026, 11, 20, 2, 30, tzinfo=UTC)
+    (failed,) = db.execute(
+        "INSERT INTO job_executions (job_name, scheduled_at, status, origin, started_at)"
+        " VALUES (%s, %s, 'failed', 'scheduled', %s) RETURNING id",
+        (reminders.id, r_slot, r_slot),
+    ).fetchone()
+    (outbox_id,) = db.execute(
+        "INSERT INTO outbox_messages (type, payload, idempotency_key, execution_id, attempt)"
+        " VALUES ('InvoiceReminder', '{}', 'k1', %s, 1) RETURNING id",
+        (failed,),
+    ).fetchone()
+    # Paused: judged up to their last recorded slot.
+    states = {
+        billing.id: ScheduleState(True, True, True, timing_since=slot),
+        reminders.id: ScheduleState(True, True, True, timing_since=r_slot),
+    }
+    found = await audit(
+        client,
+        database_url,
+        task_queue,
+        [billing, reminders],
+        start=datetime(2026, 9, 1, tzinfo=UTC),
+        end=r_slot + timedelta(minutes=1),
+        states=states,
+    )
+    assert kinds(found) == [("orphan_effect", r_slot), ("orphan_effect", slot)]
+    by_job = {f.job: f for f in found.findings}
+    assert by_job[reminders.id].witnesses["outbox_ids"] == [str(outbox_id)]
+    assert by_job[billing.id].witnesses["invoice_number"] == "B-1"
+    assert by_job[billing.id].witnesses["execution_id"] == billed
+    assert "ended Void" in by_job[billing.id].detail
