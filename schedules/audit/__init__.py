@@ -21,7 +21,7 @@ from typing import Any
 from temporalio.client import Client
 
 from schedules.audit.checks import NOT_VIOLATIONS, Finding, JobScope, judge
-from schedules.audit.history import Window, read_ledger, read_visibility
+from schedules.audit.history import Window, read_ledger, read_visibility, recheck
 from schedules.check import describe_states
 
 DEFAULT_SETTLE = timedelta(minutes=15)
@@ -94,6 +94,7 @@ async def run_audit(
         timeout=timeout,
     )
     findings, scopes = judge(jobs, ledger, visibility, described, window)
+    findings = await _confirmed(conninfo, findings, timeout)
     return AuditReport(
         findings,
         scopes,
@@ -101,6 +102,18 @@ async def run_audit(
         rows=sum(len(r) for r in ledger.rows.values()),
         runs=sum(len(r) for r in visibility.runs.values()),
     )
+
+
+# Findings about a row's absence or state, read before Temporal was: confirmed after it.
+_RACY = {"lost": None, "missing_row": None, "orphan_running": "running"}
+
+
+async def _confirmed(conninfo: str, findings: list[Finding], timeout: float) -> list[Finding]:
+    """Drop the findings a run in flight made stale while Temporal was read: a slot claimed
+    since (lost, missing_row), a row finished since (orphan_running)."""
+    racy = [f for f in findings if f.kind in _RACY and f.job and f.slot]
+    now = await recheck(conninfo, [(f.job, f.slot) for f in racy], timeout)
+    return [f for f in findings if f.kind not in _RACY or now.get((f.job, f.slot)) == _RACY[f.kind]]
 
 
 async def _given(states: dict[str, Any]) -> dict[str, Any]:

@@ -144,6 +144,22 @@ async def read_ledger(
         )
 
 
+async def recheck(
+    conninfo: str, pairs: Sequence[tuple[str, datetime]], timeout: float
+) -> dict[tuple[str, datetime], str]:
+    """The status now of the rows of these (job, slot) pairs (absent: no row)."""
+    if not pairs:
+        return {}
+    async with await psycopg.AsyncConnection.connect(
+        conninfo, connect_timeout=max(2, int(timeout))
+    ) as conn:
+        await conn.set_read_only(True)
+        cur = await conn.execute(
+            _Q["recheck"], {"jobs": [p[0] for p in pairs], "slots": [p[1] for p in pairs]}
+        )
+        return {(job, slot): status for job, slot, status in await cur.fetchall()}
+
+
 def _iso(instant: datetime) -> str:
     return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

@@ -73,3 +73,10 @@ WHERE o.occurred_at >= %(from)s AND o.occurred_at < %(to)s
   AND (NOT %(only_jobs)s OR e.job_name = ANY(%(jobs)s))
 ORDER BY o.occurred_at, o.id
 LIMIT %(limit)s
+
+-- name: recheck
+-- The rows of some (job, slot) pairs again, after Temporal was read: a run that claimed or
+-- finished its slot meanwhile is no finding.
+SELECT e.job_name, e.scheduled_at, e.status
+FROM unnest(%(jobs)s::text[], %(slots)s::timestamptz[]) AS p (job_name, scheduled_at)
+JOIN job_executions e USING (job_name, scheduled_at)
