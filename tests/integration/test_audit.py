@@ -50,17 +50,17 @@ def kinds(report) -> list[tuple[str, datetime | None]]:
     return [(f.kind, f.slot) for f in report.findings]
 
 
-async def fire_n(client, job, task_queue, n: int):
-    """Register `job` to fire `n` times, `EVERY` apart, from a time the server confirms."""
+async def fire_n(client, job, task_queue, n: int, every: timedelta = EVERY):
+    """Register `job` to fire `n` times, `every` apart, from a time the server confirms."""
     lead = timedelta(seconds=2)
     while True:
-        first = grid_after(datetime.now(UTC) + lead, EVERY)
+        first = grid_after(datetime.now(UTC) + lead, every)
         bounded = job.model_copy(
             update={
                 "cron": None,
-                "interval": EVERY,
+                "interval": every,
                 "start_at": first - timedelta(seconds=1),
-                "end_at": first + EVERY * (n - 1) + timedelta(seconds=1),
+                "end_at": first + every * (n - 1) + timedelta(seconds=1),
                 "paused": False,
                 "note": "",
             }
@@ -70,7 +70,7 @@ async def fire_n(client, job, task_queue, n: int):
         if first in info.next_action_times or first in {
             a.scheduled_at for a in info.recent_actions
         }:
-            return bounded, [first + EVERY * i for i in range(n)]
+            return bounded, [first + every * i for i in range(n)]
         lead *= 2
 
 
@@ -481,3 +481,28 @@ async def test_effects_of_failed_or_undone_work_are_orphan_effects(
     assert by_job[billing.id].witnesses["invoice_number"] == "B-1"
     assert by_job[billing.id].witnesses["execution_id"] == billed
     assert "ended Void" in by_job[billing.id].detail
+
+
+async def test_a_pause_and_a_timing_changed_mid_way_give_no_finding(
+    client, db, database_url, task_queue, start_workers
+):
+    start_workers(1)
+    job, before = await fire_n(client, invoice_job(), task_queue, 2)
+    try:
+        await completed_runs(client, db, job.id, before)
+        await client.get_schedule_handle(job.id).pause(note="test: paused")
+        since = before[0] - timedelta(minutes=1)
+        paused = await audit(client, database_url, task_queue, [job], start=since)
+        assert paused.findings == [] and paused.scopes[0].due == 2
+        assert "paused" in paused.scopes[0].note
+
+        # Resumed, the catalog changes the job's timing: a new interval, later bounds. The
+        # rows of the old timing are before the new one's timing_since: not judged by it.
+        await client.get_schedule_handle(job.id).unpause(note="test: resumed")
+        changed, after = await fire_n(client, job, task_queue, 2, every=timedelta(seconds=4))
+        await completed_runs(client, db, job.id, before + after)
+        report = await audit(client, database_url, task_queue, [changed], start=since)
+        assert report.findings == [] and report.scopes[0].due == 2
+        assert report.rows == 4
+    finally:
+        await client.get_schedule_handle(job.id).delete()
