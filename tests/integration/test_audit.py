@@ -11,6 +11,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
+from pydantic import SecretStr
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy, ScheduleSpec
 
 from activities.chunked import disable_fence_check, fenced
@@ -273,7 +274,16 @@ async def test_unreachable_servers_are_exit_2_in_one_line(settings):
     broken = settings.model_copy(update={"temporal_address": "127.0.0.1:1"})
     done = cli(broken, "--settle", "0s")
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
-    assert "127.0.0.1:1" in done.stderr
+    assert "127.0.0.1:1" in done.stderr and done.stdout == ""
+
+    secret = "s3cret-pw"
+    no_db = settings.model_copy(
+        update={"database_url": SecretStr(f"postgresql://app:{secret}@127.0.0.1:1/app")}
+    )
+    done = cli(no_db, "--settle", "0s")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
+    assert "cannot read" in done.stderr and secret not in done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
 
 
 @pytest.fixture
