@@ -214,7 +214,7 @@ def temporal_agreement(
             )
 
 
-def ledger_findings(ledger: Ledger, tz_of: dict[str, str]) -> Iterator[Finding]:
+def ledger_findings(ledger: Ledger) -> Iterator[Finding]:
     """stale_write, duplicated, orphan_effect and outbox delivery, from the SQL checks."""
     for w in ledger.stale_writes:
         yield Finding(
@@ -306,7 +306,7 @@ def judge(
         findings += unexpected(scope, frozenset(fires), rows)
         if visibility is not None:
             findings += temporal_agreement(job, rows, visibility, window)
-    findings += ledger_findings(ledger, {job.id: job.timezone for job in jobs})
+    findings += ledger_findings(ledger)
     order = {kind: i for i, kind in enumerate(KINDS)}
     far = datetime.max.replace(tzinfo=UTC)
     findings.sort(key=lambda f: (f.job or "", f.slot or far, order.get(f.kind, len(order))))
