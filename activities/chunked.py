@@ -18,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import journal
 from activities.chunk_gate import pass_chunk_gate
 from activities.executions import Fence, take_over
 from activities.models import ExecutionRef, WorkResult
@@ -28,20 +29,37 @@ Progress = dict[str, Any]
 Plan = Callable[[AsyncConnection], Awaitable[Progress]]
 Step = Callable[[AsyncConnection, Progress], Awaitable[tuple[Progress, bool]]]
 
+# Test-only (the audit's mutation suite): jobs whose fenced transactions skip the fence
+# check, so a stale attempt commits and the audit must name it. Empty in production.
+_unfenced: frozenset[str] = frozenset()
+
+
+def disable_fence_check(job_names: frozenset[str]) -> None:
+    """Test-only: skip the fence check of these jobs' transactions in this process."""
+    global _unfenced
+    _unfenced = frozenset(job_names)
+
 
 @asynccontextmanager
 async def fenced(
-    pool: AsyncConnectionPool, fence: Fence, execution: ExecutionRef | None = None
+    pool: AsyncConnectionPool,
+    fence: Fence,
+    execution: ExecutionRef | None = None,
+    what: str = "chunk",
 ) -> AsyncIterator[AsyncConnection]:
     """A transaction that belongs to `fence`'s attempt, or `StaleAttemptError` before any work.
 
     The execution row stays locked until commit, so no newer attempt can take over while
-    this transaction's work is in flight. `execution` labels its span.
+    this transaction's work is in flight. `execution` labels its span. Its outbox rows name
+    the attempt, and its last statement journals `what` it committed (`activities.journal`).
     """
     with fenced_span(fence, execution):
         async with pool.connection() as conn, conn.transaction():
-            await fence.check(conn)
+            if execution is None or execution.job_name not in _unfenced:
+                await fence.check(conn)
+            await journal.enter(conn, fence.execution_id, fence.token)
             yield conn
+            await journal.record(conn, fence.execution_id, fence.token, what)
 
 
 async def begin_attempt(pool: AsyncConnectionPool, execution: ExecutionRef) -> Fence | WorkResult:
@@ -83,7 +101,7 @@ async def run_in_chunks(
         return fence
     progress = fence.progress
     if not progress:
-        async with fenced(pool, fence, execution) as conn:
+        async with fenced(pool, fence, execution, "plan") as conn:
             await fence.save_progress(conn, await plan(conn))
         progress = fence.progress
 

@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import journal
 from activities.chunked import fenced
 from activities.executions import Attempt, Fence, take_over_in
 from activities.models import ExecutionRef, TimingField, WorkResult
@@ -116,7 +117,7 @@ class StepRun:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
         """A transaction that commits only while this attempt holds the slot."""
-        async with fenced(self.pool, self.fence, self.execution) as conn:
+        async with fenced(self.pool, self.fence, self.execution, f"step:{self.name}") as conn:
             yield conn
 
     async def save(self, conn: AsyncConnection, progress: dict[str, Any]) -> None:
@@ -292,6 +293,7 @@ class StepsActivities:
                 await fence.check(conn)
                 summary = {"counts": finish.counts, "steps": finish.steps}
                 duration = await fence.complete(conn, summary, summary)
+                await journal.record(conn, fence.execution_id, fence.token, "finish_steps")
         record_completed(execution.job_name, duration)
         return WorkResult(counts=finish.counts)
 

@@ -14,8 +14,9 @@ from temporalio.service import RPCError
 from core import redact
 from core.errors import CatalogError, SchedulerError
 
-# Importing these registers their commands (explain; list, describe, next, trigger ...; runs).
-from schedules import explain_cli, operate, outbox_cli, progress, runs_cli  # noqa: F401
+# Importing these registers their commands (audit; explain; list, describe, next, trigger ...;
+# outbox; runs).
+from schedules import audit_cli, explain_cli, operate, outbox_cli, progress, runs_cli  # noqa: F401
 from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
 from schedules.cli import (

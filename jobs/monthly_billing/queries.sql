@@ -174,3 +174,27 @@ SELECT count(*) FILTER (WHERE c.status = 'charged') AS charged,
        coalesce(sum(c.amount_cents) FILTER (WHERE c.status = 'charged'), 0) AS charged_cents
 FROM charges c JOIN invoices i ON i.id = c.invoice_id
 WHERE i.billing_job = %(job_name)s AND i.billing_month = %(month)s AND c.status <> 'pending'
+
+-- name: audit_effects
+-- For `python -m schedules audit` (its per-kind domain-effects hook): charges the provider
+-- made on invoices that ended Void (an undo voided what the customer paid for), and
+-- charges whose outcome is still unknown on a Void invoice (to look up at the provider), for
+-- the billing runs of the executions whose slot is in [from, to).
+SELECT CASE c.status WHEN 'charged' THEN 'orphan_effect' ELSE 'inconclusive' END AS kind,
+       r.execution_id,
+       CASE c.status
+           WHEN 'charged' THEN 'the provider charged invoice ' || i.invoice_number
+                               || ', which ended Void'
+           ELSE 'charge of invoice ' || i.invoice_number
+                || ' is still pending at the provider, and the invoice ended Void'
+       END AS detail,
+       jsonb_build_object('invoice_id', i.id, 'invoice_number', i.invoice_number,
+                          'billing_month', i.billing_month, 'charge_status', c.status,
+                          'provider_charge_id', c.provider_charge_id) AS witnesses
+FROM invoices i
+JOIN charges c ON c.invoice_id = i.id
+JOIN billing_runs r ON r.job_name = i.billing_job AND r.month = i.billing_month
+JOIN job_executions e ON e.id = r.execution_id
+WHERE i.status = 'Void' AND c.status IN ('charged', 'pending')
+  AND e.job_name = ANY(%(jobs)s) AND e.scheduled_at >= %(from)s AND e.scheduled_at < %(to)s
+ORDER BY r.execution_id, i.id

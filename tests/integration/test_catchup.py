@@ -15,6 +15,7 @@ from temporalio.client import (
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from devstack import TemporalDevServer, free_port
+from schedules.audit import run_audit
 from schedules.catalog import parse_catalog
 from schedules.compile import compile_schedule
 from schedules.sync import sync
@@ -185,5 +186,21 @@ async def test_catch_up_after_temporal_was_down_follows_each_policy(
                 assert result.outcome == "skipped" and result.catchup_gap == len(settled) - 2
                 gap = [r["scheduled_at"] for r in skipped if r["error"].startswith("catch-up gap")]
                 assert gap == settled[:-2]
+
+        # The audit judges the history from the first fire time to the last one each job's
+        # catch-up settled: every fire time has its row, nothing else was run.
+        end = min(max(r["scheduled_at"] for r in executions(db, j)) for j in catalog)
+        report = await run_audit(
+            settings.database_url.get_secret_value(),
+            client,
+            list(catalog.values()),
+            task_queue=settings.temporal_task_queue,
+            now=datetime.now(UTC),
+            start=first,
+            end=end,
+            settle=timedelta(0),
+        )
+        assert report.findings == []
+        assert all(scope.due >= 3 for scope in report.scopes), report.scopes
     finally:
         server.stop()

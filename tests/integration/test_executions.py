@@ -144,3 +144,38 @@ async def test_take_overs_are_ordered_by_run_activity_and_temporal_attempt(pool,
     assert await activities.attempt_took_over(query(1))
     assert not await activities.attempt_took_over(query(2))
     assert not await activities.attempt_took_over(query(1, seq=3))
+
+
+async def test_fenced_transactions_leave_evidence_of_their_attempt(pool, db):
+    """Each outbox row names the execution and attempt that wrote it, and the journal
+    lists take-overs and fenced commits in order, in the same transactions (issue 18)."""
+    insert_invoices(db, 3, due=date(2026, 11, 1))
+    claim = await ExecutionActivities(pool).claim_execution(claim_input())
+    fence = await take_over(pool, claim.execution_id)
+    window = reminder_window("invoice-reminders", SLOT, 7)
+    async with fenced(pool, fence, what="chunk") as conn:
+        await remind_chunk(conn, window, 0, 3)
+        await fence.complete(conn, {"counts": {}}, {"counts": {}})
+    with pytest.raises(StaleAttemptError):
+        async with fenced(pool, fence) as conn:
+            await remind_chunk(conn, window, 0, 3)
+
+    rows = db.execute("SELECT execution_id, attempt, txid FROM outbox_messages").fetchall()
+    assert {(r[0], r[1]) for r in rows} == {(claim.execution_id, 1)} and len(rows) == 3
+    journal = db.execute(
+        "SELECT attempt, what, status, txid FROM commit_journal WHERE execution_id = %s "
+        "ORDER BY seq",
+        (claim.execution_id,),
+    ).fetchall()
+    assert [j[:3] for j in journal] == [(1, "take_over", "running"), (1, "chunk", "completed")]
+    assert journal[1][3] == rows[0][2]  # the outbox rows' transaction is the chunk's
+
+
+async def test_outbox_rows_of_other_producers_name_no_execution(db):
+    db.execute(
+        "INSERT INTO outbox_messages (type, payload, idempotency_key) VALUES ('T', '{}', 'k')"
+    )
+    assert db.execute("SELECT execution_id, attempt FROM outbox_messages").fetchone() == (
+        None,
+        None,
+    )

@@ -45,6 +45,7 @@ SERVICES = {
     "temporal-namespace",
     "temporal-ui",
     "migrate",
+    "audit",
     "worker",
     "mailpit",
     "webhook",
@@ -52,8 +53,9 @@ SERVICES = {
     "prometheus",
     "grafana",
 }
-ONE_SHOT = {"temporal-schema", "temporal-namespace", "migrate"}
-APP_SERVICES = ("migrate", "worker")
+# `audit` is an on-demand one-shot (profile `audit`): `docker compose run --rm audit`.
+ONE_SHOT = {"temporal-schema", "temporal-namespace", "migrate", "audit"}
+APP_SERVICES = ("migrate", "worker", "audit")
 SETTINGS_VARS = frozenset(name.upper() for name in Settings.model_fields)
 # Variables an app container may set that Settings does not read (a library's own, such as
 # OTEL_* once telemetry exports). None yet: every app variable is a Settings field.

@@ -1,0 +1,313 @@
+"""The audit's checks: from what the ledger and Temporal hold, the findings, each with the
+witnesses that show it (row ids, workflow and run ids, outbox ids, attempts, journal seqs).
+
+Pure: the history is data (`history.Ledger`, `history.Visibility`) and `now` is a parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from schedules.audit.history import Ledger, Visibility, Window
+from schedules.audit.oracle import Timing
+
+# Rows whose slot was chosen by an operator or a caller, not by the timing.
+UNTIMED_ORIGINS = ("manual", "direct")
+# Rows that did (or are doing) the work of their slot; a skipped one recorded a refusal.
+WORKED = ("completed", "running", "failed", "compensated")
+TERMINAL = ("completed", "skipped", "failed", "compensated")
+CLOSED_OK = "COMPLETED"
+
+KINDS = (
+    "lost",
+    "late",
+    "unexpected",
+    "duplicated",
+    "stale_write",
+    "orphan_effect",
+    "orphan_running",
+    "missing_row",
+    "outbox_pending",
+    "outbox_dead",
+    "inconclusive",
+)
+# Reported, but not a violation: the exit code stays 0 for these alone.
+NOT_VIOLATIONS = frozenset({"inconclusive"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    job: str | None
+    slot: datetime | None
+    detail: str
+    witnesses: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobScope:
+    """How much of a job could be judged: coverage over [start, end), unexpected rows from
+    `judged_from` (before, the timing in force then is not known)."""
+
+    job: Any
+    start: datetime | None
+    end: datetime | None
+    judged_from: datetime | None
+    note: str = ""
+    due: int = 0  # fire times due in [start, end)
+
+
+def workflow_id(job_id: str, slot: datetime) -> str:
+    return f"{job_id}-{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def timing_of(job: Any) -> Timing:
+    return Timing(job.cron, job.interval, job.timezone, job.start_at, job.end_at)
+
+
+def scope_of(job: Any, ledger: Ledger, window: Window, state: Any) -> JobScope:
+    """The part of the window where the job's fire times are known and due.
+
+    From the latest of --from, the job's start_at, and when its current timing took effect
+    (`timing_since` in its schedule; without one, its first recorded slot). Up to --to less
+    --settle; for a paused job (in the catalog or on its schedule) or one without a
+    schedule, only up to its last recorded slot: pauses are not recorded anywhere, but a
+    run after a pause records the slots it missed (catch-up), so only the stretch since the
+    last row is unknown."""
+    first_last = ledger.bounds.get(job.id)
+    since = getattr(state, "timing_since", None) if state is not None else None
+    floor = since or (first_last[0] if first_last else None)
+    if floor is None:
+        return JobScope(job, None, None, None, "no recorded run and no timing_since")
+    start = max(window.start, floor)
+    end = min(window.end, window.now - window.settle)
+    note = ""
+    stopped = job.paused or state is None or not state.exists or state.paused
+    if stopped:
+        if first_last is None:
+            return JobScope(job, None, None, start, "paused or unscheduled, no recorded run")
+        end = min(end, first_last[1] + timedelta(microseconds=1))
+        note = "paused or unscheduled: coverage up to its last recorded slot"
+    return JobScope(job, start, end if end > start else start, start, note)
+
+
+def coverage(
+    scope: JobScope,
+    fires: Sequence[datetime],
+    rows: dict[datetime, Any],
+    visibility: Visibility | None,
+    window: Window,
+) -> Iterator[Finding]:
+    """lost and late: every fire time due in the scope has one terminal row, on time."""
+    job = scope.job
+    if scope.start is None or scope.end is None:
+        return
+    runs = {}
+    if visibility is not None:
+        runs = {r.slot: r for r in visibility.runs.get(job.id, ()) if r.slot is not None}
+    limit = (job.starting_deadline or window.late) + job.jitter
+    for fire in fires:
+        if not scope.start <= fire < scope.end:
+            continue
+        row = rows.get(fire)
+        if row is None:
+            run = runs.get(fire)
+            witnesses = {"workflow_id": workflow_id(job.id, fire)}
+            if run is not None:
+                witnesses |= {"run_id": run.run_id, "run_status": run.status}
+            yield Finding("lost", job.id, fire, "no ledger row for this fire time", witnesses)
+            continue
+        if row.status not in TERMINAL:
+            continue  # running: orphan_running judges it
+        lateness = row.started_at - fire
+        if row.origin == "scheduled" and row.status == "completed" and lateness > limit:
+            yield Finding(
+                "late",
+                job.id,
+                fire,
+                f"claimed {lateness.total_seconds():.0f}s after its fire time "
+                f"(limit {limit.total_seconds():.0f}s)",
+                _row_witnesses(row),
+            )
+
+
+def _row_witnesses(row: Any) -> dict[str, Any]:
+    return {
+        "execution_id": row.id,
+        "status": row.status,
+        "origin": row.origin,
+        "attempt": row.attempt,
+        "workflow_id": row.workflow_id,
+        "run_id": row.run_id,
+    }
+
+
+def unexpected(
+    scope: JobScope, fires: frozenset[datetime], rows: dict[datetime, Any]
+) -> Iterator[Finding]:
+    """Rows that did work for a time that is not a fire time of the job's timing."""
+    if scope.judged_from is None:
+        return
+    judged = [r for slot, r in rows.items() if slot >= scope.judged_from]
+    worked = [r for r in judged if r.status in WORKED and r.origin not in UNTIMED_ORIGINS]
+    for row in worked:
+        if row.scheduled_at not in fires:
+            yield Finding(
+                "unexpected",
+                scope.job.id,
+                row.scheduled_at,
+                f"a {row.status} {row.origin} row for a time that is not a fire time",
+                _row_witnesses(row),
+            )
+
+
+def temporal_agreement(
+    job: Any, rows: dict[datetime, Any], visibility: Visibility, window: Window
+) -> Iterator[Finding]:
+    """missing_row: a run that completed without a row; orphan_running: a row `running`
+    whose run is closed (or gone within retention; past it, inconclusive)."""
+    for run in visibility.runs.get(job.id, ()):
+        if run.status == CLOSED_OK and run.slot is not None and run.slot not in rows:
+            yield Finding(
+                "missing_row",
+                job.id,
+                run.slot,
+                "its workflow run completed, but the ledger has no row for the slot",
+                {"workflow_id": run.workflow_id, "run_id": run.run_id},
+            )
+    for row in rows.values():
+        if row.status != "running" or not row.workflow_id:
+            continue
+        key = (row.workflow_id, row.run_id)
+        if key not in visibility.running:
+            continue
+        status = visibility.running[key]
+        witnesses = _row_witnesses(row) | {"run_status": status}
+        if status is None:
+            retention = visibility.retention
+            if retention is not None and row.started_at < window.now - retention:
+                yield Finding(
+                    "inconclusive",
+                    job.id,
+                    row.scheduled_at,
+                    "row running; its run is past Temporal's retention",
+                    witnesses,
+                )
+                continue
+            yield Finding(
+                "orphan_running",
+                job.id,
+                row.scheduled_at,
+                "row running; Temporal has no such run",
+                witnesses,
+            )
+        elif status != "RUNNING":
+            yield Finding(
+                "orphan_running",
+                job.id,
+                row.scheduled_at,
+                f"row left running while its workflow run is {status.lower()}",
+                witnesses,
+            )
+
+
+def ledger_findings(ledger: Ledger) -> Iterator[Finding]:
+    """stale_write, duplicated, orphan_effect and outbox delivery, from the SQL checks."""
+    for w in ledger.stale_writes:
+        yield Finding(
+            "stale_write",
+            w["job_name"],
+            w["scheduled_at"],
+            f"{w['what']} committed under attempt {w['attempt']} after attempt "
+            f"{w['newer_attempt']} had taken the slot over",
+            {
+                "execution_id": w["execution_id"],
+                "attempt": w["attempt"],
+                "newer_attempt": w["newer_attempt"],
+                "journal_seq": w["seq"],
+                "takeover_seq": w["newer_seq"],
+                "txid": w["txid"],
+                "outbox_ids": w["outbox_ids"],
+            },
+        )
+    for d in ledger.outbox_duplicates:
+        yield Finding(
+            "duplicated",
+            d["job_name"],
+            d["scheduled_at"],
+            f"{len(d['outbox_ids'])} {d['type']} outbox rows for one cause "
+            f"({d['delivered']} delivered)",
+            {
+                "execution_id": d["execution_id"],
+                "outbox_ids": d["outbox_ids"],
+                "attempts": d["attempts"],
+            },
+        )
+    for f in ledger.failed_effects:
+        yield Finding(
+            "orphan_effect",
+            f["job_name"],
+            f["scheduled_at"],
+            f"{len(f['outbox_ids'])} outbox row(s) of an execution that ended failed",
+            {
+                "execution_id": f["execution_id"],
+                "workflow_id": f["workflow_id"],
+                "run_id": f["run_id"],
+                "outbox_ids": f["outbox_ids"],
+                "attempts": f["attempts"],
+            },
+        )
+    for u in ledger.undelivered:
+        dead = u["dead_at"] is not None
+        yield Finding(
+            "outbox_dead" if dead else "outbox_pending",
+            u["job_name"],
+            u["scheduled_at"],
+            f"{u['type']} message {'dead' if dead else 'still pending'} "
+            f"after {u['attempts']} attempt(s)",
+            {"outbox_id": u["outbox_id"], "execution_id": u["execution_id"]},
+        )
+    by_id = ledger.by_id
+    for effect in ledger.domain:
+        row = by_id.get(effect["execution_id"])
+        yield Finding(
+            effect["kind"],
+            row.job_name if row else None,
+            row.scheduled_at if row else None,
+            effect["detail"],
+            {"execution_id": effect["execution_id"]} | dict(effect["witnesses"]),
+        )
+
+
+def judge(
+    jobs: Sequence[Any],
+    ledger: Ledger,
+    visibility: Visibility | None,
+    states: dict[str, Any],
+    window: Window,
+) -> tuple[list[Finding], list[JobScope]]:
+    """Every finding of the history, and how much of each job could be judged."""
+    findings: list[Finding] = []
+    scopes = []
+    for job in jobs:
+        rows = ledger.rows.get(job.id, {})
+        scope = scope_of(job, ledger, window, states.get(job.id))
+        scopes.append(scope)
+        fires = []
+        if scope.judged_from is not None:
+            fires = timing_of(job).fire_times(scope.judged_from, window.end)
+        if scope.start is not None and scope.end is not None:
+            due = sum(1 for f in fires if scope.start <= f < scope.end)
+            scopes[-1] = scope = replace(scope, due=due)
+        findings += coverage(scope, fires, rows, visibility, window)
+        findings += unexpected(scope, frozenset(fires), rows)
+        if visibility is not None:
+            findings += temporal_agreement(job, rows, visibility, window)
+    findings += ledger_findings(ledger)
+    order = {kind: i for i, kind in enumerate(KINDS)}
+    far = datetime.max.replace(tzinfo=UTC)
+    findings.sort(key=lambda f: (f.job or "", f.slot or far, order.get(f.kind, len(order))))
+    return findings, scopes

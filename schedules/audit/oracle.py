@@ -1,0 +1,214 @@
+"""The audit's own answer to "when should this job have fired", written apart from `timing/`.
+
+A bug in the engine's fire times must not hide itself, so nothing here is shared with
+`timing/` (a unit test keeps it so): the cron is read again from its text, and fire times are
+found by brute force, minute by minute of real time, each minute converted to the job's wall
+clock through `zoneinfo` (the zone files of the `tzdata` package, as the engine is documented
+to use), applying the rules of docs/time-zones.md:
+
+- a job at a fixed hour (no `*` and no step in its hour field) keeps its wall-clock time: a
+  time that does not exist that day (spring forward) runs once at the first valid instant
+  after the gap, several times of one gap together; a time that happens twice (fall back)
+  runs once, the first time;
+- a job with a wildcard or stepped hour follows real time: every real minute whose wall
+  clock matches fires, so times in a gap do not happen and repeated ones happen twice;
+- an interval job fires at every multiple of its interval since the Unix epoch, in UTC.
+
+Slow but obvious: about a second per job-year of minutes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from importlib import resources
+from zoneinfo import ZoneInfo
+
+_MINUTE = timedelta(minutes=1)
+_ALIASES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+_NAMES = {
+    "month": "jan feb mar apr may jun jul aug sep oct nov dec".split(),
+    "dow": "sun mon tue wed thu fri sat".split(),
+}
+_BOUNDS = {
+    "second": (0, 59),
+    "minute": (0, 59),
+    "hour": (0, 23),
+    "dom": (1, 31),
+    "month": (1, 12),
+    "dow": (0, 7),
+    "year": (2000, 2100),
+}
+
+
+class OracleError(ValueError):
+    """A cron or zone the audit cannot read."""
+
+
+@cache
+def zone(name: str) -> ZoneInfo:
+    """The zone from the `tzdata` package's files (never the machine's)."""
+    if name == "UTC":
+        return ZoneInfo("UTC")
+    path = resources.files("tzdata").joinpath("zoneinfo", *name.split("/"))
+    try:
+        with path.open("rb") as f:
+            return ZoneInfo.from_file(f, key=name)
+    except (OSError, ValueError) as exc:
+        raise OracleError(f"unknown time zone {name!r}") from exc
+
+
+def _value(text: str, field: str) -> int:
+    names = _NAMES.get(field)
+    if names and text.lower() in names:
+        return names.index(text.lower()) + (1 if field == "month" else 0)
+    if not text.isdigit():
+        raise OracleError(f"{field}: {text!r} is not a number")
+    return int(text)
+
+
+def _field(text: str, field: str) -> frozenset[int]:
+    low, high = _BOUNDS[field]
+    values: set[int] = set()
+    for part in text.split(","):
+        base, _, step_text = part.partition("/")
+        step = int(step_text) if step_text else 1
+        if base == "*":
+            start, end = low, high
+        elif "-" in base:
+            first, last = base.split("-", 1)
+            start, end = _value(first, field), _value(last, field)
+        else:
+            start = _value(base, field)
+            end = high if step_text else start
+        values.update(range(start, end + 1, step))
+    if field == "dow" and 7 in values:
+        values = (values - {7}) | {0}
+    return frozenset(values)
+
+
+@dataclass(frozen=True)
+class Cron:
+    """A cron read by the audit: the sets each field allows."""
+
+    seconds: frozenset[int]
+    minutes: frozenset[int]
+    hours: frozenset[int]
+    days: frozenset[int]
+    months: frozenset[int]
+    weekdays: frozenset[int]  # 0 = Sunday
+    years: frozenset[int] | None
+    fixed_hour: bool  # the hour field names its hours: wall-clock rules apply
+    either_day: bool  # both day fields restricted: a day matches if either does
+
+    def matches(self, wall: datetime) -> bool:
+        """Whether the wall-clock minute `wall` (naive) is one of the cron's."""
+        if wall.minute not in self.minutes or wall.hour not in self.hours:
+            return False
+        if wall.month not in self.months:
+            return False
+        if self.years is not None and wall.year not in self.years:
+            return False
+        day = wall.day in self.days
+        weekday = (wall.isoweekday() % 7) in self.weekdays
+        return (day or weekday) if self.either_day else (day and weekday)
+
+
+def parse(text: str) -> Cron:
+    """Read a cron of the catalog's grammar (docs/catalog.md, Cron grammar)."""
+    fields = _ALIASES.get(text.strip().lower(), text).split()
+    if len(fields) == 5:
+        fields = ["0", *fields, "*"]
+    elif len(fields) == 6:
+        fields = ["0", *fields]
+    if len(fields) != 7:
+        raise OracleError(f"cron {text!r}: expected 5 to 7 fields")
+    second, minute, hour, dom, month, dow, year = fields
+    try:
+        return Cron(
+            seconds=_field(second, "second"),
+            minutes=_field(minute, "minute"),
+            hours=_field(hour, "hour"),
+            days=_field(dom, "dom"),
+            months=_field(month, "month"),
+            weekdays=_field(dow, "dow"),
+            years=None if year == "*" else _field(year, "year"),
+            fixed_hour="*" not in hour and "/" not in hour,
+            either_day=dom != "*" and dow != "*",
+        )
+    except ValueError as exc:
+        raise OracleError(f"cron {text!r}: {exc}") from None
+
+
+def _wall(instant: datetime, tz: ZoneInfo) -> tuple[datetime, int]:
+    local = instant.astimezone(tz)
+    return local.replace(tzinfo=None, fold=0), local.fold
+
+
+def cron_fire_times(cron: Cron, tz: ZoneInfo, start: datetime, end: datetime) -> Iterator[datetime]:
+    """Every fire time in [start, end), UTC, in order: each real minute, brute force."""
+    t = start.astimezone(UTC).replace(second=0, microsecond=0)
+    prev_wall, _ = _wall(t - _MINUTE, tz)
+    while t < end:
+        wall, fold = _wall(t, tz)
+        if cron.fixed_hour:
+            fires = cron.matches(wall) and fold == 0  # a repeated time: the first only
+            skipped = prev_wall + _MINUTE
+            while not fires and skipped < wall:  # wall times a gap just jumped over
+                fires = cron.matches(skipped)
+                skipped += _MINUTE
+            in_gap = wall - prev_wall > _MINUTE and not cron.matches(wall)
+        else:
+            fires, in_gap = cron.matches(wall), False
+        if fires:
+            # A time moved out of a gap fires at the gap's end, at second 0.
+            for second in [0] if in_gap else sorted(cron.seconds):
+                instant = t + timedelta(seconds=second)
+                if start <= instant < end:
+                    yield instant
+        prev_wall = wall
+        t += _MINUTE
+
+
+def interval_fire_times(every: timedelta, start: datetime, end: datetime) -> Iterator[datetime]:
+    """Every multiple of `every` since the Unix epoch in [start, end), UTC."""
+    step = every.total_seconds()
+    k = -(-start.timestamp() // step)  # ceil
+    while (t := datetime.fromtimestamp(k * step, UTC)) < end:
+        yield t
+        k += 1
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What the audit knows of when a job fires: read from the catalog entry's fields."""
+
+    cron: str | None
+    interval: timedelta | None
+    timezone: str
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+
+    def fire_times(self, start: datetime, end: datetime) -> list[datetime]:
+        """The fire times in [start, end), within the job's own start_at and end_at."""
+        if self.start_at is not None:
+            start = max(start, self.start_at)
+        if self.end_at is not None:
+            end = min(end, self.end_at + timedelta(microseconds=1))
+        if start >= end:
+            return []
+        if self.interval is not None:
+            return list(interval_fire_times(self.interval, start, end))
+        if self.cron is None:
+            raise OracleError("a job needs a cron or an interval")
+        return list(cron_fire_times(parse(self.cron), zone(self.timezone), start, end))

@@ -1,0 +1,203 @@
+"""`python -m schedules audit`: judge the recorded history of the catalog's jobs.
+
+Thin: arguments, settings and the exit codes; the checker is `schedules.audit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from core import redact
+from core.errors import SchedulerError
+from schedules import cli
+from schedules.audit import (
+    DEFAULT_LATE,
+    DEFAULT_OUTBOX_AGE,
+    DEFAULT_SETTLE,
+    run_audit,
+)
+from schedules.audit.format import render, utc
+from schedules.catalog import load_catalog
+from schedules.cli import Context, positive_seconds
+from schedules.durations import format_duration, parse_duration
+
+logger = logging.getLogger(__name__)
+
+EXIT_AUDIT = (
+    "exit codes: 0 no finding (inconclusive ones alone included); 1 at least one finding; "
+    "2 could not read (bad arguments, an unknown job, an invalid catalog or settings, "
+    "PostgreSQL or Temporal unreachable): one line, nothing else printed"
+)
+KINDS_HELP = """findings (docs/operating.md, Auditing the history):
+  lost            a fire time due (older than --settle) with no ledger row
+  late            a scheduled run claimed after the starting deadline or --late
+  unexpected      a row that did work for a time that is not a fire time
+  duplicated      one cause queued twice in the outbox, or a kind's domain effect twice
+  stale_write     a commit under an attempt older than one that had taken the slot over
+  orphan_effect   effects of an execution that ended failed; a kind's undone effect
+                  the outside world kept (monthly-billing: a charge on a Void invoice)
+  orphan_running  a row left running while its workflow run is closed or gone
+  missing_row     a run of the job's schedule completed with no row for its slot
+  outbox_pending  a message pending longer than --outbox-age; outbox_dead: given up
+  inconclusive    cannot be told (a run past Temporal's retention); not counted in exit 1
+"""
+
+
+class AuditInputError(SchedulerError):
+    """An argument `audit` cannot use."""
+
+
+def _duration(text: str) -> timedelta:
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not isinstance(value, timedelta) or value < timedelta(0):
+        raise argparse.ArgumentTypeError(f"must be a duration like '15m' or '0s', got {text!r}")
+    return value
+
+
+def _instant(text: str) -> datetime | timedelta:
+    """An ISO 8601 time (UTC if it names no offset), or a duration: that long before now."""
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            return _duration(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"must be an ISO 8601 time like '2027-03-14T00:00:00Z' or a duration ago "
+                f"like '24h', got {text!r}"
+            ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _resolve(value: datetime | timedelta | None, now: datetime) -> datetime | None:
+    return now - value if isinstance(value, timedelta) else value
+
+
+def add(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "audit",
+        help="judge the recorded history: lost, duplicated, unexpected, stale slots...",
+        description="Read the ledger, the commit journal, the outbox and Temporal's "
+        "visibility for a window of scheduled times and print every finding, one line "
+        "each with its kind, job, slot (UTC and the job's local time) and witnesses, then "
+        "a summary line. Its fire times are computed independently of the engine's. "
+        "Read-only.",
+        epilog=KINDS_HELP + "\n" + EXIT_AUDIT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--job", action="append", metavar="JOB", help="audit only JOB (repeat)")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        type=_instant,
+        metavar="T",
+        help="first scheduled time (ISO 8601, or a duration ago; default 7d before --to)",
+    )
+    parser.add_argument(
+        "--to", dest="end", type=_instant, metavar="T", help="end, exclusive (default now)"
+    )
+    parser.add_argument(
+        "--settle",
+        type=_duration,
+        default=DEFAULT_SETTLE,
+        metavar="DURATION",
+        help="fire times younger than this are not judged yet (default 15m; 0s judges all)",
+    )
+    parser.add_argument(
+        "--late",
+        type=_duration,
+        default=DEFAULT_LATE,
+        metavar="DURATION",
+        help="a scheduled run claimed later than this after its time (without a starting "
+        "deadline) is late (default 5m)",
+    )
+    parser.add_argument(
+        "--outbox-age",
+        type=_duration,
+        default=DEFAULT_OUTBOX_AGE,
+        metavar="DURATION",
+        help="an outbox message pending longer is reported (default 15m)",
+    )
+    parser.add_argument("--json", action="store_true", help="JSON Lines: one object a line")
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="give up on a read that has not answered within this long: exit 2 (default 30)",
+    )
+    parser.set_defaults(handler=run)
+
+
+async def run(args: argparse.Namespace, ctx: Context) -> int:
+    """The `audit` command: print the findings and the summary; its exit code."""
+    try:
+        return await _audit(args, ctx)
+    except Exception as exc:  # exit 1 means "findings": a failure to read must not look so
+        if getattr(args, "debug", False):
+            raise
+        logger.debug("audit failed", exc_info=True)
+        what = "" if isinstance(exc, SchedulerError) else f"cannot read: {type(exc).__name__}: "
+        lines = str(exc).strip().splitlines() or [""]
+        print(f"error: {what}{redact.scrub(lines[0])}", file=sys.stderr)
+        return 2
+
+
+async def _audit(args: argparse.Namespace, ctx: Context) -> int:
+    now = datetime.now(UTC)
+    jobs = load_catalog(getattr(args, "catalog", None))
+    by_id = {job.id: job for job in jobs}
+    for job_id in args.job or ():
+        if job_id not in by_id:
+            raise AuditInputError(
+                f"--job: unknown job {job_id!r}; the catalog has: {', '.join(by_id)}"
+            )
+    chosen = [by_id[j] for j in dict.fromkeys(args.job)] if args.job else list(jobs)
+    end = _resolve(args.end, now) or now
+    start = _resolve(args.start, now)
+    if start is not None and start >= end:
+        raise AuditInputError(f"--from: {utc(start)} is not before --to {utc(end)}")
+    client = await ctx.client()
+    report = await run_audit(
+        ctx.settings.database_url.get_secret_value(),
+        client,
+        chosen,
+        task_queue=ctx.settings.temporal_task_queue,
+        now=now,
+        start=start,
+        end=end,
+        settle=args.settle,
+        late=args.late,
+        outbox_age=args.outbox_age,
+        only_jobs=bool(args.job),
+        timeout=args.timeout,
+    )
+    print(
+        render(
+            report.findings, facts(report, args.settle), {j.id: j.timezone for j in jobs}, args.json
+        )
+    )
+    return report.exit_code
+
+
+def facts(report: Any, settle: timedelta) -> dict[str, Any]:
+    return {
+        "jobs": len(report.scopes),
+        "fire_times": sum(s.due for s in report.scopes),
+        "rows": report.rows,
+        "runs": report.runs,
+        "from": utc(report.window.start),
+        "to": utc(report.window.end),
+        "settle": format_duration(settle) if settle else "0s",
+        "notes": {s.job.id: s.note for s in report.scopes if s.note},
+    }
+
+
+cli._EXTRA_COMMANDS.append(add)

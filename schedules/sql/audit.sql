@@ -1,0 +1,82 @@
+-- `python -m schedules audit` (schedules/audit/): read-only reads of the ledger, the commit
+-- journal and the outbox, by job and by scheduled time window [from, to).
+
+-- name: bounds
+-- Each job's first and last recorded slot (before `to`).
+SELECT job_name, min(scheduled_at) AS first_slot, max(scheduled_at) AS last_slot
+FROM job_executions
+WHERE job_name = ANY(%(jobs)s) AND scheduled_at < %(to)s
+GROUP BY job_name
+
+-- name: executions
+SELECT id, job_name, scheduled_at, status, attempt, origin, workflow_id, run_id,
+       started_at, finished_at, error
+FROM job_executions
+WHERE job_name = ANY(%(jobs)s) AND scheduled_at >= %(from)s AND scheduled_at < %(to)s
+ORDER BY job_name, scheduled_at
+
+-- name: stale_writes
+-- Fenced commits made under an attempt older than one that had already taken the slot over
+-- (journal order is commit order within an execution), with the outbox rows they wrote.
+SELECT e.id AS execution_id, e.job_name, e.scheduled_at, c.seq, c.attempt, c.what, c.txid,
+       t.attempt AS newer_attempt, t.seq AS newer_seq,
+       coalesce((SELECT array_agg(o.id::text ORDER BY o.id) FROM outbox_messages o
+                 WHERE o.execution_id = c.execution_id AND o.txid = c.txid), '{}') AS outbox_ids
+FROM job_executions e
+JOIN commit_journal c ON c.execution_id = e.id AND c.what <> 'take_over'
+JOIN LATERAL (
+    SELECT t.attempt, t.seq FROM commit_journal t
+    WHERE t.execution_id = c.execution_id AND t.what = 'take_over'
+      AND t.seq < c.seq AND t.attempt > c.attempt
+    ORDER BY t.seq LIMIT 1
+) t ON true
+WHERE e.job_name = ANY(%(jobs)s) AND e.scheduled_at >= %(from)s AND e.scheduled_at < %(to)s
+ORDER BY e.job_name, e.scheduled_at, c.seq
+
+-- name: outbox_duplicates
+-- One execution's outbox rows with the same type and payload under different keys: one
+-- cause queued twice (a retry that invented a new idempotency key).
+SELECT e.id AS execution_id, e.job_name, e.scheduled_at, o.type,
+       array_agg(o.id::text ORDER BY o.occurred_at, o.id) AS outbox_ids,
+       array_agg(o.attempt ORDER BY o.occurred_at, o.id) AS attempts,
+       count(*) FILTER (WHERE o.dispatched_at IS NOT NULL) AS delivered
+FROM outbox_messages o
+JOIN job_executions e ON e.id = o.execution_id
+WHERE e.job_name = ANY(%(jobs)s) AND e.scheduled_at >= %(from)s AND e.scheduled_at < %(to)s
+GROUP BY e.id, e.job_name, e.scheduled_at, o.type, o.payload
+HAVING count(*) > 1
+ORDER BY e.job_name, e.scheduled_at
+
+-- name: failed_effects
+-- Outbox rows of executions that ended failed: effects of work that did not finish and was
+-- not compensated.
+SELECT e.id AS execution_id, e.job_name, e.scheduled_at, e.workflow_id, e.run_id,
+       array_agg(o.id::text ORDER BY o.id) AS outbox_ids,
+       array_agg(DISTINCT o.attempt) AS attempts
+FROM job_executions e
+JOIN outbox_messages o ON o.execution_id = e.id
+WHERE e.status = 'failed'
+  AND e.job_name = ANY(%(jobs)s) AND e.scheduled_at >= %(from)s AND e.scheduled_at < %(to)s
+GROUP BY e.id
+ORDER BY e.job_name, e.scheduled_at
+
+-- name: outbox_undelivered
+-- Messages queued in the window and dead, or pending for longer than `age`. Rows of other
+-- producers (no execution) are included unless the audit is of chosen jobs.
+SELECT o.id::text AS outbox_id, o.type, o.occurred_at, o.attempts, o.dead_at,
+       o.execution_id, e.job_name, e.scheduled_at
+FROM outbox_messages o
+LEFT JOIN job_executions e ON e.id = o.execution_id
+WHERE o.occurred_at >= %(from)s AND o.occurred_at < %(to)s
+  AND o.dispatched_at IS NULL
+  AND (o.dead_at IS NOT NULL OR o.occurred_at < %(pending_before)s)
+  AND (NOT %(only_jobs)s OR e.job_name = ANY(%(jobs)s))
+ORDER BY o.occurred_at, o.id
+LIMIT %(limit)s
+
+-- name: recheck
+-- The rows of some (job, slot) pairs again, after Temporal was read: a run that claimed or
+-- finished its slot meanwhile is no finding.
+SELECT e.job_name, e.scheduled_at, e.status
+FROM unnest(%(jobs)s::text[], %(slots)s::timestamptz[]) AS p (job_name, scheduled_at)
+JOIN job_executions e USING (job_name, scheduled_at)
