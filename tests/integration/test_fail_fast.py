@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 BOUND = 20  # seconds: a returned command, however loaded the machine (the old hang was 60)
 PASSWORD = "hunter2-fail-fast"
