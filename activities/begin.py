@@ -24,7 +24,15 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 from temporalio import activity
 
-from activities.catchup import PlanInput, PlanResult, future_slot_reason, not_yet, plan_in, planned
+from activities.catchup import (
+    PlanInput,
+    PlanResult,
+    future_slot_reason,
+    not_yet,
+    plan_in,
+    planned,
+    slot_origin,
+)
 from activities.executions import Clock, claim_in, utcnow
 from activities.models import ClaimInput, ClaimResult, Origin
 from activities.telemetry import db_span
@@ -46,9 +54,8 @@ class BeginResult(BaseModel):
 
 
 def origins(plan: PlanResult, own: datetime) -> list[Origin]:
-    """How each slot of the plan came about: the run's own slot as the plan says, every
-    other one a catch-up."""
-    return [plan.origin if slot == own else "catch-up" for slot in plan.run]
+    """How each slot of the plan came about (`activities.catchup.slot_origin`)."""
+    return [slot_origin(slot, own, plan.origin) for slot in plan.run]
 
 
 class BeginActivities:
@@ -71,7 +78,8 @@ class BeginActivities:
         now = self.clock()
         async with self.pool.connection() as conn, conn.transaction():
             if begin.plan is None:
-                plan, decision = PlanResult(run=[own], origin=begin.claim.origin), None
+                origin = begin.claim.origin or "scheduled"
+                plan, decision = PlanResult(run=[own], origin=origin), None
             else:
                 plan, decision = await plan_in(conn, begin.plan, now)
             claim = None

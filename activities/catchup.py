@@ -66,7 +66,7 @@ class PlanInput(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _legacy(cls, data: Any) -> Any:
-        """The flat timing fields a workflow of the previous release sends."""
+        """The flat timing fields a workflow of v1/v2 sends (removed in v6)."""
         if not isinstance(data, dict) or "timing" in data:
             return data
         data = dict(data)
@@ -87,8 +87,8 @@ class PlanResult(BaseModel):
     skipped: int = 0  # missed slots recorded as skipped
     gap: int = 0  # of those, beyond the catch-up cap
     reason: str | None = None  # why this run's own slot does not run, if it does not
-    # How this run came about (`activities.models.Origin`); `kind` in results recorded by
-    # the previous release.
+    # How this run came about (`run_origin`); `kind` in results recorded by v1/v2 (read
+    # until v6).
     origin: Origin = Field(default="scheduled", validation_alias=AliasChoices("origin", "kind"))
     local_time: str = ""  # the slot in the job's time zone, e.g. "2027-03-14 03:00 EDT"
 
@@ -208,21 +208,19 @@ async def plan_in(
     )
     recorded = {row[0] for row in await cur.fetchall()}
     decision = _decide_for(plan, slot, last, low, now, recorded)
+    origin = run_origin(decision, slot)
     for skipped, reason in decision.skip:
         await conn.execute(
             _Q["record_skipped"],
             {
                 "job_name": plan.job_name,
                 "scheduled_at": skipped,
-                "origin": decision.origin if skipped == slot else "catch-up",
+                "origin": slot_origin(skipped, slot, origin),
                 "workflow_id": plan.workflow_id,
                 "run_id": plan.run_id,
                 "reason": reason,
             },
         )
-    origin = decision.origin
-    if origin == "scheduled" and (decision.skip or decision.run != [slot]):
-        origin = "catch-up"
     return (
         PlanResult(
             run=decision.run,
@@ -234,6 +232,22 @@ async def plan_in(
         ),
         decision,
     )
+
+
+def run_origin(decision: Decision, slot: datetime) -> Origin:
+    """How a schedule-started run came about, from its plan's decision for its own `slot`:
+    the decision's origin (`manual` off the grid, `backfill` for an older slot), except that
+    a run that catches up on or skips missed times is a `catch-up`."""
+    if decision.origin == "scheduled" and (decision.skip or decision.run != [slot]):
+        return "catch-up"
+    return decision.origin
+
+
+def slot_origin(slot: datetime, own: datetime, origin: Origin) -> Origin:
+    """How the run of `slot` came about, in a run whose own slot `own` came about as
+    `origin`: the one rule for the ledger, the result and the UI. The own slot has the
+    run's origin; every other slot of the run is a missed one: `catch-up`."""
+    return origin if slot == own else "catch-up"
 
 
 def planned(plan: PlanInput, decision: Decision) -> None:

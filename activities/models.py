@@ -27,9 +27,15 @@ def origin_of_trigger(trigger: Trigger | None) -> Origin:
     return "direct" if trigger == "direct" else "scheduled"
 
 
+def trigger_of(origin: Origin) -> Trigger:
+    """The `trigger` a reader of the previous release expects beside `origin` in a run's
+    result (`JobRunResult.trigger`, a compatibility field: see docs/architecture.md)."""
+    return "direct" if origin == "direct" else "schedule"
+
+
 def _timing_or_legacy(value: Any) -> Any:
     """A `Timing`, also from the `{cron, interval_seconds, timezone}` a workflow of the
-    previous release sends (None when it carried neither cron nor interval)."""
+    previous release sends (None when it carried neither cron nor interval). Removed in v6."""
     if isinstance(value, dict) and "interval_seconds" in value:
         if value.get("cron") is None and value.get("interval_seconds") is None:
             return None
@@ -55,7 +61,7 @@ class ClaimInput(BaseModel):
     job_name: str
     scheduled_at: datetime
     origin: Origin | None = None
-    trigger: Trigger | None = None  # what a workflow of the previous release sends instead
+    trigger: Trigger | None = None  # what a workflow of v1/v2 sends instead (until v6)
     workflow_id: str
     run_id: str
     # A run that starts later than this after its scheduled time is recorded as skipped.

@@ -1,4 +1,7 @@
-"""Session-wide real servers: one PostgreSQL and one Temporal dev server per test run."""
+"""Session-wide real servers: one PostgreSQL and one Temporal dev server per test run.
+
+Fixtures and hooks only: helpers live in `tests/helpers/`, which test modules import.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,6 @@ import hashlib
 import itertools
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -20,11 +20,10 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
-from tests.helpers import wait_for_text
+from tests.helpers import ROOT, TEMPLATE_DB
+from tests.helpers.worker import WorkerProcess, settings_env
 from worker.migrate import apply_migrations
 from worker.settings import Settings
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_configure(config) -> None:
@@ -42,7 +41,6 @@ def pytest_configure(config) -> None:
         os.environ["PYTEST_DEBUG_TEMPROOT"] = str(root)
 
 
-TEMPLATE_DB = "jobs_template"
 _db_numbers = itertools.count()
 
 
@@ -114,59 +112,6 @@ def settings(temporal: TemporalDevServer, database_url: str, task_queue: str) ->
         database_url=database_url,
         worker_graceful_shutdown_seconds=30,
     )
-
-
-def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
-    """The environment a subprocess needs to see `settings`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
-    env.update(
-        TEMPORAL_ADDRESS=settings.temporal_address,
-        TEMPORAL_NAMESPACE=settings.temporal_namespace,
-        TEMPORAL_TASK_QUEUE=settings.temporal_task_queue,
-        DATABASE_URL=settings.database_url.get_secret_value(),
-        WORKER_GRACEFUL_SHUTDOWN_SECONDS=str(settings.worker_graceful_shutdown_seconds),
-        PYTHONUNBUFFERED="1",
-    )
-    env.update(extra)
-    return env
-
-
-class WorkerProcess:
-    """A real `python -m worker` replica, its output in a log file."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.log = log
-        self._out = log.open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "worker"],
-            cwd=ROOT,
-            env=env,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        wait_for_text(self.log, "worker ready", timeout)
-
-    def signal(self, sig: int) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-
-    def stop(self, timeout: float = 60.0) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._out.close()
-        return self.process.returncode
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
 
 T = TypeVar("T")
 
+# Patched in v4; deprecate_patch in v6, removed in v7 (docs/architecture.md).
 ATTEMPT_SERIES_PATCH = "attempt-series-after-silence"
 MAX_SERIES = 10
 

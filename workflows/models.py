@@ -18,7 +18,7 @@ from temporalio.common import RetryPolicy
 
 # Passed through in any sandbox, also one not configured with `worker.run.PASSTHROUGH`.
 with workflow.unsafe.imports_passed_through():
-    from activities.models import ExecutionRef, TimingField
+    from activities.models import ExecutionRef, Origin, TimingField, Trigger
     from timing import Timing
 
 
@@ -78,7 +78,8 @@ class JobRun(BaseModel):
     max_missed: int | None = None
     # The same timing, flat, for workers of the previous release during a rolling deploy;
     # this release reads `timing` only (and builds it from these when a schedule written
-    # by the previous release's sync carries no `timing`).
+    # by the previous release's sync carries no `timing`). Deprecated in v5, removed in v6
+    # (docs/architecture.md, Compatibility shims and patches).
     cron: str | None = None
     interval_seconds: float | None = None
     timezone: str = "UTC"
@@ -130,7 +131,6 @@ class JobRunResult(BaseModel):
 
     job_name: str
     scheduled_at: datetime
-    trigger: Literal["schedule", "direct"]
     execution_id: int | None = None
     outcome: Literal["completed", "already_completed", "skipped", "superseded"]
     counts: dict[str, int] = Field(default_factory=dict)
@@ -139,5 +139,10 @@ class JobRunResult(BaseModel):
     caught_up: list[SlotRun] = Field(default_factory=list)
     missed_skipped: int = 0
     catchup_gap: int = 0
-    # How the run came about (`activities.models.Origin`); `kind` in the previous release.
-    origin: str = Field(default="scheduled", validation_alias=AliasChoices("origin", "kind"))
+    # How the run came about, in the one vocabulary (`activities.models.Origin`, decided by
+    # `activities.catchup.run_origin`); `kind` in results of v1/v2 (read until v6).
+    origin: Origin = Field(default="scheduled", validation_alias=AliasChoices("origin", "kind"))
+    # Compatibility only, never read here: `trigger_of(origin)`, written because a reader
+    # of the previous release (`schedules` CLI `--wait`) requires it. Deprecated in v5, removed in v6
+    # (docs/architecture.md, Compatibility shims and patches).
+    trigger: Trigger = "schedule"

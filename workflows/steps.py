@@ -28,22 +28,18 @@ Deterministic: no I/O here, only activities.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import (
-    ActivityError,
-    ApplicationError,
-    CancelledError,
-    ChildWorkflowError,
-)
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import STALE_ATTEMPT, WorkResult
+    from activities.models import WorkResult
     from activities.steps import (
         UNDO,
         FinishInput,
@@ -54,6 +50,8 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from workflows.attempts import with_fresh_series
+from workflows.details import showing, step_progress
+from workflows.failures import cancelled, message, superseded
 from workflows.models import WorkflowJobInput
 
 COMPENSATED = "Compensated"
@@ -72,6 +70,35 @@ _BOOKKEEPING_TIMEOUT = timedelta(seconds=30)
 _DEADLINE = timedelta(hours=1)
 
 
+@dataclass
+class Compensation:
+    """A step's compensation, remembered when the step starts; `inputs` grow by the step's
+    output once it is done (what the compensation needs to undo it)."""
+
+    step: str
+    activity: str  # the compensation's activity type
+    inputs: dict[str, Any]
+
+
+class Compensations:
+    """The compensations of the steps that ran, a stack: pushed in step order, run newest
+    first."""
+
+    def __init__(self) -> None:
+        self._stack: list[Compensation] = []
+
+    def push(self, step: str, activity: str, inputs: dict[str, Any]) -> Compensation:
+        entry = Compensation(step, activity, inputs)
+        self._stack.append(entry)
+        return entry
+
+    def __bool__(self) -> bool:
+        return bool(self._stack)
+
+    def newest_first(self) -> Iterator[Compensation]:
+        return reversed(self._stack)
+
+
 class JobSteps:
     """Runs a workflow job's steps in order; an async context manager (see the module)."""
 
@@ -80,7 +107,7 @@ class JobSteps:
         self.total = total
         self.done: list[str] = []
         self.counts: dict[str, int] = {}
-        self._undo: list[list[Any]] = []  # [step, compensation activity, inputs]
+        self._undo = Compensations()
         self._show("starting")
 
     async def __aenter__(self) -> JobSteps:
@@ -105,14 +132,13 @@ class JobSteps:
             timing=self.job.timing,
             inputs=inputs or {},
         )
-        self._show(f"step {number} of {self.total}: {name}")
+        self._show(step_progress(number, self.total, name, None, None))
         undo = None
         if compensate is not None:
             # Remembered before the step runs: a step that fails part-way through (or is
             # cancelled) is undone too, so a compensation must be safe for a step that did
             # some of its work or none.
-            undo = [name, compensate.__name__, call.inputs]
-            self._undo.append(undo)
+            undo = self._undo.push(name, compensate.__name__, call.inputs)
         options = self.job.options
         while True:
             result = await with_fresh_series(
@@ -120,7 +146,9 @@ class JobSteps:
                 self.job.execution.execution_id,
                 options.retry.maximum_attempts,
             )
-            self._show(f"step {number} of {self.total}: {name}{_items(result)}")
+            self._show(
+                step_progress(number, self.total, name, result.items_done, result.items_total)
+            )
             if workflow.cancellation_reason() is not None:
                 # The run was cancelled while this call finished its work: stop here.
                 raise asyncio.CancelledError("the run was cancelled")
@@ -130,7 +158,7 @@ class JobSteps:
             self.counts[f"{name}.{key}"] = value
         self.done.append(name)
         if undo is not None:
-            undo[2] = call.inputs | result.output
+            undo.inputs = call.inputs | result.output
         return result
 
     async def _step_activity(self, name: str, call: StepInput) -> StepResult:
@@ -176,10 +204,10 @@ class JobSteps:
             )
             self._show(f"completed: {len(self.done)} of {self.total} steps")
             return False
-        if _superseded(exc):
+        if superseded(exc):
             return False  # another run of the slot holds it now: it goes on from here
-        cancelled = isinstance(exc, asyncio.CancelledError) or _cancelled(exc)
-        why = "the run was cancelled" if cancelled else _message(exc)
+        was_cancelled = isinstance(exc, asyncio.CancelledError) or cancelled(exc)
+        why = "the run was cancelled" if was_cancelled else message(exc)
         failed_step = f"step {len(self.done) + 1} of {self.total}"
         if not self._undo:  # nothing with effects to undo: a plain failure
             await self._settle("failed", f"{failed_step} did not finish: {why}", [])
@@ -188,25 +216,26 @@ class JobSteps:
         summary = f"{failed_step} did not finish ({why}); compensated {', '.join(undone)}"
         await self._settle("compensated", summary, undone)
         self._show(summary)
-        if cancelled:
+        if was_cancelled:
             return False  # stays cancelled, as the operator asked
         raise ApplicationError(summary, type=COMPENSATED, non_retryable=True) from exc
 
     async def _compensate(self, reason: str) -> list[str]:
         """Run the compensations of the completed steps, newest first; what was undone."""
         undone = []
-        for step, method, inputs in reversed(self._undo):
+        for undo in self._undo.newest_first():
+            step = undo.step
             self._show(f"compensating {step}: {reason}")
             try:
                 await workflow.execute_activity(
-                    method,
+                    undo.activity,
                     StepInput(
                         execution=self.job.execution,
                         run_id=self.job.run_id,
                         step=f"{UNDO}{step}",
                         params=self.job.params,
                         timing=self.job.timing,
-                        inputs=inputs,
+                        inputs=undo.inputs,
                     ),
                     result_type=StepResult,
                     start_to_close_timeout=timedelta(
@@ -221,11 +250,11 @@ class JobSteps:
                     retry_policy=_PERSISTENT,
                 )
             except ActivityError as err:
-                if _superseded(err):
+                if superseded(err):
                     raise
-                message = f"compensating {step} failed: {_message(err)}"
-                await self._settle("failed", f"{reason}; {message}", undone)
-                raise ApplicationError(message, non_retryable=True) from err
+                failure = f"compensating {step} failed: {message(err)}"
+                await self._settle("failed", f"{reason}; {failure}", undone)
+                raise ApplicationError(failure, non_retryable=True) from err
             undone.append(step)
         return undone
 
@@ -247,28 +276,4 @@ class JobSteps:
 
     def _show(self, state: str) -> None:
         headline = self.job.headline or f"**{self.job.execution.job_name}**"
-        workflow.set_current_details(f"{headline}\n\n{state}")
-
-
-def _items(result: StepResult) -> str:
-    if result.items_total is None:
-        return ""
-    return f", {result.items_done or 0:,} of {result.items_total:,}"
-
-
-def _cause(exc: BaseException) -> BaseException | None:
-    return exc.cause if isinstance(exc, (ActivityError, ChildWorkflowError)) else None
-
-
-def _superseded(exc: BaseException) -> bool:
-    cause = _cause(exc)
-    return isinstance(cause, ApplicationError) and cause.type == STALE_ATTEMPT
-
-
-def _cancelled(exc: BaseException) -> bool:
-    return isinstance(_cause(exc), CancelledError)
-
-
-def _message(exc: BaseException) -> str:
-    cause = _cause(exc)
-    return str(cause) if cause is not None else str(exc)
+        workflow.set_current_details(showing(headline, state))

@@ -27,8 +27,8 @@ from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.service import RPCError
 
 from devstack.temporal import temporal_binary
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually, wait_for_text
+from tests.helpers import ROOT, assert_eventually, wait_for_text
+from tests.helpers.worker import settings_env
 
 PACKAGES = ("core", "timing", "activities", "workflows", "jobs", "worker", "schedules")
 _FENCE = re.compile(r"^( *)```(\w+)\n(.*?)^\1```$", re.MULTILINE | re.DOTALL)

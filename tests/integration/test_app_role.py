@@ -13,8 +13,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from schedules.catalog import parse_catalog
 from schedules.sync import sync
-from tests.conftest import ROOT
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
 
 
 def migrate(url: str, **env: str) -> subprocess.CompletedProcess:

@@ -23,8 +23,8 @@ from schedules.catalog import default_catalog, parse_catalog
 from schedules.check import ScheduleState
 from schedules.compile import compile_schedule
 from schedules.sync import sync
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
+from tests.helpers.worker import settings_env
 from tests.integration.chunk_gate import ChunkGate
 from tests.integration.jobs import (
     FAST_RETRY,

@@ -18,8 +18,8 @@ from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
 from schedules.catalog import load_catalog
 from schedules.sync import sync
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
+from tests.helpers.worker import settings_env
 
 CATALOG = """\
 [hourly-report]

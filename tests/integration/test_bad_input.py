@@ -34,7 +34,8 @@ from core import redact
 from schedules.__main__ import main as schedules_main
 from schedules.catalog import parse_catalog
 from schedules.sync import sync
-from tests.conftest import ROOT, TEMPLATE_DB, settings_env
+from tests.helpers import ROOT, TEMPLATE_DB
+from tests.helpers.worker import settings_env
 from tests.integration.schedule_state import snapshot
 from worker.__main__ import main as worker_main
 from worker.settings import Settings

@@ -15,7 +15,8 @@ import pytest
 from devstack import free_port
 from schedules.catalog import load_catalog
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
-from tests.conftest import ROOT, settings_env
+from tests.helpers import ROOT
+from tests.helpers.worker import settings_env
 from timing.firetimes import fire_times
 
 CATALOG = """

@@ -15,8 +15,8 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from schedules.__main__ import main
-from tests.conftest import ROOT
 from tests.cron_table import MALFORMED
+from tests.helpers import ROOT
 from tests.integration.namespaces import fresh_namespace
 
 GOOD = '[good-job]\nkind = "invoice-reminders"\ncron = "0 9 * * *"\ntimezone = "UTC"\n\n'

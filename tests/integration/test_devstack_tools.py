@@ -10,7 +10,7 @@ import urllib.request
 
 from devstack import free_port
 from devstack.webhooks import WebhookSink, newest
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def post(url: str, key: str, body: dict) -> int:

@@ -15,7 +15,8 @@ import pytest
 
 from schedules.catalog import load_catalog
 from schedules.sync import sync
-from tests.conftest import ROOT, settings_env
+from tests.helpers import ROOT
+from tests.helpers.worker import settings_env
 
 RUNNABLE = re.compile(r"^<!-- runnable:[^\n]*-->\n```sh\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

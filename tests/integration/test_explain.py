@@ -21,8 +21,8 @@ from devstack import free_port
 from devstack.payments import PaymentProviderServer
 from schedules.catalog import load_catalog
 from schedules.sync import sync
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
+from tests.helpers.worker import settings_env
 from tests.integration.jobs import executions, wait_until
 
 LONDON = ZoneInfo("Europe/London")

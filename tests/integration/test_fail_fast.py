@@ -21,7 +21,7 @@ import pytest
 from core.errors import TemporalUnreachableError
 from schedules.cli import Context
 from schedules.operate_server import schedule_states
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 BOUND = 20  # seconds: a returned command, however loaded the machine (the old hang was 60)
 PASSWORD = "hunter2-fail-fast"

@@ -15,8 +15,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually, wait_for_text
+from tests.helpers import ROOT, assert_eventually, wait_for_text
+from tests.helpers.worker import settings_env
 from tests.integration.chunk_gate import ChunkGate
 from tests.integration.jobs import (
     executions,

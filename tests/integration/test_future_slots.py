@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.service import RPCError
 
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
+from tests.helpers.worker import settings_env
 from tests.integration.jobs import (
     executions,
     insert_invoices,

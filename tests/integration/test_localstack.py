@@ -15,8 +15,7 @@ import psycopg
 from devstack import free_port
 from devstack.temporal import temporal_binary
 from schedules.catalog import load_catalog
-from tests.conftest import ROOT
-from tests.helpers import assert_eventually, wait_for_text
+from tests.helpers import ROOT, assert_eventually, wait_for_text
 
 
 def start_stack(state, log, ports) -> subprocess.Popen:

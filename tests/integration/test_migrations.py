@@ -7,7 +7,7 @@ import sys
 
 import psycopg
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from worker.migrate import apply_migrations, load_migrations
 
 

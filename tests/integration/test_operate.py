@@ -17,8 +17,8 @@ from schedules.catalog import load_catalog
 from schedules.cli import Context
 from schedules.operate_server import OperationError, trigger
 from schedules.sync import sync
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
+from tests.helpers.worker import settings_env
 from tests.integration.jobs import executions
 
 NEW_YORK = ZoneInfo("America/New_York")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from schedules.catalog import load_catalog
 from schedules.sync import sync
-from tests.conftest import ROOT, settings_env
+from tests.helpers import ROOT
+from tests.helpers.worker import settings_env
 
 GOOD = """\
 [partly-good]

@@ -34,8 +34,8 @@ from devstack.demo import load_demo_data
 from devstack.mailsink import MailSink, _Handler
 from devstack.payments import PaymentProviderServer
 from schedules.catalog import default_catalog
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually, wait_for_text
+from tests.helpers import ROOT, assert_eventually, wait_for_text
+from tests.helpers.worker import settings_env
 from tests.integration.jobs import registered
 
 DB_PASSWORD = "db-Pa55-SECRET-7"

@@ -31,8 +31,8 @@ from schedules.catalog import JobSpec, load_catalog, parse_catalog
 from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
 from schedules.sync import managed_schedule_ids, plan, sync
 from schedules.sync_safety import SyncIncompleteError
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
+from tests.helpers.worker import settings_env
 from workflows import JobRun
 
 JOB = """

@@ -16,8 +16,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from devstack import TemporalDevServer, free_port
 from schedules.sync import managed_schedule_ids
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
+from tests.helpers.worker import settings_env
 from tests.integration.schedule_state import snapshot
 
 # As schedules/sync_lock.py names them.

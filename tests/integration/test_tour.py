@@ -28,8 +28,8 @@ import pytest
 from temporalio.service import RPCError
 
 from devstack.demo import load_demo_data
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
+from tests.helpers.worker import settings_env
 from tests.integration.test_add_a_job import PACKAGES, code_blocks, pause_every_job
 
 # A Sunday of a US spring-forward, years back: the demo data is that old.

@@ -29,7 +29,7 @@ from devstack import TemporalDevServer, free_port
 from schedules.catalog import load_catalog, parse_catalog
 from schedules.sync import sync
 from schedules.verify import verify_job
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from tests.integration.namespaces import fresh_namespace
 from timing.zones import zoneinfo_dir
 

@@ -24,8 +24,8 @@ from playwright.async_api import Page, async_playwright
 
 from schedules.catalog import load_catalog
 from schedules.sync import sync
-from tests.conftest import ROOT, settings_env
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
+from tests.helpers.worker import settings_env
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Headless as root, and nothing reaching out to the network this machine does not have.

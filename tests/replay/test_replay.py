@@ -1,8 +1,12 @@
 """Workflow code replays every recorded history: a change that would break running workflows
 at deploy time fails here, not in production.
 
-Histories are recorded by `tests/replay/record_histories.py` (one folder per label); a
-history recorded with older code must still replay with the current one.
+Histories are recorded by `tests/replay/record_histories.py` (one folder per label, one
+label per release: docs/architecture.md, Compatibility shims and patches); a history
+recorded with older code must still replay with the current one. `v1/scheduled_job_*.json`
+were saved by hand from runs of the first version (`(await handle.fetch_history()).to_json()`):
+a triggered run that plans, claims and works, and a run started without a schedule.
+This is the one replay suite.
 """
 
 from __future__ import annotations

@@ -121,3 +121,34 @@ def test_the_checker_sees_a_violation():
     graph = {"activities.x": {"schedules.sync"}, "schedules.sync": {"activities.x"}}
     assert _cycle(graph) == ["activities.x", "schedules.sync", "activities.x"]
     assert RANK["schedules"] > RANK["activities"]
+
+
+def conftest_imports(source: str) -> list[str]:
+    """The imports in `source` that reach a conftest module (absolute or relative)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[-1] == "conftest"]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            names = [f"{module}.{a.name}".lstrip(".") for a in node.names]
+            found += [n for n in [module, *names] if n.split(".")[-1] == "conftest"]
+    return found
+
+
+def test_no_test_module_imports_conftest():
+    """Helpers live in tests/helpers/; conftest.py holds fixtures and hooks only."""
+    offenders = {
+        str(path.relative_to(ROOT)): found
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if path.name != "conftest.py" and (found := conftest_imports(path.read_text()))
+    }
+    assert not offenders, offenders
+
+
+def test_the_conftest_check_sees_an_import():
+    assert conftest_imports("from tests.conftest import ROOT") == ["tests.conftest"]
+    assert conftest_imports("from tests import conftest") == ["tests.conftest"]
+    assert conftest_imports("from .. import conftest") == ["conftest"]
+    assert conftest_imports("import tests.conftest") == ["tests.conftest"]
+    assert conftest_imports("from tests.helpers import ROOT") == []

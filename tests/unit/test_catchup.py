@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from activities.catchup import PlanInput, decide, repeated_hour_reason, second_occurrence_of
+from activities.catchup import (
+    Decision,
+    PlanInput,
+    decide,
+    repeated_hour_reason,
+    run_origin,
+    second_occurrence_of,
+    slot_origin,
+)
 from timing import Timing
 
 T0 = datetime(2027, 1, 1, 12, 0, tzinfo=UTC)
@@ -134,3 +142,19 @@ def test_the_second_0130_of_a_fall_back_night_is_recognised():
     assert repeated_hour_reason(second, set(), fixed) is None  # the first one never ran
     hourly = plan(Timing(cron="30 * * * *", timezone="America/New_York"))
     assert repeated_hour_reason(second, {first}, hourly) is None  # elapsed-time job: runs
+
+
+def test_the_run_origin_is_the_decisions_unless_it_catches_up():
+    on_time = Decision([T0], [], 0)
+    assert run_origin(on_time, T0) == "scheduled"
+    assert run_origin(Decision([T0], [], 0, "manual"), T0) == "manual"
+    assert run_origin(Decision([T0], [], 0, "backfill"), T0) == "backfill"
+    # Anything missed, run or skipped, makes the run a catch-up; its own slot too.
+    assert run_origin(Decision(MISSED[:2], [], 0), MISSED[1]) == "catch-up"
+    assert run_origin(Decision([], [(T0, "missed")], 0), T0) == "catch-up"
+
+
+def test_every_slot_but_the_runs_own_is_a_catch_up():
+    assert slot_origin(T0, T0, "manual") == "manual"
+    assert slot_origin(T0 - EVERY, T0, "scheduled") == "catch-up"
+    assert slot_origin(T0, T0, "direct") == "direct"

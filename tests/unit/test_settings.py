@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from core.errors import SettingsError
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from worker.settings import LOCAL_DATABASE_URL, load_settings
 
 

@@ -1,13 +1,25 @@
-"""Test helpers: poll with a deadline instead of sleeping."""
+"""Helpers shared by the tests: poll with a deadline instead of sleeping, the checkout's root.
+
+Test modules import helpers from here (`tests.helpers`, `tests.helpers.worker`), never
+from `tests/conftest.py`, which holds only fixtures and hooks (checked by
+`tests/unit/test_architecture.py`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The checkout: where `python -m worker` and `python -m schedules` run from."""
+
+TEMPLATE_DB = "jobs_template"
+"""The migrated database every test's database is cloned from (`tests/conftest.py`)."""
 
 
 async def assert_eventually(

@@ -1,0 +1,152 @@
+"""Stand-in activities for the workflow tier, registered under the real activity names.
+
+The engine's activities (`begin_run`, `claim_execution`, `record_failure`,
+`attempt_took_over`, `finish_steps`, `settle_steps`) and a work activity answer what the
+test scripted, with no database, and keep every call they got, so a test says what the
+workflow asked for and in which order. One `StandIns` per test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.begin import BeginInput, BeginResult
+from activities.catchup import PlanResult
+from activities.models import (
+    AttemptQuery,
+    ClaimInput,
+    ClaimResult,
+    FailureInput,
+    WorkInput,
+    WorkResult,
+)
+from activities.steps import FinishInput, SettleInput, StepInput, StepResult
+
+WORK = "send_invoice_reminders"  # a real kind's work activity; its stand-in is `work`
+
+
+@dataclass
+class StandIns:
+    """What the stand-ins answer (the plan, settled slots, how work and steps go), and
+    the calls they got: `(activity name, input)` in the order they came."""
+
+    plan: PlanResult | None = None  # begin_run's plan; None: the run's own slot only
+    settled: dict[datetime, tuple[str, str]] = field(default_factory=dict)  # outcome, reason
+    work_does: Callable[[WorkInput], WorkResult] | None = None  # may raise
+    hang_first_series: bool = False  # the first work attempt never returns
+    took_over: bool = False  # attempt_took_over's answer
+    fail_step: str | None = None  # a step that fails for good
+    hang_step: str | None = None  # a step that runs until cancelled
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    started: asyncio.Event = field(default_factory=asyncio.Event)  # hang_step has begun
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def of(self, name: str) -> list[Any]:
+        """The inputs of every call of activity `name`."""
+        return [arg for called, arg in self.calls if called == name]
+
+    def names(self) -> list[str]:
+        return [called for called, _ in self.calls]
+
+    def activities(self) -> list[Callable[..., Any]]:
+        return [
+            self.begin_run,
+            self.claim_execution,
+            self.record_failure,
+            self.attempt_took_over,
+            self.work,
+            self.finish_steps,
+            self.settle_steps,
+            self.open_batch,
+            self.close_batch,
+            self.process,
+            self.publish,
+        ]
+
+    def _claim(self, claim: ClaimInput) -> ClaimResult:
+        outcome, reason = self.settled.get(claim.scheduled_at, ("claimed", None))
+        return ClaimResult(execution_id=next(self._ids), outcome=outcome, reason=reason)
+
+    @activity.defn(name="begin_run")
+    async def begin_run(self, begin: BeginInput) -> BeginResult:
+        self.calls.append(("begin_run", begin))
+        own = begin.claim.scheduled_at
+        plan = self.plan or PlanResult(run=[own], origin=begin.claim.origin or "scheduled")
+        if not plan.run:
+            return BeginResult(plan=plan)
+        origin = plan.origin if plan.run[0] == own else "catch-up"
+        first = begin.claim.model_copy(update={"scheduled_at": plan.run[0], "origin": origin})
+        self.calls.append(("claim", first))
+        return BeginResult(plan=plan, claim=self._claim(first))
+
+    @activity.defn(name="claim_execution")
+    async def claim_execution(self, claim: ClaimInput) -> ClaimResult:
+        self.calls.append(("claim_execution", claim))
+        self.calls.append(("claim", claim))
+        return self._claim(claim)
+
+    @activity.defn(name="record_failure")
+    async def record_failure(self, failure: FailureInput) -> None:
+        self.calls.append(("record_failure", failure))
+
+    @activity.defn(name="attempt_took_over")
+    async def attempt_took_over(self, query: AttemptQuery) -> bool:
+        self.calls.append(("attempt_took_over", query))
+        return self.took_over
+
+    @activity.defn(name=WORK)
+    async def work(self, work: WorkInput) -> WorkResult:
+        self.calls.append((WORK, activity.info().activity_id))
+        if self.hang_first_series and len(self.of(WORK)) == 1:
+            await asyncio.Event().wait()  # a frozen worker: the server times it out
+        if self.work_does is not None:
+            return self.work_does(work)
+        return WorkResult(counts={"sent": 3})
+
+    @activity.defn(name="finish_steps")
+    async def finish_steps(self, finish: FinishInput) -> WorkResult:
+        self.calls.append(("finish_steps", finish))
+        return WorkResult(counts=finish.counts)
+
+    @activity.defn(name="settle_steps")
+    async def settle_steps(self, settle: SettleInput) -> None:
+        self.calls.append(("settle_steps", settle))
+
+    async def _step(self, step: StepInput, result: StepResult) -> StepResult:
+        self.calls.append((step.step, step))
+        if step.step == self.hang_step:
+            self.started.set()
+            while True:  # until the run is cancelled: heartbeats carry the cancellation
+                activity.heartbeat()
+                await asyncio.sleep(0.05)
+        if step.step == self.fail_step:
+            raise ApplicationError(f"{step.step} refused", non_retryable=True)
+        return result
+
+    @activity.defn(name="open_batch")
+    async def open_batch(self, step: StepInput) -> StepResult:
+        return await self._step(step, StepResult(output={"batch": 7}, counts={"opened": 1}))
+
+    @activity.defn(name="close_batch")
+    async def close_batch(self, step: StepInput) -> StepResult:
+        return await self._step(step, StepResult())
+
+    @activity.defn(name="process")
+    async def process(self, step: StepInput) -> StepResult:
+        # Two calls: a batch of 5 of 10, then the rest.
+        done = len(self.of("process")) >= 1
+        items = 10 if done else 5
+        result = StepResult(done=done, counts={"items": items}, items_done=items, items_total=10)
+        return await self._step(step, result)
+
+    @activity.defn(name="publish")
+    async def publish(self, step: StepInput) -> StepResult:
+        return await self._step(step, StepResult(counts={"published": 1}))

@@ -1,0 +1,45 @@
+"""What a run shows in the Temporal UI (its current details): text only, no workflow logic.
+
+`ScheduledJobWorkflow` and `JobSteps` decide; this module words it. A headline names the
+job, the slot in the job's time zone and how the run came about; the lines under it say
+where the run is.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from workflows.models import SlotRun
+
+
+def run_headline(job_name: str, slot: datetime, local_time: str, origin: str) -> str:
+    """`**job** · 2027-03-14 03:00 EDT · scheduled`; UTC when the plan gave no local time."""
+    when = local_time or f"{slot:%Y-%m-%d %H:%M} UTC"
+    return f"**{job_name}** · {when} · {origin}"
+
+
+def showing(head: str, state: str) -> str:
+    """The details: the headline, a blank line, the state."""
+    return f"{head}\n\n{state}"
+
+
+def summary(head: str, own: SlotRun, caught_up: list[SlotRun], skipped: int, gap: int) -> str:
+    """How the run ended: its own slot's outcome and counts, then what it caught up on."""
+    counts = ", ".join(f"{k} {v}" for k, v in own.counts.items()) or "no counts"
+    lines = [head, "", f"{own.outcome}: {counts}"]
+    if own.reason:
+        lines.append(own.reason)
+    if caught_up or skipped:
+        lines.append(
+            f"caught up {len(caught_up)} missed run(s); {skipped} recorded skipped"
+            + (f" ({gap} beyond the catch-up cap)" if gap else "")
+        )
+    return "\n".join(lines)
+
+
+def step_progress(
+    number: int, total: int, name: str, items_done: int | None, items_total: int | None
+) -> str:
+    """`step 2 of 3: charge, 1,200 of 5,000` (no items when the step does not count them)."""
+    items = "" if items_total is None else f", {items_done or 0:,} of {items_total:,}"
+    return f"step {number} of {total}: {name}{items}"
