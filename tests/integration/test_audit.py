@@ -443,9 +443,9 @@ async def test_effects_of_failed_or_undone_work_are_orphan_effects(
         (billing.id, slot, slot),
     ).fetchone()
     db.execute(
-        "INSERT INTO billing_runs (month, execution_id, status)"
-        " VALUES ('2026-09-01', %s, 'reopened')",
-        (billed,),
+        "INSERT INTO billing_runs (job_name, month, execution_id, status)"
+        " VALUES (%s, '2026-09-01', %s, 'reopened')",
+        (billing.id, billed),
     )
     db.execute(
         "INSERT INTO subscriptions (id, customer_email, plan, amount_cents, started_on,"
@@ -453,8 +453,9 @@ async def test_effects_of_failed_or_undone_work_are_orphan_effects(
     )
     db.execute(
         "INSERT INTO invoices (id, invoice_number, customer_email, status, due_date,"
-        " subscription_id, billing_month)"
-        " VALUES (1, 'B-1', 'c@example.com', 'Void', '2026-10-15', 1, '2026-09-01')"
+        " subscription_id, billing_month, billing_job)"
+        " VALUES (1, 'B-1', 'c@example.com', 'Void', '2026-10-15', 1, '2026-09-01', %s)",
+        (billing.id,),
     )
     db.execute(
         "INSERT INTO charges (invoice_id, billing_month, status, amount_cents,"
