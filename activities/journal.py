@@ -1,7 +1,7 @@
 """The commit journal: evidence, written with the effects, of who committed what.
 
 Every fenced transaction (`activities.chunked.fenced`) names its execution and attempt to
-PostgreSQL as it begins, so the outbox rows it writes carry them (a trigger fills
+PostgreSQL as it begins, so the outbox rows it writes carry them (the defaults of
 `outbox_messages.execution_id` and `attempt`), and ends with a `commit_journal` row.
 Take-overs are journaled by a trigger on `job_executions`. `python -m schedules audit`
 reads it after the fact: an effect committed under an attempt older than one that had

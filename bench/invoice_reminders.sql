@@ -1,7 +1,7 @@
 -- Named queries of bench/invoice_reminders.py, in the `-- name:` format of activities/sql/.
 
 -- name: reset
-TRUNCATE invoices, outbox_messages, job_executions RESTART IDENTITY
+TRUNCATE invoices, outbox_messages, job_executions RESTART IDENTITY CASCADE
 
 -- name: load_invoices
 -- N unpaid invoices, all past due (two to 91 days ago), never reminded.

@@ -2,8 +2,8 @@
 -- committed what, read by `python -m schedules audit`.
 
 -- name: enter
--- Outbox rows written in this transaction name its execution and attempt (a trigger reads
--- these transaction-local settings).
+-- Outbox rows written in this transaction name its execution and attempt (the columns'
+-- defaults read these transaction-local settings).
 SELECT set_config('schedules.execution_id', %(id)s::text, true),
        set_config('schedules.attempt', %(attempt)s::text, true)
 
