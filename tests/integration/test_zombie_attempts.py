@@ -12,7 +12,7 @@ the test lets it.
 from __future__ import annotations
 
 import signal
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from temporalio.api.enums.v1 import PendingActivityState
@@ -20,6 +20,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from jobs import kind_workflows
+from schedules.audit import run_audit
 from schedules.catalog import RetrySpec
 from tests.helpers import assert_eventually, wait_for_text
 from tests.integration.chunk_gate import ChunkGate
@@ -63,6 +64,24 @@ async def pending_work(run, activity: str):
     return works[0]
 
 
+async def audit_clean(client, database_url: str, job, task_queue: str, row: dict) -> None:
+    """`schedules audit` judges the slot's whole history clean: nothing lost, doubled,
+    written by a stale attempt, or left running."""
+    slot = row["scheduled_at"]
+    report = await run_audit(
+        database_url,
+        client,
+        [job],
+        task_queue=task_queue,
+        now=datetime.now(UTC),
+        start=slot - timedelta(minutes=1),
+        end=slot + timedelta(seconds=1),
+        settle=timedelta(0),
+    )
+    assert report.exit_code == 0, report.findings
+    assert report.rows == 1, report
+
+
 async def completed(db, job_id: str) -> dict:
     async def done():
         row = the_row(db, job_id)
@@ -81,7 +100,7 @@ def assert_each_invoice_reminded_once(db, total: int) -> None:
 
 
 async def test_a_frozen_worker_woken_after_a_takeover_never_takes_the_slot_back(
-    client, db, task_queue, start_workers, gate
+    client, db, database_url, task_queue, start_workers, gate
 ):
     total = 4_000
     insert_invoices(db, total, due=OVERDUE)
@@ -140,10 +159,11 @@ async def test_a_frozen_worker_woken_after_a_takeover_never_takes_the_slot_back(
         assert done["attempt"] == taken["attempt"]
         assert done["result"]["counts"]["reminded"] == total
         assert_each_invoice_reminded_once(db, total)
+        await audit_clean(client, database_url, job, task_queue, done)
 
 
 async def test_a_frozen_worker_absorbing_every_retry_does_not_fail_the_run(
-    client, db, task_queue, start_workers, gate
+    client, db, database_url, task_queue, start_workers, gate
 ):
     total = 3_000
     insert_invoices(db, total, due=OVERDUE)
@@ -211,6 +231,7 @@ async def test_a_frozen_worker_absorbing_every_retry_does_not_fail_the_run(
         wait_for_text(frozen.log, (REFUSED, "Activity not found on completion"), timeout=90)
         assert the_row(db, job.id)["result"] == done["result"]
         assert_each_invoice_reminded_once(db, total)
+        await audit_clean(client, database_url, job, task_queue, done)
 
         # The new series' path replays: a worker restarted mid-run would carry it on.
         replayer = Replayer(
