@@ -580,26 +580,22 @@ async def partition(trial: Trial) -> Verdict:
 
 
 async def rolling(trial: Trial) -> Verdict:
-    """Rolling restarts of every worker (SIGTERM, then a new one) during a backfill of 6
-    hourly slots of a job whose work is a few chunks each."""
+    """Rolling restarts of every worker (SIGTERM, then a new one) during a backfill of the
+    6 last nights of invoice-reminders (the catalog's 02:30 London)."""
     slots = 6
-    insert_invoices(trial.db, 2_000, due=OVERDUE)
-    job = reminders_job("chaos-hourly").model_copy(
-        update={
-            "cron": "0 * * * *",
-            "timezone": "UTC",
-            "catchup": "skip",
-            "starting_deadline": None,
-        }
-    )
+    insert_invoices(trial.db, 6_000, due=OVERDUE)
+    # 30 chunks a slot, 100 ms apart: the backfill outlasts the three rounds of restarts.
+    job = reminders_job(chunk_size=200, pause_between_chunks_ms=100)
     trial.gate.open()  # no gating: the restarts land wherever the runs are
     await trial.start_workers(2)
-    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
-    async with registered(trial.client, job, trial.task_queue, now=end - timedelta(hours=slots)):
+    # Six days hold six nightly fire times, whatever the hour now (no DST change in them
+    # is assumed: `settled` waits for as many slots as the backfill started).
+    end = datetime.now(UTC) - timedelta(hours=12)
+    async with registered(trial.client, job, trial.task_queue):
         await trial.client.get_schedule_handle(job.id).backfill(
             ScheduleBackfill(
-                start_at=end - timedelta(hours=slots),
-                end_at=end - timedelta(seconds=1),
+                start_at=end - timedelta(days=slots),
+                end_at=end,
                 overlap=ScheduleOverlapPolicy.BUFFER_ALL,
             )
         )
@@ -751,6 +747,8 @@ async def run(args: argparse.Namespace) -> list[Verdict]:
                 try:
                     await trial.open()
                     verdict = await FAULTS[fault](trial)
+                    if verdict.error and "could not read" in verdict.error:
+                        verdict.violations.append("not judged: the audit could not read")
                 except (TrialError, Exception) as exc:  # a trial that could not finish
                     verdict = Verdict(fault, 0, error=f"{type(exc).__name__}: {exc}")
                     verdict.violations.append("trial did not finish")
