@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import inspect
 import json
 import os
 import shutil
@@ -54,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from devstack.payments import PaymentProviderServer  # noqa: E402
 from schedules.catalog import JobSpec, RetrySpec, default_catalog  # noqa: E402
+from tests.helpers.worker import WorkerProcess  # noqa: E402
 from tests.integration import test_monthly_billing as billing  # noqa: E402
 from tests.integration.chunk_gate import ChunkGate  # noqa: E402
 from tests.integration.jobs import insert_invoices, registered  # noqa: E402
@@ -74,11 +76,14 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-async def eventually(check: Callable[[], Awaitable[object]], timeout: float, what: str):
-    """Poll `check` until it returns a truthy value; raise naming `what` after `timeout`."""
+async def eventually(check: Callable[[], object], timeout: float, what: str):
+    """Poll `check` (a function, or a coroutine function) until it returns a truthy value;
+    raise naming `what` after `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
-        value = await check()
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
         if value:
             return value
         if time.monotonic() > deadline:
@@ -88,46 +93,6 @@ async def eventually(check: Callable[[], Awaitable[object]], timeout: float, wha
 
 class TrialError(Exception):
     """The trial could not be carried out as planned (not a finding about the system)."""
-
-
-class Worker:
-    """One `python -m worker` replica, its output in a log file."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.log = log
-        self._out = log.open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "worker"],
-            cwd=ROOT,
-            env=env,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    async def ready(self, timeout: float = 90.0) -> None:
-        async def up():
-            return "worker ready" in self.log.read_text(errors="replace")
-
-        await eventually(up, timeout, f"worker {self.pid} ready")
-
-    def signal(self, sig: int) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)
-            self.process.terminate()
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._out.close()
 
 
 class Blackhole:
@@ -245,7 +210,7 @@ class Trial:
         self.task_queue = f"chaos-{uuid.uuid4().hex[:10]}"
         self.logs = stack.workdir / self.task_queue
         self.logs.mkdir()
-        self.workers: list[Worker] = []
+        self.workers: list[WorkerProcess] = []
         self.gate = ChunkGate(self.url)
 
     async def open(self) -> None:
@@ -274,14 +239,14 @@ class Trial:
         env.update(extra)
         return env
 
-    async def start_workers(self, n: int, **extra: str) -> list[Worker]:
+    async def start_workers(self, n: int, **extra: str) -> list[WorkerProcess]:
         batch = [
-            Worker(self.env(**extra), self.logs / f"worker-{len(self.workers) + i}.log")
+            WorkerProcess(self.env(**extra), self.logs / f"worker-{len(self.workers) + i}.log")
             for i in range(n)
         ]
         self.workers.extend(batch)
         for w in batch:
-            await w.ready()
+            await asyncio.to_thread(w.wait_ready, 90)
         return batch
 
     def close(self) -> None:
@@ -430,9 +395,7 @@ async def freeze(trial: Trial) -> Verdict:
         frozen = next(w for w in trial.workers if w.pid == pid)
         frozen.signal(signal.SIGSTOP)
         try:
-            await eventually(
-                lambda: _async(trial.holder(job.id) not in (None, pid)), 120, "a take-over"
-            )
+            await eventually(lambda: trial.holder(job.id) not in (None, pid), 120, "a take-over")
         finally:
             frozen.signal(signal.SIGCONT)
 
@@ -466,7 +429,7 @@ async def zombie(trial: Trial) -> Verdict:
 
             await eventually(retried, 120, "retries absorbed by the frozen worker")
             (live,) = await trial.start_workers(1, **env)
-            await eventually(lambda: _async(trial.holder(job.id) == live.pid), 120, "a take-over")
+            await eventually(lambda: trial.holder(job.id) == live.pid, 120, "a take-over")
             await trial.gate.reached(2)
         finally:
             frozen.signal(signal.SIGCONT)
@@ -565,7 +528,7 @@ async def partition(trial: Trial) -> Verdict:
                 raise TrialError("the worker behind the proxy does not hold the slot")
             proxy.cut()
             (live,) = await trial.start_workers(1)
-            await eventually(lambda: _async(trial.holder(job.id) == live.pid), 120, "a take-over")
+            await eventually(lambda: trial.holder(job.id) == live.pid, 120, "a take-over")
             trial.gate.open()
             await trial.settled(job.id, 1)
             proxy.heal()
@@ -715,10 +678,6 @@ def _reopened_gate(trial: Trial) -> ChunkGate:
     return gate
 
 
-async def _async(value):
-    return value
-
-
 FAULTS: dict[str, Callable[[Trial], Awaitable[Verdict]]] = {
     "kill": kill,
     "freeze": freeze,
@@ -749,7 +708,7 @@ async def run(args: argparse.Namespace) -> list[Verdict]:
                     verdict = await FAULTS[fault](trial)
                     if verdict.error and "could not read" in verdict.error:
                         verdict.violations.append("not judged: the audit could not read")
-                except (TrialError, Exception) as exc:  # a trial that could not finish
+                except Exception as exc:  # a trial that could not finish (TrialError among them)
                     verdict = Verdict(fault, 0, error=f"{type(exc).__name__}: {exc}")
                     verdict.violations.append("trial did not finish")
                 finally:

@@ -22,6 +22,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
 from tests.helpers import ROOT, TEMPLATE_DB
 from tests.helpers.worker import WorkerProcess, settings_env
+from tests.integration.chunk_gate import ChunkGate
 from worker.migrate import apply_migrations
 from worker.settings import Settings
 
@@ -151,6 +152,15 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.longrepr = f"skipped in CI, which must run every test: {reason}"
     return report
+
+
+@pytest.fixture
+def gate(database_url: str) -> Iterator[ChunkGate]:
+    """The chunk gate, closed: the test's workers wait before each chunk until it steps or
+    opens it (`tests/integration/chunk_gate.py`)."""
+    gate = ChunkGate(database_url)
+    yield gate
+    gate.close()
 
 
 _exit_status: list[int] = []

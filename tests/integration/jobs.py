@@ -174,3 +174,17 @@ async def runs_closed(client: Client, job_id: str, slots: list[datetime]) -> lis
         handle = client.get_workflow_handle_for(ScheduledJobWorkflow.run, workflow_id)
         results.append(await asyncio.wait_for(handle.result(), timeout=60))
     return results
+
+
+def assert_each_invoice_reminded_once(db: psycopg.Connection, total: int) -> None:
+    """One reminder in the outbox per invoice, each invoice marked reminded: nothing lost or
+    doubled by a fault."""
+    assert outbox_count(db) == total
+    distinct = db.execute(
+        "SELECT count(DISTINCT payload->>'invoice_number') FROM outbox_messages"
+    ).fetchone()[0]
+    assert distinct == total
+    assert (
+        db.execute("SELECT count(*) FROM invoices WHERE last_reminder_at IS NOT NULL").fetchone()[0]
+        == total
+    )

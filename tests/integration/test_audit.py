@@ -25,7 +25,6 @@ from schedules.compile import compile_schedule
 from schedules.sync import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
-from tests.integration.chunk_gate import ChunkGate
 from tests.integration.jobs import (
     FAST_RETRY,
     executions,
@@ -284,13 +283,6 @@ async def test_unreachable_servers_are_exit_2_in_one_line(settings):
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
     assert "cannot read" in done.stderr and secret not in done.stderr
     assert done.stdout == "" and "Traceback" not in done.stderr
-
-
-@pytest.fixture
-def gate(database_url):
-    gate = ChunkGate(database_url)
-    yield gate
-    gate.close()
 
 
 async def test_a_run_terminated_in_the_middle_of_a_chunk_leaves_an_orphan_running_row(

@@ -13,16 +13,13 @@ import subprocess
 import sys
 from datetime import date, timedelta
 
-import pytest
-
 from tests.helpers import ROOT, assert_eventually, wait_for_text
 from tests.helpers.worker import settings_env
-from tests.integration.chunk_gate import ChunkGate
 from tests.integration.jobs import (
+    assert_each_invoice_reminded_once,
     executions,
     insert_invoices,
     invoice_job,
-    outbox_count,
     registered,
 )
 
@@ -33,13 +30,6 @@ OVERDUE = date.today() - timedelta(days=10)
 TAKEOVER = {"heartbeat": timedelta(seconds=3)}
 
 
-@pytest.fixture
-def gate(database_url):
-    gate = ChunkGate(database_url)
-    yield gate
-    gate.close()
-
-
 def holder_pid(db, job_id: str) -> int:
     (row,) = executions(db, job_id)
     return int(row["holder"].rsplit(":", 1)[1])
@@ -48,18 +38,6 @@ def holder_pid(db, job_id: str) -> int:
 def chunks_done(db, job_id: str) -> int:
     (row,) = executions(db, job_id)
     return row["progress"].get("counts", {}).get("chunks", 0)
-
-
-def assert_each_invoice_reminded_once(db, total: int) -> None:
-    assert outbox_count(db) == total
-    distinct = db.execute(
-        "SELECT count(DISTINCT payload->>'invoice_number') FROM outbox_messages"
-    ).fetchone()[0]
-    assert distinct == total
-    assert (
-        db.execute("SELECT count(*) FROM invoices WHERE last_reminder_at IS NOT NULL").fetchone()[0]
-        == total
-    )
 
 
 async def completed(db, job_id: str) -> dict:

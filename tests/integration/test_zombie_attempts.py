@@ -14,7 +14,6 @@ from __future__ import annotations
 import signal
 from datetime import UTC, date, datetime, timedelta
 
-import pytest
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -23,12 +22,11 @@ from jobs import kind_workflows
 from schedules.audit import run_audit
 from schedules.catalog import RetrySpec
 from tests.helpers import assert_eventually, wait_for_text
-from tests.integration.chunk_gate import ChunkGate
 from tests.integration.jobs import (
+    assert_each_invoice_reminded_once,
     executions,
     insert_invoices,
     invoice_job,
-    outbox_count,
     registered,
 )
 from worker.run import workflow_runner
@@ -38,13 +36,6 @@ OVERDUE = date.today() - timedelta(days=10)
 HEARTBEAT = timedelta(seconds=3)
 # Text of `StaleAttemptError.refused`: an older attempt asked to take the slot over.
 REFUSED = "is stale (Temporal attempt"
-
-
-@pytest.fixture
-def gate(database_url):
-    gate = ChunkGate(database_url)
-    yield gate
-    gate.close()
 
 
 def the_row(db, job_id: str) -> dict:
@@ -89,14 +80,6 @@ async def completed(db, job_id: str) -> dict:
         return row
 
     return await assert_eventually(done, timeout=120)
-
-
-def assert_each_invoice_reminded_once(db, total: int) -> None:
-    assert outbox_count(db) == total
-    distinct = db.execute(
-        "SELECT count(DISTINCT payload->>'invoice_number') FROM outbox_messages"
-    ).fetchone()[0]
-    assert distinct == total
 
 
 async def test_a_frozen_worker_woken_after_a_takeover_never_takes_the_slot_back(
