@@ -248,7 +248,9 @@ async def read_visibility(
         seen.runs[job_id] = await list_runs(client, job_id, task_queue, window, rate, timeout)
     listed = {(r.workflow_id, r.run_id): r.status for runs in seen.runs.values() for r in runs}
     for key in running:
-        if key in listed:
+        # A closed status in the listing is final; RUNNING there may be stale (visibility
+        # lags the run's history), so the run itself is asked.
+        if listed.get(key, "RUNNING") != "RUNNING":
             seen.running[key] = listed[key]
         else:
             await rate.wait()
