@@ -6,7 +6,8 @@ plan and leave a mix of both. So `sync` first starts the workflow `scheduled-job
 FAIL: the server lets one start succeed and refuses the others while it runs. No worker is
 needed; the workflow only has to exist.
 
-- *Release*: the holder terminates its own run (by run id, so never another's) when done.
+- *Release*: the holder deletes its own run (by run id, so never another's) when done: no
+  finished lock is left in the Web UI's workflow lists.
 - *Crash*: the workflow's execution timeout is the lease (`SYNC_LOCK_SECONDS`, 5 minutes by
   default): a sync killed while holding it blocks others at most that long. The holder
   checks the lease before each phase of writes and stops, exit 1, if it ran out.
@@ -31,6 +32,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -89,11 +92,18 @@ class SyncLock:
             )
 
     async def release(self) -> None:
-        handle = self.client.get_workflow_handle(LOCK_WORKFLOW_ID, run_id=self.run_id)
+        """Delete this sync's run of the lock workflow (by run id, so never another's): the
+        server ends it and removes it from visibility, so finished syncs leave no
+        *Terminated* workflows in the Web UI's lists. A lock that outlived its lease stays
+        listed as *Timed out*: the trace of a sync that crashed or overran."""
+        request = DeleteWorkflowExecutionRequest(
+            namespace=self.client.namespace,
+            workflow_execution=WorkflowExecution(workflow_id=LOCK_WORKFLOW_ID, run_id=self.run_id),
+        )
         try:
-            await handle.terminate(reason="sync finished")
+            await self.client.workflow_service.delete_workflow_execution(request)
         except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:  # already ended (its lease ran out)
+            if err.status != RPCStatusCode.NOT_FOUND:  # already gone
                 logger.warning("could not release the sync lock: %s", err.message)
 
 

@@ -294,23 +294,19 @@ async def test_five_syncs_of_different_catalogs_at_once_leave_exactly_the_last_o
         assert len(matching) == 1, now
         return matching[0]
 
-    winner = await assert_eventually(exactly_one_catalog, timeout=20)
+    await assert_eventually(exactly_one_catalog, timeout=20)
 
-    # Each took the lock in turn, and the one that took it last is that catalog's.
-    async def five_locks():
+    # Each released the lock by deleting its run: no finished sync leaves a lock workflow
+    # in the UI's lists (none of the five is listed, running or closed).
+    async def no_locks_listed():
         runs = [
             run
             async for run in client.list_workflows(f'WorkflowId = "{LOCK_WORKFLOW_ID}"')
             if run.start_time >= started
         ]
-        assert len(runs) == 5
-        return runs
+        assert runs == []
 
-    runs = await assert_eventually(five_locks, timeout=20)
-    last = max(runs, key=lambda run: run.start_time)
-    holder = await client.get_workflow_handle(LOCK_WORKFLOW_ID, run_id=last.run_id).describe()
-    last_pid = int((await holder.memo_value("holder")).rsplit(":", 1)[1])
-    assert processes[winner].pid == last_pid
+    await assert_eventually(no_locks_listed, timeout=20)
 
 
 async def test_a_held_lock_fails_a_sync_naming_its_holder_and_a_crashed_holders_lock_expires(
