@@ -26,7 +26,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.unit.deploy_checks import dev_server_versions, help_probe
+from tests.unit.deploy_checks import dev_server_versions, help_probe, temporal_binary
 from worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -711,6 +711,162 @@ def test_helm_creates_the_namespace_the_self_hosted_workers_poll(workdir):
     # Release `temporal` of chart `temporal` in namespace `temporal`: <release>-frontend.
     host, port = config["TEMPORAL_ADDRESS"].rsplit(":", 1)
     assert host == "temporal-frontend.temporal.svc.cluster.local" and port == "7233"
+
+
+# The chart as released (tests/unit/data/README.md): the values it declares and the
+# `.Values...` paths its templates read. No `helm` here, so a misspelt key, which helm
+# would silently ignore, is caught by holding every path the values set to the chart.
+HELM_CHART = ROOT / "tests" / "unit" / "data" / "temporal-helm-chart-1.6.0"
+UI_IMAGE_CONFIG = ROOT / "tests" / "unit" / "data" / "temporal-ui-docker.yaml"
+# Keys of Temporal's server TLS config (temporalio/temporal common/config/config.go:
+# RootTLS, GroupTLS, ServerTLS, ClientTLS, WorkerTLS), which the chart passes through as is.
+_CLIENT_TLS = {"serverName", "disableHostVerification", "rootCaFiles", "rootCaData", "forceTLS"}
+_SERVER_TLS = {
+    "certFile", "keyFile", "clientCaFiles", "certData", "keyData", "clientCaData",
+    "requireClientAuth",
+}  # fmt: skip
+_GROUP_TLS = {"client": _CLIENT_TLS, "server": _SERVER_TLS, "hostOverrides": None}
+_WORKER_TLS = {"certFile": None, "keyFile": None, "certData": None, "keyData": None}
+SERVER_TLS_KEYS = {
+    "internode": _GROUP_TLS,
+    "frontend": _GROUP_TLS,
+    "systemWorker": _WORKER_TLS | {"client": _CLIENT_TLS},
+    "remoteClusters": None,
+    "expirationChecks": None,
+    "refreshInterval": None,
+}
+
+
+def _leaf_paths(tree: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            yield from _leaf_paths(value, (*prefix, str(key)))
+    else:
+        yield prefix
+
+
+def _chart_knows(path: tuple[str, ...], defaults: dict, read: set[str]) -> bool:
+    """The chart declares `path` (or a prefix of it that holds a free-form list or map, such
+    as `additionalEnv`), or a template reads it."""
+    node: Any = defaults
+    for depth, key in enumerate(path):
+        if ".".join(path[: depth + 1]) in read and not isinstance(node.get(key), dict):
+            return True  # a template takes this value whole (toYaml)
+        if not isinstance(node, dict) or key not in node:
+            return any(".".join(path[: n + 1]) in read for n in range(len(path)))
+        node = node[key]
+    return True
+
+
+def _check_keys(tree: dict, allowed: dict | set, where: str) -> None:
+    for key, value in tree.items():
+        assert key in allowed, f"{where}.{key} is no key of Temporal's TLS config"
+        if isinstance(allowed, dict) and allowed[key] is not None:
+            _check_keys(value, allowed[key], f"{where}.{key}")
+
+
+def _env(section: dict) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in section["additionalEnv"]}
+
+
+def _mounted(section: dict, path: str) -> str:
+    """The Secret whose file `path` is, through the section's volumes and mounts."""
+    volumes = {v["name"]: v for v in section["additionalVolumes"]}
+    for mount in section["additionalVolumeMounts"]:
+        if path.startswith(mount["mountPath"].rstrip("/") + "/"):
+            secret = volumes[mount["name"]]["secret"]
+            filename = path[len(mount["mountPath"].rstrip("/")) + 1 :]
+            items = secret.get("items")
+            assert items is None or filename in {i["path"] for i in items}, path
+            return secret["secretName"]
+    raise AssertionError(f"{path} is on no mounted volume")
+
+
+def test_every_helm_value_is_one_the_chart_reads():
+    defaults = yaml.safe_load((HELM_CHART / "values.yaml").read_text())
+    read = set()
+    for template in (HELM_CHART / "templates").iterdir():
+        read |= set(re.findall(r"\.Values\.([A-Za-z0-9_.]+)", template.read_text()))
+    read |= {"server.internal-frontend"}  # read with `index $.Values.server "internal-frontend"`
+    unknown = [
+        ".".join(path)
+        for path in _leaf_paths(helm_values())
+        if not _chart_knows(path, defaults, read)
+    ]
+    assert not unknown, f"values chart 1.6.0 neither declares nor reads: {unknown}"
+    # server.config.tls goes to Temporal's config as written: its keys are Temporal's.
+    _check_keys(helm_values()["server"]["config"]["tls"], SERVER_TLS_KEYS, "server.config.tls")
+
+
+def test_every_client_of_the_mtls_frontend_presents_a_certificate():
+    """The frontend requires client certificates: the server's own system workers (the
+    scheduler fires every schedule from there), the admin tools (the chart's namespace Job)
+    and the UI each present one from a mounted Secret, and check the frontend by the CA."""
+    values = helm_values()
+    tls = values["server"]["config"]["tls"]
+    assert tls["frontend"]["server"]["requireClientAuth"] is True
+    (ca,) = tls["frontend"]["server"]["clientCaFiles"]
+    frontend_name = "temporal-frontend.temporal.svc.cluster.local"
+    server = values["server"]
+    system = tls["systemWorker"]
+    assert _mounted(server, system["certFile"]) == _mounted(server, system["keyFile"])
+    assert system["client"] == {"serverName": frontend_name, "rootCaFiles": [ca]}
+
+    cli_env = set(re.findall(r"\bTEMPORAL_[A-Z_]+\b", temporal_options_text()))
+    admin = values["admintools"]
+    env = _env(admin)
+    assert set(env) <= cli_env, set(env) - cli_env
+    assert _mounted(admin, env["TEMPORAL_TLS_CLIENT_CERT_PATH"]) == _mounted(
+        admin, env["TEMPORAL_TLS_CLIENT_KEY_PATH"]
+    )
+    assert _mounted(admin, env["TEMPORAL_TLS_SERVER_CA_CERT_PATH"]) == "temporal-frontend-tls"
+    assert env["TEMPORAL_TLS_SERVER_NAME"] == frontend_name
+
+    ui_env = set(re.findall(r"\bTEMPORAL_[A-Z_]+\b", UI_IMAGE_CONFIG.read_text()))
+    web = values["web"]
+    env = _env(web)
+    assert set(env) <= ui_env, set(env) - ui_env
+    assert _mounted(web, env["TEMPORAL_TLS_CERT"]) == _mounted(web, env["TEMPORAL_TLS_KEY"])
+    assert _mounted(web, env["TEMPORAL_TLS_CA"]) == "temporal-frontend-tls"
+    assert env["TEMPORAL_TLS_SERVER_NAME"] == frontend_name
+    clients = {
+        _mounted(server, system["certFile"]),
+        _mounted(admin, _env(admin)["TEMPORAL_TLS_CLIENT_CERT_PATH"]),
+        _mounted(web, env["TEMPORAL_TLS_CERT"]),
+    }
+    assert len(clients) == 3 and "temporal-frontend-tls" not in clients, clients
+
+
+def test_the_web_ui_asks_for_a_login_and_its_secret_comes_from_a_secret():
+    env = _env(helm_values()["web"])
+    assert env["TEMPORAL_AUTH_ENABLED"] == "true"
+    for name in ("TEMPORAL_AUTH_PROVIDER_URL", "TEMPORAL_AUTH_CALLBACK_URL"):
+        assert env[name].startswith("https://"), name
+    assert env["TEMPORAL_AUTH_CLIENT_ID"] and "openid" in env["TEMPORAL_AUTH_SCOPES"]
+    secret = env["TEMPORAL_AUTH_CLIENT_SECRET"]
+    assert isinstance(secret, dict) and secret["secretKeyRef"]["name"], secret
+
+
+def test_the_deploy_page_creates_every_secret_the_helm_values_mount():
+    text = DEPLOY_DOC.read_text()
+    values = helm_values()
+    secrets = {
+        volume["secret"]["secretName"]
+        for section in (values["server"], values["admintools"], values["web"])
+        for volume in section["additionalVolumes"]
+    } | {_env(values["web"])["TEMPORAL_AUTH_CLIENT_SECRET"]["secretKeyRef"]["name"]}
+    for secret in sorted(secrets):
+        assert f"-n temporal create secret generic {secret}" in text or (
+            f"-n temporal create secret tls {secret}" in text
+        ), secret
+
+
+@functools.cache
+def temporal_options_text() -> str:
+    """`temporal options`: the CLI's connection options and the variables they read."""
+    return subprocess.run(
+        [temporal_binary(), "options"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
 
 
 # --- docs/deploy.md: the steps name what the manifests have ------------------------------
