@@ -7,10 +7,12 @@ Pure: the history is data (`history.Ledger`, `history.Visibility`) and `now` is 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from schedules.audit.agreement import outcome_mismatches, rowless_runs
+from schedules.audit.finding import Finding
 from schedules.audit.history import Ledger, Visibility, Window
 from schedules.audit.oracle import Timing
 
@@ -19,7 +21,6 @@ UNTIMED_ORIGINS = ("manual", "direct")
 # Rows that did (or are doing) the work of their slot; a skipped one recorded a refusal.
 WORKED = ("completed", "running", "failed", "compensated")
 TERMINAL = ("completed", "skipped", "failed", "compensated")
-CLOSED_OK = "COMPLETED"
 
 KINDS = (
     "lost",
@@ -29,6 +30,7 @@ KINDS = (
     "stale_write",
     "orphan_effect",
     "orphan_running",
+    "outcome_mismatch",
     "missing_row",
     "outbox_pending",
     "outbox_dead",
@@ -36,15 +38,6 @@ KINDS = (
 )
 # Reported, but not a violation: the exit code stays 0 for these alone.
 NOT_VIOLATIONS = frozenset({"inconclusive"})
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    job: str | None
-    slot: datetime | None
-    detail: str
-    witnesses: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,17 +160,11 @@ def unexpected(
 def temporal_agreement(
     job: Any, rows: dict[datetime, Any], visibility: Visibility, window: Window
 ) -> Iterator[Finding]:
-    """missing_row: a run that completed without a row; orphan_running: a row `running`
-    whose run is closed (or gone within retention; past it, inconclusive)."""
-    for run in visibility.runs.get(job.id, ()):
-        if run.status == CLOSED_OK and run.slot is not None and run.slot not in rows:
-            yield Finding(
-                "missing_row",
-                job.id,
-                run.slot,
-                "its workflow run completed, but the ledger has no row for the slot",
-                {"workflow_id": run.workflow_id, "run_id": run.run_id},
-            )
+    """missing_row: a closed run without a row; outcome_mismatch: a terminal row whose run
+    ended the other way (both in `agreement`); orphan_running: a row `running` whose run is
+    closed (or gone within retention; past it, inconclusive)."""
+    yield from rowless_runs(job, rows, visibility)
+    yield from outcome_mismatches(job, rows, visibility)
     for row in rows.values():
         if row.status != "running" or not row.workflow_id:
             continue

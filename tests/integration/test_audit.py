@@ -299,14 +299,41 @@ async def test_a_run_terminated_in_the_middle_of_a_chunk_leaves_an_orphan_runnin
         (row,) = executions(db, job.id)
         run = client.get_workflow_handle(row["workflow_id"], run_id=row["run_id"])
         await run.terminate(reason="test: terminated in the middle of a chunk")
-        gate.open()
-
+        # The gate stays shut: the terminated run's activity, waiting at it, must not go on
+        # to complete the row before its heartbeat learns of the termination.
         found = await audit(client, database_url, task_queue, [job], start=row["scheduled_at"])
     assert kinds(found) == [("orphan_running", row["scheduled_at"])]
     (finding,) = found.findings
     assert finding.witnesses["run_id"] == row["run_id"]
     assert finding.witnesses["run_status"] == "TERMINATED"
     assert finding.witnesses["origin"] == "manual"
+
+    # Seeded after the run: the row marked completed although its run was terminated...
+    slot = row["scheduled_at"]
+    db.execute(
+        "UPDATE job_executions SET status = 'completed', finished_at = now() WHERE id = %s",
+        (row["id"],),
+    )
+    mismatch = await audit(client, database_url, task_queue, [job], start=slot)
+    assert kinds(mismatch) == [("outcome_mismatch", slot)]
+    (finding,) = mismatch.findings
+    assert finding.witnesses["run_status"] == "TERMINATED" and finding.witnesses["status"] == (
+        "completed"
+    )
+    assert (finding.witnesses["execution_id"], finding.witnesses["run_id"]) == (
+        row["id"],
+        row["run_id"],
+    )
+    # ... then gone: a closed run that left no row is missing one, whatever its outcome.
+    db.execute("DELETE FROM job_executions WHERE id = %s", (row["id"],))
+    rowless = await audit(client, database_url, task_queue, [job], start=slot)
+    assert kinds(rowless) == [("missing_row", slot)]
+    assert rowless.findings[0].witnesses == {
+        "workflow_id": row["workflow_id"],
+        "run_id": row["run_id"],
+        "run_status": "TERMINATED",
+    }
+    gate.open()
 
 
 async def test_the_repeated_fall_back_hour_is_judged_by_the_documented_rule(
@@ -356,6 +383,13 @@ async def test_the_repeated_fall_back_hour_is_judged_by_the_documented_rule(
         )
         found = await audit(client, database_url, task_queue, [job], states=since, **window)
         assert kinds(found) == [("unexpected", second)]
+
+        # A row failed whose run completed: Temporal and the ledger disagree on the outcome.
+        db.execute("UPDATE job_executions SET status = 'failed' WHERE scheduled_at = %s", (first,))
+        failed = await audit(client, database_url, task_queue, [job], states=since, **window)
+        assert kinds(failed) == [("outcome_mismatch", first), ("unexpected", second)]
+        assert failed.findings[0].witnesses["run_status"] == "COMPLETED"
+        assert failed.findings[0].witnesses["workflow_id"] == f"{job.id}-2025-11-02T05:30:00Z"
     finally:
         await client.get_schedule_handle(job.id).delete()
 
