@@ -16,7 +16,7 @@ from core.errors import CatalogError, SchedulerError
 
 # Importing these registers their commands (audit; explain; list, describe, next, trigger ...;
 # outbox; runs).
-from schedules import audit_cli, explain_cli, operate, outbox_cli, progress, runs_cli  # noqa: F401
+from schedules import audit_cli, explain_cli, operate, outbox_cli, pauses, progress, runs_cli  # noqa: F401
 from schedules.catalog import load_catalog
 from schedules.check_cli import add_check_command
 from schedules.cli import (
@@ -84,6 +84,7 @@ async def _sync(args: argparse.Namespace, ctx: Context) -> int:
     jobs = load_catalog(args.catalog)  # validated before anything reaches Temporal,
     compile_jobs(jobs, ctx.settings.temporal_task_queue, datetime.now(UTC))  # and compiled
     client = await ctx.client()
+    started = datetime.now(UTC)  # before any write: a pause it applies is recorded from here
     try:
         report = await ctx.retrying(
             lambda: sync(
@@ -109,6 +110,8 @@ async def _sync(args: argparse.Namespace, ctx: Context) -> int:
             print(f"{state:<14}{outcome.action} {outcome.job_id}")
         raise
     print(format_report(report, args.dry_run))
+    if not args.dry_run:
+        await pauses.record_sync(ctx, jobs, report, started)
     if args.dry_run:
         check_prune(report.deleted, report.managed, args.max_prune)
     if report.unverified:

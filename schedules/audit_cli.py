@@ -46,7 +46,8 @@ KINDS_HELP = """findings (docs/operating.md, Auditing the history):
   missing_row     a closed run of the job's schedule with no row for its slot (a run of
                   a future slot, which does nothing by design, excepted)
   outbox_pending  a message pending longer than --outbox-age; outbox_dead: given up
-  inconclusive    cannot be told (a run past Temporal's retention); not counted in exit 1
+  inconclusive    cannot be told (a run past Temporal's retention; fire times of a
+                  schedule paused now with no recorded pause); not counted in exit 1
 """
 
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.errors import SchedulerError
-from schedules import cli, progress
+from schedules import cli, pauses, progress
 from schedules.catalog import JobSpec
 from schedules.cli import Context, add_cluster_wait, catalog_jobs, positive_seconds
 from schedules.compile import intent_note
@@ -34,9 +34,7 @@ from schedules.operate_server import (
     backfill,
     execution_counts,
     last_runs,
-    pause,
     recent_executions,
-    resume,
     schedule_state,
     schedule_states,
     server_times,
@@ -280,7 +278,7 @@ async def _pause(args: argparse.Namespace, ctx: Context) -> int:
     if not args.note.strip():
         raise BadInputError("--note: say why the job is paused, e.g. --note 'ledger migration'")
     await usable_state(ctx, job.id)
-    await pause(ctx, job.id, args.note)
+    await pauses.pause_recorded(ctx, job.id, args.note)
     print(f"paused {job.id}: {args.note}")
     print(f"resume with: python -m schedules resume {job.id}")
     return 0
@@ -293,7 +291,7 @@ async def _resume(args: argparse.Namespace, ctx: Context) -> int:
         print(f"{job.id} is not paused; nothing changed")
         return 0
     # The note goes back to the job's intent, which the UI shows on the schedule's page.
-    await resume(ctx, job.id, args.note or intent_note(job))
+    await pauses.resume_recorded(ctx, job.id, args.note or intent_note(job))
     print(f"resumed {job.id} (it was paused: {state.note or 'no note'})")
     if job.paused:
         print(

@@ -15,6 +15,7 @@ from schedules.audit.agreement import outcome_mismatches, rowless_runs
 from schedules.audit.finding import Finding
 from schedules.audit.history import Ledger, Visibility, Window
 from schedules.audit.oracle import Timing
+from schedules.audit.pauses import excused, paused_scope, unrecorded_pause
 
 # Rows whose slot was chosen by an operator or a caller, not by the timing.
 UNTIMED_ORIGINS = ("manual", "direct")
@@ -66,10 +67,10 @@ def scope_of(job: Any, ledger: Ledger, window: Window, state: Any) -> JobScope:
 
     From the latest of --from, the job's start_at, and when its current timing took effect
     (`timing_since` in its schedule; without one, its first recorded slot). Up to --to less
-    --settle; for a paused job (in the catalog or on its schedule) or one without a
-    schedule, only up to its last recorded slot: pauses are not recorded anywhere, but a
-    run after a pause records the slots it missed (catch-up), so only the stretch since the
-    last row is unknown."""
+    --settle; for a job paused now without a recorded pause (in the catalog or on its
+    schedule) or one without a schedule, only up to its last recorded slot: a run after a
+    pause records the slots it missed (catch-up), so only the stretch since the last row is
+    unknown (`pauses`). Under a recorded pause, up to --to: the pause excuses its times."""
     first_last = ledger.bounds.get(job.id)
     since = getattr(state, "timing_since", None) if state is not None else None
     floor = since or (first_last[0] if first_last else None)
@@ -79,6 +80,8 @@ def scope_of(job: Any, ledger: Ledger, window: Window, state: Any) -> JobScope:
     end = min(window.end, window.now - window.settle)
     note = ""
     stopped = job.paused or state is None or not state.exists or state.paused
+    if stopped and paused_scope(state, ledger.pauses.get(job.id, ())):
+        stopped, note = False, "paused now (recorded): its fire times since are not due"
     if stopped:
         if first_last is None:
             return JobScope(job, None, None, start, "paused or unscheduled, no recorded run")
@@ -286,10 +289,14 @@ def judge(
         fires = []
         if scope.judged_from is not None:
             fires = timing_of(job).fire_times(scope.judged_from, window.end)
+        pauses = ledger.pauses.get(job.id, ())
+        expected = [f for f in fires if not excused(pauses, f)]  # outside recorded pauses
         if scope.start is not None and scope.end is not None:
-            due = sum(1 for f in fires if scope.start <= f < scope.end)
+            due = sum(1 for f in expected if scope.start <= f < scope.end)
             scopes[-1] = scope = replace(scope, due=due)
-        findings += coverage(scope, fires, rows, visibility, window)
+        findings += coverage(scope, expected, rows, visibility, window)
+        state = states.get(job.id)
+        findings += unrecorded_pause(job, scope.end, expected, state, pauses, window)
         findings += unexpected(scope, frozenset(fires), rows)
         if visibility is not None:
             findings += temporal_agreement(job, rows, visibility, window)

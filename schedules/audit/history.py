@@ -62,6 +62,8 @@ class Ledger:
     failed_effects: list[dict]
     undelivered: list[dict]
     domain: list[dict]  # rows of the kinds' audit_effects queries, with their job
+    # job -> recorded pauses (paused_at, resumed_at or None: still paused), oldest first
+    pauses: dict[str, list[tuple[datetime, datetime | None]]] = field(default_factory=dict)
 
     @property
     def by_id(self) -> dict[int, Any]:
@@ -148,7 +150,11 @@ async def read_ledger(
             if query is not None:
                 of_kind = [job.id for job in jobs if job.kind == kind]
                 domain += await all_of(query, {"jobs": of_kind})
+        pauses: dict[str, list[tuple[datetime, datetime | None]]] = {}
+        for p in await all_of(_Q["pauses"]):
+            pauses.setdefault(p["job_name"], []).append((p["paused_at"], p["resumed_at"]))
         return Ledger(
+            pauses=pauses,
             rows=rows,
             bounds=bounds,
             stale_writes=await all_of(_Q["stale_writes"]),
