@@ -15,7 +15,7 @@ from schedules.audit.agreement import outcome_mismatches, rowless_runs
 from schedules.audit.finding import Finding
 from schedules.audit.history import Ledger, Visibility, Window
 from schedules.audit.oracle import Timing
-from schedules.audit.pauses import excused, paused_scope, unrecorded_pause
+from schedules.audit.pauses import excused, in_force, paused_scope, unrecorded_pause
 
 # Rows whose slot was chosen by an operator or a caller, not by the timing.
 UNTIMED_ORIGINS = ("manual", "direct")
@@ -289,7 +289,7 @@ def judge(
         fires = []
         if scope.judged_from is not None:
             fires = timing_of(job).fire_times(scope.judged_from, window.end)
-        pauses = ledger.pauses.get(job.id, ())
+        pauses = in_force(ledger.pauses.get(job.id, ()), states.get(job.id), rows)
         expected = [f for f in fires if not excused(pauses, f)]  # outside recorded pauses
         if scope.start is not None and scope.end is not None:
             due = sum(1 for f in expected if scope.start <= f < scope.end)

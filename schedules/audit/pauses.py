@@ -27,11 +27,28 @@ from schedules.audit.finding import Finding
 from schedules.audit.history import Window
 
 Pause = tuple[datetime, datetime | None]  # [paused_at, resumed_at); None: still paused
+_SCHEDULED = ("scheduled", "catch-up")  # rows the schedule's own firing recorded
 
 
 def excused(pauses: Sequence[Pause], fire: datetime) -> bool:
     """Whether a recorded pause held at `fire`."""
     return any(start <= fire and (end is None or fire < end) for start, end in pauses)
+
+
+def in_force(pauses: Sequence[Pause], state: Any, rows: dict[datetime, Any]) -> list[Pause]:
+    """The recorded pauses as the audit applies them. A pause still open while the schedule
+    runs again was lifted by other means (the UI): it holds only until the first row the
+    schedule itself recorded after it (a scheduled or catch-up one), so an unrecorded resume
+    never excuses the fire times after it."""
+    if state is None or not state.exists or state.paused:
+        return list(pauses)
+    applied = []
+    for start, end in pauses:
+        if end is None:
+            ran = [t for t, r in rows.items() if t >= start and r.origin in _SCHEDULED]
+            end = min(ran, default=start)
+        applied.append((start, end))
+    return applied
 
 
 def paused_scope(state: Any, pauses: Sequence[Pause]) -> bool:
