@@ -18,7 +18,7 @@ from schedules.catalog.model import load_catalog
 
 # Importing these registers their commands (audit; explain; list, describe, next, trigger ...;
 # outbox; runs).
-from schedules.cli import audit, explain, operate, outbox, runs  # noqa: F401
+from schedules.cli import audit, explain, operate, outbox, pauses, runs  # noqa: F401
 from schedules.cli.check import add_check_command
 from schedules.cli.context import (
     CLUSTER_WAIT_HELP,
@@ -85,6 +85,7 @@ async def _sync(args: argparse.Namespace, ctx: Context) -> int:
     jobs = load_catalog(args.catalog)  # validated before anything reaches Temporal,
     compile_jobs(jobs, ctx.settings.temporal_task_queue, datetime.now(UTC))  # and compiled
     client = await ctx.client()
+    started = datetime.now(UTC)  # before any write: a pause it applies is recorded from here
     try:
         report = await ctx.retrying(
             lambda: sync(
@@ -110,6 +111,8 @@ async def _sync(args: argparse.Namespace, ctx: Context) -> int:
             print(f"{state:<14}{outcome.action} {outcome.job_id}")
         raise
     print(format_report(report, args.dry_run))
+    if not args.dry_run:
+        await pauses.record_sync(ctx, jobs, report, started)
     if args.dry_run:
         check_prune(report.deleted, report.managed, args.max_prune)
     if report.unverified:

@@ -7,19 +7,21 @@ Pure: the history is data (`history.Ledger`, `history.Visibility`) and `now` is 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from schedules.audit.agreement import outcome_mismatches, rowless_runs
+from schedules.audit.finding import Finding
 from schedules.audit.history import Ledger, Visibility, Window
 from schedules.audit.oracle import Timing
+from schedules.audit.pauses import excused, in_force, paused_scope, unrecorded_pause
 
 # Rows whose slot was chosen by an operator or a caller, not by the timing.
 UNTIMED_ORIGINS = ("manual", "direct")
 # Rows that did (or are doing) the work of their slot; a skipped one recorded a refusal.
 WORKED = ("completed", "running", "failed", "compensated")
 TERMINAL = ("completed", "skipped", "failed", "compensated")
-CLOSED_OK = "COMPLETED"
 
 KINDS = (
     "lost",
@@ -29,6 +31,7 @@ KINDS = (
     "stale_write",
     "orphan_effect",
     "orphan_running",
+    "outcome_mismatch",
     "missing_row",
     "outbox_pending",
     "outbox_dead",
@@ -36,15 +39,6 @@ KINDS = (
 )
 # Reported, but not a violation: the exit code stays 0 for these alone.
 NOT_VIOLATIONS = frozenset({"inconclusive"})
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    job: str | None
-    slot: datetime | None
-    detail: str
-    witnesses: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -73,10 +67,10 @@ def scope_of(job: Any, ledger: Ledger, window: Window, state: Any) -> JobScope:
 
     From the latest of --from, the job's start_at, and when its current timing took effect
     (`timing_since` in its schedule; without one, its first recorded slot). Up to --to less
-    --settle; for a paused job (in the catalog or on its schedule) or one without a
-    schedule, only up to its last recorded slot: pauses are not recorded anywhere, but a
-    run after a pause records the slots it missed (catch-up), so only the stretch since the
-    last row is unknown."""
+    --settle; for a job paused now without a recorded pause (in the catalog or on its
+    schedule) or one without a schedule, only up to its last recorded slot: a run after a
+    pause records the slots it missed (catch-up), so only the stretch since the last row is
+    unknown (`pauses`). Under a recorded pause, up to --to: the pause excuses its times."""
     first_last = ledger.bounds.get(job.id)
     since = getattr(state, "timing_since", None) if state is not None else None
     floor = since or (first_last[0] if first_last else None)
@@ -86,6 +80,8 @@ def scope_of(job: Any, ledger: Ledger, window: Window, state: Any) -> JobScope:
     end = min(window.end, window.now - window.settle)
     note = ""
     stopped = job.paused or state is None or not state.exists or state.paused
+    if stopped and paused_scope(state, ledger.pauses.get(job.id, ())):
+        stopped, note = False, "paused now (recorded): its fire times since are not due"
     if stopped:
         if first_last is None:
             return JobScope(job, None, None, start, "paused or unscheduled, no recorded run")
@@ -167,17 +163,11 @@ def unexpected(
 def temporal_agreement(
     job: Any, rows: dict[datetime, Any], visibility: Visibility, window: Window
 ) -> Iterator[Finding]:
-    """missing_row: a run that completed without a row; orphan_running: a row `running`
-    whose run is closed (or gone within retention; past it, inconclusive)."""
-    for run in visibility.runs.get(job.id, ()):
-        if run.status == CLOSED_OK and run.slot is not None and run.slot not in rows:
-            yield Finding(
-                "missing_row",
-                job.id,
-                run.slot,
-                "its workflow run completed, but the ledger has no row for the slot",
-                {"workflow_id": run.workflow_id, "run_id": run.run_id},
-            )
+    """missing_row: a closed run without a row; outcome_mismatch: a terminal row whose run
+    ended the other way (both in `agreement`); orphan_running: a row `running` whose run is
+    closed (or gone within retention; past it, inconclusive)."""
+    yield from rowless_runs(job, rows, visibility)
+    yield from outcome_mismatches(job, rows, visibility)
     for row in rows.values():
         if row.status != "running" or not row.workflow_id:
             continue
@@ -299,10 +289,14 @@ def judge(
         fires = []
         if scope.judged_from is not None:
             fires = timing_of(job).fire_times(scope.judged_from, window.end)
+        pauses = in_force(ledger.pauses.get(job.id, ()), states.get(job.id), rows)
+        expected = [f for f in fires if not excused(pauses, f)]  # outside recorded pauses
         if scope.start is not None and scope.end is not None:
-            due = sum(1 for f in fires if scope.start <= f < scope.end)
+            due = sum(1 for f in expected if scope.start <= f < scope.end)
             scopes[-1] = scope = replace(scope, due=due)
-        findings += coverage(scope, fires, rows, visibility, window)
+        findings += coverage(scope, expected, rows, visibility, window)
+        state = states.get(job.id)
+        findings += unrecorded_pause(job, scope.end, expected, state, pauses, window)
         findings += unexpected(scope, frozenset(fires), rows)
         if visibility is not None:
             findings += temporal_agreement(job, rows, visibility, window)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 import psycopg
@@ -47,6 +48,7 @@ class Run:
     run_id: str
     status: str  # WorkflowExecutionStatus name: RUNNING, COMPLETED, FAILED, TERMINATED...
     slot: datetime | None
+    started: datetime | None = None  # when Temporal started the run
 
 
 @dataclass
@@ -60,6 +62,8 @@ class Ledger:
     failed_effects: list[dict]
     undelivered: list[dict]
     domain: list[dict]  # rows of the kinds' audit_effects queries, with their job
+    # job -> recorded pauses (paused_at, resumed_at or None: still paused), oldest first
+    pauses: dict[str, list[tuple[datetime, datetime | None]]] = field(default_factory=dict)
 
     @property
     def by_id(self) -> dict[int, Any]:
@@ -69,11 +73,24 @@ class Ledger:
 @dataclass
 class Visibility:
     """What Temporal holds: each job's runs in the window, the namespace's retention, and
-    the runs of rows still `running` (described one by one; None: not found)."""
+    the runs described one by one (None: not found): those of rows still `running`, and
+    every run the listing shows RUNNING (visibility lags: it may have closed since)."""
 
     runs: dict[str, list[Run]] = field(default_factory=dict)
     retention: timedelta | None = None
     running: dict[tuple[str, str], str | None] = field(default_factory=dict)
+
+    def status(self, workflow_id: str, run_id: str) -> str | None:
+        """The run's status as last learnt: described, else listed (None: unknown)."""
+        key = (workflow_id, run_id)
+        if key in self.running:
+            return self.running[key]
+        return self._listed.get(key)
+
+    @cached_property
+    def _listed(self) -> dict[tuple[str, str], str]:
+        """Each listed run's status by (workflow id, run id), once the listing is read."""
+        return {(r.workflow_id, r.run_id): r.status for runs in self.runs.values() for r in runs}
 
 
 def _domain_query(kind_name: str) -> str | None:
@@ -133,7 +150,11 @@ async def read_ledger(
             if query is not None:
                 of_kind = [job.id for job in jobs if job.kind == kind]
                 domain += await all_of(query, {"jobs": of_kind})
+        pauses: dict[str, list[tuple[datetime, datetime | None]]] = {}
+        for p in await all_of(_Q["pauses"]):
+            pauses.setdefault(p["job_name"], []).append((p["paused_at"], p["resumed_at"]))
         return Ledger(
+            pauses=pauses,
             rows=rows,
             bounds=bounds,
             stale_writes=await all_of(_Q["stale_writes"]),
@@ -205,7 +226,7 @@ async def list_runs(
             await pages.fetch_next_page()
         for ex in pages.current_page or ():
             status = ex.status.name if ex.status is not None else "UNKNOWN"
-            runs.append(Run(ex.id, ex.run_id, status, slot_of(job_id, ex.id)))
+            runs.append(Run(ex.id, ex.run_id, status, slot_of(job_id, ex.id), ex.start_time))
         if not pages.next_page_token:
             return runs
 
@@ -241,13 +262,15 @@ async def read_visibility(
     pages_per_second: float,
     timeout: float,
 ) -> Visibility:
-    """Each job's runs in the window, the retention, and the state of `running` runs."""
+    """Each job's runs in the window, the retention, and the state of `running` rows' runs
+    and of the runs listed RUNNING."""
     rate = _Rate(pages_per_second)
     seen = Visibility(retention=await _retention(client, timeout))
     for job_id in job_ids:
         seen.runs[job_id] = await list_runs(client, job_id, task_queue, window, rate, timeout)
-    listed = {(r.workflow_id, r.run_id): r.status for runs in seen.runs.values() for r in runs}
-    for key in running:
+    listed = seen._listed
+    in_flight = [key for key, status in listed.items() if status == "RUNNING"]
+    for key in dict.fromkeys([*running, *in_flight]):
         # A closed status in the listing is final; RUNNING there may be stale (visibility
         # lags the run's history), so the run itself is asked.
         if listed.get(key, "RUNNING") != "RUNNING":

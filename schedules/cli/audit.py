@@ -41,9 +41,13 @@ KINDS_HELP = """findings (docs/operating.md, Auditing the history):
   orphan_effect   effects of an execution that ended failed; a kind's undone effect
                   the outside world kept (monthly-billing: a charge on a Void invoice)
   orphan_running  a row left running while its workflow run is closed or gone
-  missing_row     a run of the job's schedule completed with no row for its slot
+  outcome_mismatch  a row completed whose run failed, was terminated or timed out; or a
+                  row failed (or compensated) whose run completed
+  missing_row     a closed run of the job's schedule with no row for its slot (a run of
+                  a future slot, which does nothing by design, excepted)
   outbox_pending  a message pending longer than --outbox-age; outbox_dead: given up
-  inconclusive    cannot be told (a run past Temporal's retention); not counted in exit 1
+  inconclusive    cannot be told (a run past Temporal's retention; fire times of a
+                  schedule paused now with no recorded pause); not counted in exit 1
 """
 
 

@@ -21,6 +21,7 @@ from schedules.catalog.compile import intent_note
 from schedules.catalog.model import JobSpec
 from schedules.catalog.times import between, local_text, parse_time, upcoming, utc_text
 from schedules.cli import context as cli
+from schedules.cli import pauses
 from schedules.cli.context import Context, add_cluster_wait, catalog_jobs, positive_seconds
 from schedules.cli.format import (
     describe_entry,
@@ -45,9 +46,7 @@ from schedules.server.state import (
     backfill,
     execution_counts,
     last_runs,
-    pause,
     recent_executions,
-    resume,
     schedule_state,
     schedule_states,
     server_times,
@@ -281,7 +280,7 @@ async def _pause(args: argparse.Namespace, ctx: Context) -> int:
     if not args.note.strip():
         raise BadInputError("--note: say why the job is paused, e.g. --note 'ledger migration'")
     await usable_state(ctx, job.id)
-    await pause(ctx, job.id, args.note)
+    await pauses.pause_recorded(ctx, job.id, args.note)
     print(f"paused {job.id}: {args.note}")
     print(f"resume with: python -m schedules resume {job.id}")
     return 0
@@ -294,7 +293,7 @@ async def _resume(args: argparse.Namespace, ctx: Context) -> int:
         print(f"{job.id} is not paused; nothing changed")
         return 0
     # The note goes back to the job's intent, which the UI shows on the schedule's page.
-    await resume(ctx, job.id, args.note or intent_note(job))
+    await pauses.resume_recorded(ctx, job.id, args.note or intent_note(job))
     print(f"resumed {job.id} (it was paused: {state.note or 'no note'})")
     if job.paused:
         print(

@@ -80,3 +80,11 @@ LIMIT %(limit)s
 SELECT e.job_name, e.scheduled_at, e.status
 FROM unnest(%(jobs)s::text[], %(slots)s::timestamptz[]) AS p (job_name, scheduled_at)
 JOIN job_executions e USING (job_name, scheduled_at)
+
+-- name: pauses
+-- The pauses this project's tooling recorded (schedules/pauses.py) that overlap the window.
+SELECT job_name, paused_at, resumed_at
+FROM schedule_pauses
+WHERE job_name = ANY(%(jobs)s) AND paused_at < %(to)s
+  AND (resumed_at IS NULL OR resumed_at > %(from)s)
+ORDER BY job_name, paused_at

@@ -299,14 +299,41 @@ async def test_a_run_terminated_in_the_middle_of_a_chunk_leaves_an_orphan_runnin
         (row,) = executions(db, job.id)
         run = client.get_workflow_handle(row["workflow_id"], run_id=row["run_id"])
         await run.terminate(reason="test: terminated in the middle of a chunk")
-        gate.open()
-
+        # The gate stays shut: the terminated run's activity, waiting at it, must not go on
+        # to complete the row before its heartbeat learns of the termination.
         found = await audit(client, database_url, task_queue, [job], start=row["scheduled_at"])
     assert kinds(found) == [("orphan_running", row["scheduled_at"])]
     (finding,) = found.findings
     assert finding.witnesses["run_id"] == row["run_id"]
     assert finding.witnesses["run_status"] == "TERMINATED"
     assert finding.witnesses["origin"] == "manual"
+
+    # Seeded after the run: the row marked completed although its run was terminated...
+    slot = row["scheduled_at"]
+    db.execute(
+        "UPDATE job_executions SET status = 'completed', finished_at = now() WHERE id = %s",
+        (row["id"],),
+    )
+    mismatch = await audit(client, database_url, task_queue, [job], start=slot)
+    assert kinds(mismatch) == [("outcome_mismatch", slot)]
+    (finding,) = mismatch.findings
+    assert finding.witnesses["run_status"] == "TERMINATED" and finding.witnesses["status"] == (
+        "completed"
+    )
+    assert (finding.witnesses["execution_id"], finding.witnesses["run_id"]) == (
+        row["id"],
+        row["run_id"],
+    )
+    # ... then gone: a closed run that left no row is missing one, whatever its outcome.
+    db.execute("DELETE FROM job_executions WHERE id = %s", (row["id"],))
+    rowless = await audit(client, database_url, task_queue, [job], start=slot)
+    assert kinds(rowless) == [("missing_row", slot)]
+    assert rowless.findings[0].witnesses == {
+        "workflow_id": row["workflow_id"],
+        "run_id": row["run_id"],
+        "run_status": "TERMINATED",
+    }
+    gate.open()
 
 
 async def test_the_repeated_fall_back_hour_is_judged_by_the_documented_rule(
@@ -356,6 +383,13 @@ async def test_the_repeated_fall_back_hour_is_judged_by_the_documented_rule(
         )
         found = await audit(client, database_url, task_queue, [job], states=since, **window)
         assert kinds(found) == [("unexpected", second)]
+
+        # A row failed whose run completed: Temporal and the ledger disagree on the outcome.
+        db.execute("UPDATE job_executions SET status = 'failed' WHERE scheduled_at = %s", (first,))
+        failed = await audit(client, database_url, task_queue, [job], states=since, **window)
+        assert kinds(failed) == [("outcome_mismatch", first), ("unexpected", second)]
+        assert failed.findings[0].witnesses["run_status"] == "COMPLETED"
+        assert failed.findings[0].witnesses["workflow_id"] == f"{job.id}-2025-11-02T05:30:00Z"
     finally:
         await client.get_schedule_handle(job.id).delete()
 
@@ -464,7 +498,8 @@ async def test_effects_of_failed_or_undone_work_are_orphan_effects(
         " VALUES ('InvoiceReminder', '{}', 'k1', %s, 1) RETURNING id",
         (failed,),
     ).fetchone()
-    # Paused: judged up to their last recorded slot.
+    # Paused (no pause recorded): judged up to their last recorded slot; billing's next
+    # night since is reported inconclusive, neither lost nor silently excused.
     states = {
         billing.id: ScheduleState(True, True, True, timing_since=slot),
         reminders.id: ScheduleState(True, True, True, timing_since=r_slot),
@@ -478,8 +513,14 @@ async def test_effects_of_failed_or_undone_work_are_orphan_effects(
         end=r_slot + timedelta(minutes=1),
         states=states,
     )
-    assert kinds(found) == [("orphan_effect", r_slot), ("orphan_effect", slot)]
-    by_job = {f.job: f for f in found.findings}
+    november = datetime(2026, 11, 1, 8, tzinfo=UTC)  # 03:00 EST, the day New York falls back
+    assert kinds(found) == [
+        ("orphan_effect", r_slot),
+        ("orphan_effect", slot),
+        ("inconclusive", november),
+    ]
+    assert found.exit_code == 1 and found.findings[-1].witnesses["fire_times"] == 1
+    by_job = {f.job: f for f in found.findings if f.kind == "orphan_effect"}
     assert by_job[reminders.id].witnesses["outbox_ids"] == [str(outbox_id)]
     assert by_job[billing.id].witnesses["invoice_number"] == "B-1"
     assert by_job[billing.id].witnesses["execution_id"] == billed
@@ -509,3 +550,105 @@ async def test_a_pause_and_a_timing_changed_mid_way_give_no_finding(
         assert report.rows == 4
     finally:
         await client.get_schedule_handle(job.id).delete()
+
+
+async def test_fire_times_under_a_recorded_pause_are_not_due_and_unrecorded_ones_are_lost(
+    client, db, database_url, task_queue, start_workers
+):
+    """An hourly job ran 00:00-02:00 and 06:00-08:00 of a past day (backfilled, real runs)
+    and not in between: with no pause recorded each hour between is lost; with the pause
+    recorded over them, as `schedules pause` / `resume` leave it, the history is clean."""
+    job = invoice_job().model_copy(
+        update={"id": "paused-hours", "cron": "0 * * * *", "timezone": "UTC"}
+    )
+    day = datetime(2026, 6, 10, tzinfo=UTC)
+    ran = [day + timedelta(hours=h) for h in (0, 1, 2, 6, 7, 8)]
+    gap = [day + timedelta(hours=h) for h in (3, 4, 5)]
+    start_workers(1)
+    async with registered(client, job, task_queue, now=day - timedelta(days=1)):
+        handle = client.get_schedule_handle(job.id)
+        for first, last in ((ran[0], ran[2]), (ran[3], ran[5])):
+            await handle.backfill(_backfill(first - timedelta(minutes=1), last + EVERY))
+        await completed_runs(client, db, job.id, ran)
+        since = {job.id: ScheduleState(True, True, False, timing_since=day)}
+        window = {"start": day, "end": day + timedelta(hours=9), "states": since}
+
+        unrecorded = await audit(client, database_url, task_queue, [job], **window)
+        assert kinds(unrecorded) == [("lost", t) for t in gap]
+        assert unrecorded.findings[0].witnesses == {"workflow_id": f"{job.id}-2026-06-10T03:00:00Z"}
+
+        db.execute(
+            "INSERT INTO schedule_pauses (job_name, paused_at, resumed_at, paused_by, note)"
+            " VALUES (%s, %s, %s, 'pause', 'test: held three hours')",
+            (job.id, gap[0] - timedelta(minutes=20), gap[-1] + timedelta(minutes=20)),
+        )
+        recorded = await audit(client, database_url, task_queue, [job], **window)
+        assert recorded.findings == [] and recorded.scopes[0].due == len(ran)
+
+
+def _pauses(db, job_id: str) -> list[tuple]:
+    return db.execute(
+        "SELECT paused_by, paused_at, resumed_at, note FROM schedule_pauses"
+        " WHERE job_name = %s ORDER BY id",
+        (job_id,),
+    ).fetchall()
+
+
+async def test_sync_pause_and_resume_record_the_pauses_the_audit_excuses(
+    settings, client, db, database_url, task_queue, tmp_path
+):
+    """The tooling records each pause: sync applying the catalog's `paused = true`, then
+    `resume` and `pause`; a job paused now under a recorded pause is judged to the end of
+    the window (its fire times since excused), not only up to its last recorded slot."""
+    path = tmp_path / "jobs.toml"
+    path.write_text(
+        '[held]\nkind = "invoice-reminders"\ndescription = "audit test"\n'
+        'cron = "30 2 * * *"\ntimezone = "Europe/London"\npaused = true\n'
+        'note = "held by the catalog"\n'
+    )
+
+    def schedules(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run(
+            [sys.executable, "-m", "schedules", "--catalog", str(path), "--wait", "20", *args],
+            cwd=ROOT,
+            env=settings_env(settings),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "not recorded" not in done.stderr, done.stderr
+        return done
+
+    before = datetime.now(UTC)
+    schedules("sync", "--no-prune")
+    handle = client.get_schedule_handle("held")
+    try:
+        created = (await handle.describe()).info.created_at
+        ((by, paused_at, resumed_at, _),) = _pauses(db, "held")
+        assert by == "sync" and before <= paused_at <= created and resumed_at is None
+
+        schedules("resume", "held")
+        unpaused = datetime.now(UTC)
+        ((_, _, resumed_at, _),) = _pauses(db, "held")
+        assert paused_at <= resumed_at <= unpaused
+        assert not (await handle.describe()).schedule.state.paused
+
+        schedules("pause", "held", "--note", "ledger migration")
+        assert _pauses(db, "held")[1][0::3] == ("pause", "ledger migration")
+        assert _pauses(db, "held")[1][2] is None
+
+        (job,) = parse_catalog(
+            {
+                "held": {
+                    "kind": "invoice-reminders",
+                    "cron": "30 2 * * *",
+                    "timezone": "Europe/London",
+                }
+            }
+        )
+        report = await audit(client, database_url, task_queue, [job])
+        assert report.findings == []
+        assert report.scopes[0].note.startswith("paused now (recorded)")
+    finally:
+        await handle.delete()

@@ -9,6 +9,7 @@ from temporalio.client import ScheduleOverlapPolicy
 
 from schedules.catalog.model import JobSpec, default_catalog
 from tests.helpers import assert_eventually
+from tests.helpers.audit import audited
 from tests.integration.jobs import FAST_RETRY, executions, registered
 
 DAY = timedelta(days=1)
@@ -81,7 +82,7 @@ def left(db: psycopg.Connection, table: str, column: str) -> dict[str, int]:
 
 
 async def test_cleanup_deletes_old_delivered_and_finished_rows_in_short_batches_only(
-    client, db, task_queue, start_workers
+    client, db, database_url, task_queue, start_workers
 ):
     add_messages(db, "old-delivered", 40, 45 * DAY, dispatched=True)
     add_messages(db, "recent-delivered", 5, 5 * DAY, dispatched=True)
@@ -151,5 +152,6 @@ async def test_cleanup_deletes_old_delivered_and_finished_rows_in_short_batches_
             return runs[-1]
 
         second = await assert_eventually(second_completed, timeout=60)
+        await audited(client, database_url, task_queue, [job], start=run["scheduled_at"])
     assert second["result"]["counts"]["outbox_deleted"] == 1
     assert "old-locked" not in left(db, "outbox_messages", "type")

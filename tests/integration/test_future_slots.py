@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.service import RPCError
 
+from schedules.audit import run_audit
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 from tests.integration.jobs import (
@@ -35,7 +36,7 @@ def night(days_ahead: int) -> datetime:
 
 
 async def test_a_backfill_of_a_future_night_reminds_nobody_and_leaves_the_slot_to_its_run(
-    client, db, task_queue, start_workers
+    client, db, database_url, task_queue, start_workers
 ):
     # Due in 20 days: a run for the night 30 days ahead would find them overdue.
     insert_invoices(db, 30, due=date.today() + timedelta(days=20))
@@ -71,6 +72,18 @@ async def test_a_backfill_of_a_future_night_reminds_nobody_and_leaves_the_slot_t
         assert outbox_count(db) == 0
         reminded = db.execute("SELECT count(*) FROM invoices WHERE last_reminder_at IS NOT NULL")
         assert reminded.fetchone()[0] == 0
+        # The audit knows the rule: a closed run of a future slot is rowless by design, no
+        # missing_row (its slot is not due yet either).
+        report = await run_audit(
+            database_url,
+            client,
+            [job],
+            task_queue=task_queue,
+            now=datetime.now(UTC),
+            end=slot + timedelta(hours=1),
+            settle=timedelta(0),
+        )
+        assert report.findings == [] and report.runs == 1
 
 
 def test_the_backfill_command_refuses_a_range_that_ends_after_now(settings, tmp_path):

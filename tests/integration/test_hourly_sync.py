@@ -13,6 +13,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from schedules.catalog.model import JobSpec, default_catalog
 from tests.helpers import assert_eventually
+from tests.helpers.audit import audited
 from tests.integration.jobs import (
     FAST_RETRY,
     executions,
@@ -106,7 +107,7 @@ async def backfill(client, job_id: str, slots: list[datetime]) -> None:
 
 
 async def test_backfill_over_five_hours_processes_each_window_once(
-    client, db, task_queue, start_workers
+    client, db, database_url, task_queue, start_workers
 ):
     slots = [this_hour() - timedelta(hours=10 - i) for i in range(5)]
     windows = [slot - HOUR for slot in slots]
@@ -154,6 +155,8 @@ async def test_backfill_over_five_hours_processes_each_window_once(
         assert [r["result"] for r in again] == [r["result"] for r in runs]
         assert sync_windows(db) == done
         assert stored_totals(db) == expected
+        window = {"start": slots[0], "end": slots[-1] + timedelta(seconds=1)}
+        await audited(client, database_url, task_queue, [job], **window, every_fire_time=True)
 
 
 async def test_another_run_of_a_window_changes_nothing_and_a_failed_holder_is_replaced(

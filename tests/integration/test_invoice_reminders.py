@@ -13,6 +13,7 @@ from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy, WorkflowF
 from devstack.temporal import temporal_binary
 from schedules.catalog.compile import job_run
 from tests.helpers import assert_eventually
+from tests.helpers.audit import audited
 from tests.integration.jobs import (
     executions,
     insert_invoices,
@@ -48,7 +49,7 @@ async def backfill(client, job_id: str, slots: list[datetime]) -> None:
 
 
 async def test_backfill_on_three_worker_processes_runs_each_slot_once(
-    client, db, task_queue, start_workers
+    client, db, database_url, task_queue, start_workers
 ):
     slots = nightly_slots(days_ago=20, n=5)
     # Invoices falling due across the backfilled nights: each night reminds the new ones.
@@ -117,10 +118,13 @@ async def test_backfill_on_three_worker_processes_runs_each_slot_once(
         results = await assert_eventually(all_runs_finished, timeout=30)
         outcomes = sorted(r.outcome for r in results)
         assert outcomes == ["already_completed"] * 5 + ["completed"] * 5
+        # The five nights and their no-op re-runs, judged by the audit: every night once.
+        window = {"start": slots[0], "end": slots[-1] + timedelta(seconds=1)}
+        await audited(client, database_url, task_queue, [job], **window, every_fire_time=True)
 
 
 async def test_cli_trigger_records_one_run_at_the_trigger_time(
-    client, db, task_queue, start_workers, temporal
+    client, db, database_url, task_queue, start_workers, temporal
 ):
     insert_invoices(db, 25, due=date.today() - timedelta(days=3))
     start_workers(1)
@@ -154,6 +158,8 @@ async def test_cli_trigger_records_one_run_at_the_trigger_time(
         assert row["workflow_id"] == f"{job.id}-{row['scheduled_at']:%Y-%m-%dT%H:%M:%SZ}"
         assert row["result"]["counts"]["reminded"] == 25
         assert outbox_count(db) == 25
+        await runs_closed(client, job.id, [row["scheduled_at"]])
+        await audited(client, database_url, task_queue, [job], start=before)
 
 
 async def test_a_workflow_started_without_a_schedule_uses_its_start_time(

@@ -147,6 +147,24 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
         await assert_eventually(reminders_delivered, timeout=120)
         shown = outbox()
         assert "InvoiceReminder" in shown and "@" not in shown  # no customer emails printed
+
+        # Meanwhile the whole catalog ran live beside the trigger (card-settlement every
+        # minute, outbox-relay every 30 s, the others at their times if one came): the
+        # audit an operator runs judges it all clean, once the runs in flight have settled.
+        async def audit_clean():
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATA"))}
+            done = subprocess.run(
+                [sys.executable, "-m", "schedules", "audit", "--settle", "0s"],
+                cwd=ROOT,
+                env=env | {"TEMPORAL_ADDRESS": address, "DATABASE_URL": db_url},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert done.stdout.startswith("audit: 0 finding(s)"), done.stdout
+
+        await assert_eventually(audit_clean, timeout=120, interval=1)
     finally:
         assert interrupt(stack) == 0
     assert "[make run] stopped" in log.read_text()

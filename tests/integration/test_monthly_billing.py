@@ -21,6 +21,7 @@ from devstack import free_port
 from devstack.payments import PaymentProviderServer
 from schedules.catalog.model import JobSpec, RetrySpec, default_catalog, parse_catalog
 from tests.helpers import assert_eventually, wait_for_text
+from tests.helpers.audit import audited
 from tests.integration.jobs import executions, registered
 from worker.migrate import load_migrations
 
@@ -147,7 +148,7 @@ def env(provider: PaymentProviderServer) -> dict[str, str]:
 
 
 async def test_a_backfilled_month_bills_each_subscription_once_and_a_second_changes_nothing(
-    client, db, task_queue, start_workers, provider
+    client, db, database_url, task_queue, start_workers, provider
 ):
     active = subscribe(db, 40, declined_every=8)
     start_workers(2, **env(provider))
@@ -199,6 +200,8 @@ async def test_a_backfilled_month_bills_each_subscription_once_and_a_second_chan
         assert len(provider.keys()) == sent
         (row,) = executions(db, JOB)
         assert row["status"] == "completed" and row["duplicate_runs"] == 1
+        window = {"start": SLOT, "end": SLOT + timedelta(seconds=1), "every_fire_time": True}
+        await audited(client, database_url, task_queue, [billing_job()], **window)
 
 
 async def test_the_provider_down_for_good_voids_the_uncharged_and_the_month_can_be_billed_again(
@@ -254,7 +257,7 @@ async def test_the_provider_down_for_good_voids_the_uncharged_and_the_month_can_
 
 
 async def test_a_worker_killed_while_charging_resumes_at_step_3_on_another_and_charges_once(
-    client, db, task_queue, start_workers, provider
+    client, db, database_url, task_queue, start_workers, provider
 ):
     active = subscribe(db, 30)
     provider.hold()  # the first charge waits: the kill lands while it is in flight
@@ -289,6 +292,8 @@ async def test_a_worker_killed_while_charging_resumes_at_step_3_on_another_and_c
         # Every invoice charged once; a repeat (the killed batch) carried the same key.
         assert set(provider.charged().values()) == {1}
         assert set(provider.keys()) == set(provider.charged())
+        window = {"start": SLOT, "end": SLOT + timedelta(seconds=1), "every_fire_time": True}
+        await audited(client, database_url, task_queue, [billing_job()], **window)
 
 
 async def test_a_stale_charging_attempt_commits_nothing(

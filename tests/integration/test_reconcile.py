@@ -9,6 +9,7 @@ from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 
 from schedules.catalog.model import JobSpec, default_catalog
 from tests.helpers import assert_eventually
+from tests.helpers.audit import audited
 from tests.integration.jobs import FAST_RETRY, executions, registered, runs_closed
 
 JOB = "nightly-reconcile"
@@ -119,7 +120,7 @@ def spring_forward_day(db: psycopg.Connection) -> None:
 
 
 async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_once(
-    client, db, task_queue, start_workers
+    client, db, database_url, task_queue, start_workers
 ):
     fall_back_day(db)
     spring_forward_day(db)
@@ -182,6 +183,9 @@ async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_o
         await settled_runs(db, job.id, 2, duplicates=1)
         assert reconciliations(db) == rows
         assert len(alerts(db)) == 1
+        for night in (AFTER_SPRING_FORWARD, AFTER_FALL_BACK):  # each backfilled night, once
+            window = {"start": night, "end": night + timedelta(seconds=1)}
+            await audited(client, database_url, task_queue, [job], **window, every_fire_time=True)
 
     # A second job reconciling the same night really runs: same totals, nothing changes.
     again = reconcile_job("nightly-reconcile-again")

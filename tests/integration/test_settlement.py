@@ -21,6 +21,7 @@ from jobs import KINDS
 from jobs.card_settlement.activities import settle_chunk
 from schedules.catalog.model import JobSpec, default_catalog
 from tests.helpers import assert_eventually
+from tests.helpers.audit import audited
 from tests.integration.jobs import (
     FAST_RETRY,
     executions,
@@ -108,7 +109,7 @@ async def completed_runs(db: psycopg.Connection, n: int) -> list[dict]:
 
 
 async def test_triggered_runs_settle_each_captured_payment_once_in_one_batch_a_run(
-    client, db, task_queue, start_workers, temporal
+    client, db, database_url, task_queue, start_workers, temporal
 ):
     capture(db, 2500, MINUTE)
     capture(db, 5, MINUTE, currency="EUR")  # another currency's job
@@ -167,6 +168,8 @@ async def test_triggered_runs_settle_each_captured_payment_once_in_one_batch_a_r
             "SELECT currency, count(*) FROM card_payments WHERE status = 'captured'"
             " GROUP BY 1 ORDER BY 1"
         ).fetchall() == [("EUR", 5), ("USD", 7)]
+        start = first["scheduled_at"]
+        await audited(client, database_url, task_queue, [settlement_job()], start=start)
 
 
 async def test_a_run_started_after_its_deadline_is_skipped_and_settles_nothing(
