@@ -72,8 +72,13 @@ from fleet_seed import SeedWorkflow  # noqa: E402
 from sync_schedules import describe_machine, provenance, write_results  # noqa: E402
 
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
-from schedules.catalog import default_catalog  # noqa: E402
-from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule, job_run  # noqa: E402
+from schedules.catalog.compile import (  # noqa: E402
+    MANAGED_MEMO_KEY,
+    MANAGED_MEMO_VALUE,
+    compile_schedule,
+    job_run,
+)
+from schedules.catalog.model import default_catalog  # noqa: E402
 from worker.migrate import apply_migrations  # noqa: E402
 from workflows import ScheduledJobWorkflow  # noqa: E402
 

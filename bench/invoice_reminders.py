@@ -57,8 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
 from devstack.temporal import temporal_binary
 from jobs.invoice_reminders.activities import InvoiceReminderParams, reminder_window
-from schedules.catalog import JobSpec, default_catalog
-from schedules.compile import job_run
+from schedules.catalog.compile import job_run
+from schedules.catalog.model import JobSpec, default_catalog
 from worker.migrate import apply_migrations
 from worker.run import build_worker
 from worker.settings import Settings

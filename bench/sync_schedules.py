@@ -1,10 +1,10 @@
-"""Time `schedules.sync` over generated schedules: first sync, no-change re-sync, a few edits.
+"""Time `schedules.sync.plan` over generated schedules: first sync, no-change re-sync, a few edits.
 
 Each round starts its own headless Temporal dev server on a free port (in memory, or in a
 SQLite file with `--sqlite`), generates `--jobs` valid catalog entries with `parse_catalog`
 (kind invoice-reminders, distinct ids; `--catalog mixed`: varied daily / weekday / weekly /
 monthly crons at every hour in eight IANA time zones; `--catalog nightly-dst`: every job at
-02:MM in a zone whose 02:xx is skipped at DST, the spec compiler's slowest path) and times, through `schedules.sync.sync` itself (the code path of
+02:MM in a zone whose 02:xx is skipped at DST, the spec compiler's slowest path) and times, through `schedules.sync.plan.sync` itself (the code path of
 `python -m schedules sync`, without the process start-up):
 
 1. the first sync: every schedule created;
@@ -58,10 +58,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from devstack import TemporalDevServer, free_port
 from devstack.temporal import temporal_binary
-from schedules.catalog import parse_catalog
-from schedules.compile import compile_schedule
-from schedules.sync import _CONCURRENCY, SyncReport, managed_schedule_ids, sync
-from schedules.verify import depends_on_server_zones
+from schedules.catalog.compile import compile_schedule
+from schedules.catalog.model import parse_catalog
+from schedules.health.verify import depends_on_server_zones
+from schedules.sync.plan import _CONCURRENCY, SyncReport, managed_schedule_ids, sync
 from worker.settings import Settings
 
 HERE = Path(__file__).resolve().parent
@@ -536,14 +536,14 @@ Checks (every one passed, or there would be no figures):
 - Each time is the median of {args.repeat} round(s); every round starts a fresh headless
   Temporal dev server (state in {store}) on a free port on this machine, so client,
   server and other work share its {machine["CPUs (nproc)"]} CPUs.
-- Syncs call `schedules.sync.sync` in-process (what `python -m schedules sync` runs, minus
+- Syncs call `schedules.sync.plan.sync` in-process (what `python -m schedules sync` runs, minus
   interpreter start-up, catalog file parsing and the client connection), task queue
   `{TASK_QUEUE}`, with prune on: each sync compiles every job once, lists the schedules
   once, describes only the jobs whose listed digest (search attribute
   `ScheduledJobsDigest`) is missing or differs ({_CONCURRENCY} in flight; "described" in
   the checks), and applies creates/updates/deletes ({_CONCURRENCY} in flight). It then
   checks each schedule it wrote in calendars of a zone other than UTC on the server
-  (`schedules.verify`: one `ListScheduleMatchingTimes` over 396 days each, {_CONCURRENCY}
+  (`schedules.health.verify`: one `ListScheduleMatchingTimes` over 396 days each, {_CONCURRENCY}
   in flight); {rounds[0].checked:,} of the first sync's {args.jobs:,} creates were.
 - Generated jobs (`--catalog {args.catalog}`): kind invoice-reminders, distinct ids and
   params; {CATALOG_TEXT[args.catalog]} {rounds[0].utc_compiled:,} of the {args.jobs:,}

@@ -28,8 +28,8 @@ from devstack.ports import require_free_port
 from devstack.postgres import EmbeddedPostgres
 from devstack.temporal import TemporalDevServer
 from devstack.webhooks import WebhookSink
-from schedules.catalog import load_catalog
-from schedules.sync import format_report, sync
+from schedules.catalog.model import load_catalog
+from schedules.sync.plan import format_report, sync
 from worker.client import connect
 from worker.migrate import apply_migrations
 from worker.process import exit_process

@@ -13,13 +13,14 @@ from temporalio.service import RPCError
 
 from core import redact
 from core.errors import CatalogError, SchedulerError
+from schedules import progress
+from schedules.catalog.model import load_catalog
 
 # Importing these registers their commands (audit; explain; list, describe, next, trigger ...;
 # outbox; runs).
-from schedules import audit_cli, explain_cli, operate, outbox_cli, progress, runs_cli  # noqa: F401
-from schedules.catalog import load_catalog
-from schedules.check_cli import add_check_command
-from schedules.cli import (
+from schedules.cli import audit, explain, operate, outbox, runs  # noqa: F401
+from schedules.cli.check import add_check_command
+from schedules.cli.context import (
     CLUSTER_WAIT_HELP,
     FAIL_FAST_SECONDS,
     Context,
@@ -28,9 +29,9 @@ from schedules.cli import (
     non_negative_seconds,
     register,
 )
-from schedules.sync import compile_jobs, format_report, sync
-from schedules.sync_safety import DEFAULT_MAX_PRUNE, SyncIncompleteError, check_prune
-from schedules.verify_cli import add_verify_command, verdict_lines
+from schedules.cli.verify import add_verify_command, verdict_lines
+from schedules.sync.plan import compile_jobs, format_report, sync
+from schedules.sync.safety import DEFAULT_MAX_PRUNE, SyncIncompleteError, check_prune
 from worker.logs import RedactingFilter, quiet_libraries
 from worker.process import exit_process
 from worker.settings import Settings

@@ -28,7 +28,7 @@ the day before. So a spec is compiled one of four ways, the first that applies:
   of the current year to the end of the year `HORIZON_YEARS` ahead (3 to 9 calendars a
   year). Past the horizon such a spec matches nothing, so `schedules sync` recompiles it
   once a year (`spec_outdated`). `utc=True` asks for this form whatever the evidence says:
-  sync's recovery when the server's own time zone database disagrees (`schedules.verify`).
+  sync's recovery when the server's own time zone database disagrees (`schedules.health.verify`).
 
 Local calendars are evaluated by the server with *its* time zone database; UTC ones carry
 this project's (`timing.zones`). The first calendar's comment names the form, and for a

@@ -22,7 +22,7 @@ from temporalio.client import Client
 
 from schedules.audit.checks import NOT_VIOLATIONS, Finding, JobScope, judge
 from schedules.audit.history import Window, read_ledger, read_visibility, recheck
-from schedules.check import describe_states
+from schedules.health.check import describe_states
 
 DEFAULT_SETTLE = timedelta(minutes=15)
 DEFAULT_LATE = timedelta(minutes=5)
@@ -67,7 +67,7 @@ async def run_audit(
     `end` defaults to `now`, `start` to 7 days before `end`. `only_jobs`: the outbox
     delivery check looks only at the messages of these jobs (else at every message queued
     in the window). `task_queue` is the fleet's: the runs listed are those on it.
-    `states` (each job's `schedules.check.ScheduleState`: paused, timing_since) default to
+    `states` (each job's `schedules.health.check.ScheduleState`: paused, timing_since) default to
     what Temporal's schedules say now. Raises on a source that cannot be read (the CLI's
     exit 2).
     """

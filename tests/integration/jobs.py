@@ -16,8 +16,8 @@ from temporalio.api.schedule.v1 import SchedulePatch, TriggerImmediatelyRequest
 from temporalio.api.workflowservice.v1 import PatchScheduleRequest
 from temporalio.client import Client
 
-from schedules.catalog import JobSpec, RetrySpec, default_catalog
-from schedules.sync import sync
+from schedules.catalog.model import JobSpec, RetrySpec, default_catalog
+from schedules.sync.plan import sync
 from tests.helpers import assert_eventually
 from workflows import ScheduledJobWorkflow
 

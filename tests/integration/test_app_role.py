@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from schedules.catalog import parse_catalog
-from schedules.sync import sync
+from schedules.catalog.model import parse_catalog
+from schedules.sync.plan import sync
 from tests.helpers import ROOT, assert_eventually
 
 

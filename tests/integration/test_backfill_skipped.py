@@ -16,8 +16,8 @@ from pathlib import Path
 
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
-from schedules.catalog import load_catalog
-from schedules.sync import sync
+from schedules.catalog.model import load_catalog
+from schedules.sync.plan import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 

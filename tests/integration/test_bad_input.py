@@ -32,8 +32,8 @@ import pytest
 
 from core import redact
 from schedules.__main__ import main as schedules_main
-from schedules.catalog import parse_catalog
-from schedules.sync import sync
+from schedules.catalog.model import parse_catalog
+from schedules.sync.plan import sync
 from tests.helpers import ROOT, TEMPLATE_DB
 from tests.helpers.worker import settings_env
 from tests.integration.schedule_state import snapshot

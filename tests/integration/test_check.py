@@ -13,8 +13,8 @@ import psycopg
 import pytest
 
 from devstack import free_port
-from schedules.catalog import load_catalog
-from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
+from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
+from schedules.catalog.model import load_catalog
 from tests.helpers import ROOT
 from tests.helpers.worker import settings_env
 from timing.firetimes import fire_times

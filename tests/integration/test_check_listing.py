@@ -10,9 +10,9 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from schedules.catalog import parse_catalog
-from schedules.check import describe_states, listed_states, load_schedules
-from schedules.sync import sync
+from schedules.catalog.model import parse_catalog
+from schedules.health.check import describe_states, listed_states, load_schedules
+from schedules.sync.plan import sync
 
 
 def tables(prefix: str, yearly_cron: str) -> dict[str, dict]:

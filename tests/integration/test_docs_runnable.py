@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
-from schedules.catalog import load_catalog
-from schedules.sync import sync
+from schedules.catalog.model import load_catalog
+from schedules.sync.plan import sync
 from tests.helpers import ROOT
 from tests.helpers.worker import settings_env
 

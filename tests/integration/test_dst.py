@@ -22,8 +22,8 @@ from temporalio.client import (
     ScheduleState,
 )
 
-from schedules.catalog import parse_catalog
-from schedules.sync import plan, sync
+from schedules.catalog.model import parse_catalog
+from schedules.sync.plan import plan, sync
 from tests.helpers import assert_eventually
 from timing.calendars import compile_spec, compiled_until, next_fire_times
 

@@ -23,7 +23,7 @@ from functools import cache
 import pytest
 from temporalio.client import Client, Schedule, ScheduleActionStartWorkflow, ScheduleState
 
-from schedules.catalog import parse_catalog
+from schedules.catalog.model import parse_catalog
 from tests.integration.namespaces import fresh_namespace
 from tests.integration.zones_under_test import (
     END,

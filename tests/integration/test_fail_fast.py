@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from core.errors import TemporalUnreachableError
-from schedules.cli import Context
-from schedules.operate_server import schedule_states
+from schedules.cli.context import Context
+from schedules.server.state import schedule_states
 from tests.helpers import ROOT
 
 BOUND = 20  # seconds: a returned command, however loaded the machine (the old hang was 60)

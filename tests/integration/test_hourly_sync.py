@@ -11,7 +11,7 @@ import psycopg
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
-from schedules.catalog import JobSpec, default_catalog
+from schedules.catalog.model import JobSpec, default_catalog
 from tests.helpers import assert_eventually
 from tests.integration.jobs import (
     FAST_RETRY,

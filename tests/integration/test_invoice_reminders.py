@@ -11,7 +11,7 @@ import pytest
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy, WorkflowFailureError
 
 from devstack.temporal import temporal_binary
-from schedules.compile import job_run
+from schedules.catalog.compile import job_run
 from tests.helpers import assert_eventually
 from tests.integration.jobs import (
     executions,

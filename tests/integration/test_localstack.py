@@ -14,7 +14,7 @@ import psycopg
 
 from devstack import free_port
 from devstack.temporal import temporal_binary
-from schedules.catalog import load_catalog
+from schedules.catalog.model import load_catalog
 from tests.helpers import ROOT, assert_eventually, wait_for_text
 
 

@@ -19,7 +19,7 @@ from temporalio.client import (
 from core.errors import CatalogError
 from devstack import free_port
 from devstack.payments import PaymentProviderServer
-from schedules.catalog import JobSpec, RetrySpec, default_catalog, parse_catalog
+from schedules.catalog.model import JobSpec, RetrySpec, default_catalog, parse_catalog
 from tests.helpers import assert_eventually, wait_for_text
 from tests.integration.jobs import executions, registered
 from worker.migrate import load_migrations

@@ -13,10 +13,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from schedules.catalog import load_catalog
-from schedules.cli import Context
-from schedules.operate_server import OperationError, trigger
-from schedules.sync import sync
+from schedules.catalog.model import load_catalog
+from schedules.cli.context import Context
+from schedules.server.state import OperationError, trigger
+from schedules.sync.plan import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 from tests.integration.jobs import executions

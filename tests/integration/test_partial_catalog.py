@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from schedules.catalog import load_catalog
-from schedules.sync import sync
+from schedules.catalog.model import load_catalog
+from schedules.sync.plan import sync
 from tests.helpers import ROOT
 from tests.helpers.worker import settings_env
 

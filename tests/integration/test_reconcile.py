@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 import psycopg
 from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 
-from schedules.catalog import JobSpec, default_catalog
+from schedules.catalog.model import JobSpec, default_catalog
 from tests.helpers import assert_eventually
 from tests.integration.jobs import FAST_RETRY, executions, registered, runs_closed
 

@@ -28,7 +28,7 @@ from devstack import free_port
 from devstack.mailsink import MailSink
 from jobs.outbox_relay.activities import Relay, RelayConfig
 from jobs.outbox_relay.transports import SmtpConfig, WebhookConfig
-from schedules.catalog import default_catalog
+from schedules.catalog.model import default_catalog
 from tests.helpers import assert_eventually
 from tests.integration.jobs import FAST_RETRY, executions, registered
 

@@ -33,7 +33,7 @@ from devstack import free_port
 from devstack.demo import load_demo_data
 from devstack.mailsink import MailSink, _Handler
 from devstack.payments import PaymentProviderServer
-from schedules.catalog import default_catalog
+from schedules.catalog.model import default_catalog
 from tests.helpers import ROOT, assert_eventually, wait_for_text
 from tests.helpers.worker import settings_env
 from tests.integration.jobs import registered

@@ -19,7 +19,7 @@ from activities.models import ClaimInput, ExecutionRef, WorkInput
 from devstack.temporal import temporal_binary
 from jobs import KINDS
 from jobs.card_settlement.activities import settle_chunk
-from schedules.catalog import JobSpec, default_catalog
+from schedules.catalog.model import JobSpec, default_catalog
 from tests.helpers import assert_eventually
 from tests.integration.jobs import (
     FAST_RETRY,

@@ -15,7 +15,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
 from devstack import TemporalDevServer, free_port
-from schedules.sync import managed_schedule_ids
+from schedules.sync.plan import managed_schedule_ids
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 from tests.integration.schedule_state import snapshot

@@ -8,7 +8,7 @@ from datetime import date, timedelta
 import psycopg
 from temporalio.api.enums.v1 import EventType, PendingActivityState
 
-from schedules.catalog import RetrySpec
+from schedules.catalog.model import RetrySpec
 from tests.helpers import assert_eventually, wait_for_text
 from tests.integration.jobs import (
     executions,

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page, async_playwright
 
-from schedules.catalog import load_catalog
-from schedules.sync import sync
+from schedules.catalog.model import load_catalog
+from schedules.sync.plan import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 

@@ -20,7 +20,7 @@ from temporalio.worker import Replayer
 
 from jobs import kind_workflows
 from schedules.audit import run_audit
-from schedules.catalog import RetrySpec
+from schedules.catalog.model import RetrySpec
 from tests.helpers import assert_eventually, wait_for_text
 from tests.integration.jobs import (
     assert_each_invoice_reminded_once,

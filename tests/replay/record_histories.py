@@ -37,8 +37,13 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
 from devstack.payments import PaymentProviderServer
-from schedules.catalog import default_catalog, parse_catalog
-from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule, job_run
+from schedules.catalog.compile import (
+    MANAGED_MEMO_KEY,
+    MANAGED_MEMO_VALUE,
+    compile_schedule,
+    job_run,
+)
+from schedules.catalog.model import default_catalog, parse_catalog
 from worker.migrate import apply_migrations
 from worker.run import build_worker
 from worker.settings import Settings

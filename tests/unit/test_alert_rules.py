@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from core import metric_names
-from schedules.catalog import load_catalog
-from schedules.check import DEFAULT_GRACE, Kind
-from schedules.compile import job_run
+from schedules.catalog.compile import job_run
+from schedules.catalog.model import load_catalog
+from schedules.health.check import DEFAULT_GRACE, Kind
 from timing.firetimes import fire_times
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"

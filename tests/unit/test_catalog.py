@@ -10,9 +10,9 @@ import pytest
 from temporalio.client import ScheduleOverlapPolicy
 
 from core.errors import CatalogError
-from schedules.catalog import default_catalog, load_catalog, parse_catalog
-from schedules.compile import compile_schedule, job_run
-from schedules.durations import format_duration, parse_duration
+from schedules.catalog.compile import compile_schedule, job_run
+from schedules.catalog.durations import format_duration, parse_duration
+from schedules.catalog.model import default_catalog, load_catalog, parse_catalog
 
 GOOD = {
     "kind": "invoice-reminders",
@@ -202,7 +202,7 @@ def test_an_id_longer_than_the_engine_s_longest_id_leaves_is_refused():
 def test_a_schedule_too_large_for_temporal_is_refused_at_compile_naming_its_field():
     from datetime import UTC, datetime
 
-    from schedules.sync import compile_jobs
+    from schedules.sync.plan import compile_jobs
 
     jobs = parse_catalog({"big": GOOD | {"description": "d" * 600_000}, "fine": GOOD})
     with pytest.raises(CatalogError) as err:

@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from schedules.catalog import load_catalog
-from schedules.check import (
+from schedules.catalog.model import load_catalog
+from schedules.cli.check import format_report, to_json
+from schedules.health.check import (
     Execution,
     Kind,
     OutboxState,
@@ -15,7 +16,6 @@ from schedules.check import (
     evaluate,
     evaluate_job,
 )
-from schedules.check_cli import format_report, to_json
 from timing.firetimes import fire_times
 
 NOW = datetime(2027, 11, 10, 12, 0, tzinfo=UTC)

@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from core.errors import CatalogError
-from schedules.catalog import parse_catalog
+from schedules.catalog.model import parse_catalog
 from tests.cron_table import MALFORMED
 from timing import Timing
 from timing.cron import ALL_DAYS, ALL_WEEKDAYS, CronError, parse_cron

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from schedules.catalog import parse_catalog
-from schedules.compile import compile_schedule, schedule_digest
+from schedules.catalog.compile import compile_schedule, schedule_digest
+from schedules.catalog.model import parse_catalog
 
 NOW = datetime(2026, 11, 29, 16, 30, tzinfo=UTC)
 NIGHTLY = {"kind": "invoice-reminders", "cron": "30 2 * * *", "timezone": "America/New_York"}

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from schedules.catalog import JobSpec
-from schedules.operate_format import (
+from schedules.catalog.model import JobSpec
+from schedules.catalog.times import between, dst_note, local_text, parse_time, upcoming
+from schedules.cli.format import (
     describe_entry,
     format_describe,
     format_list,
@@ -16,8 +17,7 @@ from schedules.operate_format import (
     list_entry,
     next_entry,
 )
-from schedules.operate_server import ServerState
-from schedules.operate_times import between, dst_note, local_text, parse_time, upcoming
+from schedules.server.state import ServerState
 from timing import TZDATA_VERSION
 
 NOW = datetime(2026, 11, 29, 16, 0, tzinfo=UTC)

@@ -11,8 +11,8 @@ import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.catchup import PlanInput, future_slot_reason
-from schedules.sync_lock import SyncLock, SyncLockError
-from schedules.sync_safety import (
+from schedules.server.sync_lock import SyncLock, SyncLockError
+from schedules.sync.safety import (
     PruneRefusedError,
     SyncIncompleteError,
     apply_in_order,

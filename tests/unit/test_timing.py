@@ -14,8 +14,8 @@ from datetime import UTC, date, datetime, time, timedelta
 import pytest
 from temporalio.client import ScheduleCalendarSpec, ScheduleRange, ScheduleSpec
 
-from schedules.catalog import parse_catalog
-from schedules.compile import compile_schedule
+from schedules.catalog.compile import compile_schedule
+from schedules.catalog.model import parse_catalog
 from tests.unit.calendar_match import utc_matching_times as matching_times
 from timing.calendars import (
     HORIZON_YEARS,

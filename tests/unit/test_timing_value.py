@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from schedules.catalog import parse_catalog
-from schedules.compile import compile_schedule
+from schedules.catalog.compile import compile_schedule
+from schedules.catalog.model import parse_catalog
 from timing import Timing
 from timing.firetimes import fire_times, next_fire_time
 

@@ -7,8 +7,9 @@ from itertools import pairwise
 
 from temporalio.client import ScheduleCalendarSpec, ScheduleRange
 
-from schedules.catalog import parse_catalog
-from schedules.verify import (
+from schedules.catalog.model import parse_catalog
+from schedules.cli.verify import divergence_line, exit_code, verdict_lines
+from schedules.health.verify import (
     FULL_CHECK,
     Verdict,
     by_day,
@@ -16,7 +17,6 @@ from schedules.verify import (
     unmatched,
     windows,
 )
-from schedules.verify_cli import divergence_line, exit_code, verdict_lines
 from timing import Timing, zone
 
 NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)

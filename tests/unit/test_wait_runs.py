@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from schedules.wait_runs import EXIT_STILL_RUNNING, RunOutcome, outcome_line, summary
+from schedules.server.runs import EXIT_STILL_RUNNING, RunOutcome, outcome_line, summary
 
 SLOT = datetime(2027, 3, 14, 7, 0, tzinfo=UTC)
 

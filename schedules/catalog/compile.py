@@ -18,8 +18,8 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributeKey
 
-from schedules.catalog import JobSpec
-from schedules.limits import MAX_DETAILS_BYTES, MAX_NOTE_BYTES, MAX_SUMMARY_BYTES, fit
+from schedules.catalog.limits import MAX_DETAILS_BYTES, MAX_NOTE_BYTES, MAX_SUMMARY_BYTES, fit
+from schedules.catalog.model import JobSpec
 from timing.gaps import longest_gap
 from timing.zones import zone
 from workflows import JobRun, ScheduledJobWorkflow
@@ -120,7 +120,7 @@ def compile_schedule(
     The spec is the job's `Timing.spec` (DST-exact; `now` places its horizon). `spec`,
     when given, is one already made for this job (sync compiles each job once per run: the
     plan compares it, then creates or updates with it). `timing_pending` marks a timing the
-    server has yet to report applying (`schedules.sync`).
+    server has yet to report applying (`schedules.sync.plan`).
     """
     return Schedule(
         action=ScheduleActionStartWorkflow(

@@ -39,9 +39,10 @@ from temporalio.service import RPCError
 from core import redact
 from core.errors import SchedulerError
 from core.sql import queries as named_queries
-from schedules.cli import Context, database_hint
-from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
-from schedules.found import schedule_or_none, workflow_or_none
+from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
+from schedules.record import database_hint
+from schedules.server.connection import Connection as Context
+from schedules.server.found import schedule_or_none, workflow_or_none
 from workflows import JobRun
 
 _TICK = timedelta(microseconds=1)

@@ -19,11 +19,11 @@ from datetime import datetime, timedelta
 from temporalio.client import WorkflowFailureError
 
 from core import redact
-from schedules.cli import Context
-from schedules.durations import format_duration
-from schedules.found import workflow_or_none
-from schedules.operate_times import local_text, utc_text
+from schedules.catalog.durations import format_duration
+from schedules.catalog.times import local_text, utc_text
 from schedules.progress import QUIET, Progress
+from schedules.server.connection import Connection as Context
+from schedules.server.found import workflow_or_none
 from workflows.models import JobRunResult
 
 # The exit code of a wait that ended before every run did (the runs go on).

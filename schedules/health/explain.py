@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from schedules.backfills import BackfillRequest
-from schedules.catalog import JobSpec
-from schedules.durations import format_duration
-from schedules.operate_server import ServerState
-from schedules.operate_times import local_text, utc_text
+from schedules.catalog.durations import format_duration
+from schedules.catalog.model import JobSpec
+from schedules.catalog.times import local_text, utc_text
+from schedules.server.backfills import BackfillRequest
+from schedules.server.state import ServerState
 
 
 @dataclass

@@ -52,15 +52,15 @@ from temporalio.service import RPCError
 
 from core import redact
 from core.sql import queries
-from schedules.backfills import DroppedSlot, backfill_requests, dropped_slots
-from schedules.cli import transport_cause
-from schedules.compile import (
+from schedules.catalog.compile import (
     MANAGED_MEMO_KEY,
     MANAGED_MEMO_VALUE,
     TIMING_ATTRIBUTE,
     read_timing_stamp,
 )
-from schedules.found import schedule_or_none
+from schedules.server.backfills import DroppedSlot, backfill_requests, dropped_slots
+from schedules.server.errors import transport_cause
+from schedules.server.found import schedule_or_none
 from timing import Timing
 from worker.client import connect
 from workflows import JobRun

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import CatalogError
 from jobs import KINDS
-from schedules import limits
-from schedules.durations import Duration
+from schedules.catalog import limits
+from schedules.catalog.durations import Duration
 from timing import Timing, UnknownZoneError, zone
 from timing.cron import CronError, parse_cron
 from workflows import RetrySettings

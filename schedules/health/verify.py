@@ -41,10 +41,10 @@ from temporalio.client import Client, ScheduleDescription, ScheduleSpec
 from temporalio.service import RPCError, RPCStatusCode
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from schedules.catalog import JobSpec
-from schedules.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, schedule_digest
-from schedules.found import schedule_or_none
+from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, schedule_digest
+from schedules.catalog.model import JobSpec
 from schedules.progress import QUIET, Progress
+from schedules.server.found import schedule_or_none
 from timing import TZDATA_VERSION, Timing, zone
 from timing.calendars import (
     UTC_NAMES,

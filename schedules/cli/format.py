@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from schedules.catalog import JobSpec
-from schedules.durations import format_duration
-from schedules.operate_server import ServerState
-from schedules.operate_times import dst_note, local_iso, local_text, schedule_text, utc_text
+from schedules.catalog.durations import format_duration
+from schedules.catalog.model import JobSpec
+from schedules.catalog.times import dst_note, local_iso, local_text, schedule_text, utc_text
+from schedules.server.state import ServerState
 from timing import TZDATA_VERSION
 
 

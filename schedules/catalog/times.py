@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
 
-from schedules.catalog import JobSpec
-from schedules.durations import format_duration
+from schedules.catalog.durations import format_duration
+from schedules.catalog.model import JobSpec
 from timing import zone
 from timing.zones import changes
 

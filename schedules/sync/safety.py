@@ -24,7 +24,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from core import redact
 from core.errors import SchedulerError
-from schedules.sync_lock import SyncLockError
+from schedules.server.sync_lock import SyncLockError
 
 logger = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ import argparse
 import json
 
 from core.errors import SchedulerError
-from schedules import cli
-from schedules.cli import Context
-from schedules.operate_format import execution_entry
-from schedules.operate_server import recent_executions
+from schedules.cli import context as cli
+from schedules.cli.context import Context
+from schedules.cli.format import execution_entry
+from schedules.server.state import recent_executions
 
 EXIT_RUNS = (
     "exit codes: 0 listed; 1 PostgreSQL unreachable; 2 bad input (an unknown job, -n out of range)"

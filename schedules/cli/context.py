@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import os
-import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -14,7 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -25,7 +23,8 @@ from tenacity import (
 
 from core import redact
 from core.errors import CatalogError, TemporalUnreachableError
-from schedules.catalog import JobSpec, load_valid_jobs
+from schedules.catalog.model import JobSpec, load_valid_jobs
+from schedules.server.errors import nobody_there, transient, transport_cause
 from worker.client import connect
 from worker.settings import Settings, load_settings
 
@@ -35,39 +34,6 @@ T = TypeVar("T")
 FAIL_FAST_SECONDS = 5.0
 # One connection attempt while waiting for a starting cluster.
 _ATTEMPT_SECONDS = 10.0
-# `... Os { code: 111, kind: ConnectionRefused, message: "Connection refused" } ...`
-_OS_MESSAGE = re.compile(r'(?:message|error): "([^"]+)"')
-
-_TRANSIENT = {
-    RPCStatusCode.UNAVAILABLE,
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.RESOURCE_EXHAUSTED,
-    RPCStatusCode.INTERNAL,  # a fresh server's "shard status unknown"
-}
-
-
-def _nobody_there(exc: BaseException) -> bool:
-    """A connection attempt that nothing at the address accepted, or a name that no DNS
-    server knows: waiting a few seconds changes neither."""
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and ("refused" in text or "lookup address" in text)
-
-
-def transport_cause(exc: BaseException) -> str:
-    """The gist of a transport error: the OS's message inside the SDK's Rust error text."""
-    text = str(exc)
-    found = _OS_MESSAGE.findall(text)
-    if found:
-        return redact.scrub(found[-1])
-    first = (text.strip().splitlines() or [type(exc).__name__])[0]
-    return redact.scrub(first[:200])
-
-
-def _transient(exc: BaseException) -> bool:
-    if isinstance(exc, RPCError):
-        # gRPC's "received message larger than max" is RESOURCE_EXHAUSTED, and final.
-        return exc.status in _TRANSIENT and "larger than max" not in (exc.message or "")
-    return isinstance(exc, RuntimeError)  # the SDK's "failed client connect"
 
 
 class Parser(argparse.ArgumentParser):
@@ -129,9 +95,9 @@ class Context:
         return redact.scrub(self.settings.temporal_address)
 
     def _retryable(self, exc: BaseException) -> bool:
-        if not _transient(exc):
+        if not transient(exc):
             return False
-        return self.waiting_for_cluster or not _nobody_there(exc)
+        return self.waiting_for_cluster or not nobody_there(exc)
 
     def _announce(self, state: RetryCallState) -> None:
         if self._announced or not self.waiting_for_cluster:
@@ -160,7 +126,7 @@ class Context:
                 with attempt:
                     return await call()
         except (RPCError, RuntimeError) as exc:
-            if not _transient(exc):
+            if not transient(exc):
                 raise
             where = f"cannot reach Temporal at {self._address()}"
             if time.monotonic() - started >= 1 or self.waiting_for_cluster:
@@ -240,11 +206,3 @@ def catalog_jobs(path: Path | None, job_id: str | None = None) -> dict[str, JobS
             file=sys.stderr,
         )
     return {job.id: job for job in jobs}
-
-
-def database_hint() -> str:
-    """Which setting a PostgreSQL error is about: `DATABASE_URL`, or, when it is not set,
-    that the local stack's default was tried (a newcomer outside `make run`)."""
-    if os.environ.get("DATABASE_URL", "").strip():
-        return "(DATABASE_URL)"
-    return "(DATABASE_URL is not set, so the local stack's default was tried)"

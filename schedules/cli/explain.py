@@ -12,12 +12,13 @@ from datetime import UTC, datetime, timedelta
 
 from activities.catchup import second_occurrence_of
 from core.errors import SchedulerError, TemporalUnreachableError
-from schedules import cli
-from schedules.backfills import BackfillRequest, backfill_requests
-from schedules.catalog import JobSpec
-from schedules.cli import Context
-from schedules.explain import Evidence, as_json, explain, format_verdict
-from schedules.operate_server import (
+from schedules.catalog.model import JobSpec
+from schedules.catalog.times import parse_time, utc_text
+from schedules.cli import context as cli
+from schedules.cli.context import Context
+from schedules.health.explain import Evidence, as_json, explain, format_verdict
+from schedules.server.backfills import BackfillRequest, backfill_requests
+from schedules.server.state import (
     DatabaseUnavailableError,
     OperationError,
     execution_at,
@@ -25,7 +26,6 @@ from schedules.operate_server import (
     schedule_state,
     workflow_status,
 )
-from schedules.operate_times import parse_time, utc_text
 from timing.firetimes import fire_times, next_fire_time
 
 EXIT_EXPLAIN = (

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 from core.errors import SchedulerError, TemporalUnreachableError
 from schedules import progress
-from schedules.catalog import JobSpec, load_catalog
-from schedules.cli import Context
-from schedules.operate_times import utc_text
-from schedules.verify import DEFAULT_DAYS, FULL_CHECK, Divergence, Verdict, verify_jobs
+from schedules.catalog.model import JobSpec, load_catalog
+from schedules.catalog.times import utc_text
+from schedules.cli.context import Context
+from schedules.health.verify import DEFAULT_DAYS, FULL_CHECK, Divergence, Verdict, verify_jobs
 from timing import TZDATA_VERSION, zone
 
 EXIT_CODES = (

@@ -13,7 +13,6 @@ from typing import Any
 
 from core import redact
 from core.errors import SchedulerError
-from schedules import cli
 from schedules.audit import (
     DEFAULT_LATE,
     DEFAULT_OUTBOX_AGE,
@@ -21,9 +20,10 @@ from schedules.audit import (
     run_audit,
 )
 from schedules.audit.format import render, utc
-from schedules.catalog import load_catalog
-from schedules.cli import Context, positive_seconds
-from schedules.durations import format_duration, parse_duration
+from schedules.catalog.durations import format_duration, parse_duration
+from schedules.catalog.model import load_catalog
+from schedules.cli import context as cli
+from schedules.cli.context import Context, positive_seconds
 
 logger = logging.getLogger(__name__)
 

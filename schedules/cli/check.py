@@ -12,8 +12,10 @@ from typing import Any
 
 from core import redact
 from core.errors import SchedulerError
-from schedules.catalog import load_catalog
-from schedules.check import (
+from schedules.catalog.durations import format_duration, parse_duration
+from schedules.catalog.model import load_catalog
+from schedules.cli.context import FAIL_FAST_SECONDS, positive_seconds
+from schedules.health.check import (
     DEFAULT_LOOKBACK,
     HISTORY,
     SLOW_FACTOR,
@@ -22,8 +24,6 @@ from schedules.check import (
     Kind,
     run_check,
 )
-from schedules.cli import FAIL_FAST_SECONDS, positive_seconds
-from schedules.durations import format_duration, parse_duration
 from worker.settings import load_settings
 
 logger = logging.getLogger(__name__)

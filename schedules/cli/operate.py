@@ -1,6 +1,6 @@
 """Operator commands of `python -m schedules`: list, describe, next, trigger, backfill, pause, resume.
 
-Importing this module registers them (`schedules.cli._EXTRA_COMMANDS`). Each handler
+Importing this module registers them (`schedules.cli.context._EXTRA_COMMANDS`). Each handler
 returns the exit code; errors it raises carry theirs (`SchedulerError.exit_code`):
 0 done, 1 could not be carried out (a server unreachable, a trigger that did not start),
 2 bad input (usage, an unknown job, a backfill larger than allowed without `--yes`).
@@ -16,11 +16,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.errors import SchedulerError
-from schedules import cli, progress
-from schedules.catalog import JobSpec
-from schedules.cli import Context, add_cluster_wait, catalog_jobs, positive_seconds
-from schedules.compile import intent_note
-from schedules.operate_format import (
+from schedules import progress
+from schedules.catalog.compile import intent_note
+from schedules.catalog.model import JobSpec
+from schedules.catalog.times import between, local_text, parse_time, upcoming, utc_text
+from schedules.cli import context as cli
+from schedules.cli.context import Context, add_cluster_wait, catalog_jobs, positive_seconds
+from schedules.cli.format import (
     describe_entry,
     format_describe,
     format_list,
@@ -28,7 +30,16 @@ from schedules.operate_format import (
     list_entry,
     next_entry,
 )
-from schedules.operate_server import (
+from schedules.server.runs import (
+    DEFAULT_WAIT_SECONDS,
+    EXIT_STILL_RUNNING,
+    outcome_line,
+    print_summary,
+    run_ids,
+    wait_for_run,
+    wait_for_slots,
+)
+from schedules.server.state import (
     DatabaseUnavailableError,
     OperationError,
     backfill,
@@ -43,16 +54,6 @@ from schedules.operate_server import (
     trigger,
     trigger_each,
     usable_state,
-)
-from schedules.operate_times import between, local_text, parse_time, upcoming, utc_text
-from schedules.wait_runs import (
-    DEFAULT_WAIT_SECONDS,
-    EXIT_STILL_RUNNING,
-    outcome_line,
-    print_summary,
-    run_ids,
-    wait_for_run,
-    wait_for_slots,
 )
 
 # Temporal buffers the starts of a trigger burst; past about a thousand it drops them.

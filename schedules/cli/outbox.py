@@ -13,9 +13,10 @@ import psycopg
 from activities.outbox import format_messages, recent_messages
 from core import redact
 from core.errors import SchedulerError
-from schedules import cli
-from schedules.cli import Context
-from schedules.operate_server import DatabaseUnavailableError
+from schedules.cli import context as cli
+from schedules.cli.context import Context
+from schedules.record import database_hint
+from schedules.server.state import DatabaseUnavailableError
 
 EXIT_OUTBOX = "exit codes: 0 shown; 1 PostgreSQL unreachable; 2 bad input (--limit out of range)"
 
@@ -34,7 +35,7 @@ async def _outbox(args: argparse.Namespace, ctx: Context) -> int:
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DatabaseUnavailableError(
-            f"PostgreSQL is unavailable: {redact.scrub(first)} {cli.database_hint()}"
+            f"PostgreSQL is unavailable: {redact.scrub(first)} {database_hint()}"
         ) from None
     if args.json:
         print(json.dumps({"totals": totals, "by_type": by_type, "newest": rows}, default=str))

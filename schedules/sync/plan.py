@@ -6,7 +6,7 @@ it does not manage. Each schedule's action carries the catalog entry it was buil
 the difference is computed field by field, and a sync with nothing to change sends nothing.
 
 A re-sync of a large catalog stays cheap because each schedule also carries a digest of
-everything sync set on it (`schedules.compile.schedule_digest`) in the `ScheduledJobsDigest`
+everything sync set on it (`schedules.catalog.compile.schedule_digest`) in the `ScheduledJobsDigest`
 search attribute. Sync lists the schedules once and describes only the jobs that the listing
 does not show as managed, carrying the digest of the job as compiled now, and in the
 catalog's paused state; the others are unchanged without another call. Each job is compiled
@@ -60,8 +60,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.errors import CatalogError
-from schedules.catalog import JobSpec, catalog_error
-from schedules.compile import (
+from schedules.catalog.compile import (
     DIGEST_ATTRIBUTE,
     MANAGED_MEMO_KEY,
     MANAGED_MEMO_VALUE,
@@ -71,17 +70,18 @@ from schedules.compile import (
     schedule_digest,
     timing_stamp,
 )
-from schedules.found import schedule_or_none
-from schedules.limits import size_problem
+from schedules.catalog.limits import size_problem
+from schedules.catalog.model import JobSpec, catalog_error
+from schedules.health.verify import Verdict, keep_forced_utc, verify_written
 from schedules.progress import QUIET, Progress
-from schedules.sync_lock import DEFAULT_LEASE_SECONDS, SyncLock, sync_lock
-from schedules.sync_safety import (
+from schedules.server.found import schedule_or_none
+from schedules.server.sync_lock import DEFAULT_LEASE_SECONDS, SyncLock, sync_lock
+from schedules.sync.safety import (
     DEFAULT_MAX_PRUNE,
     apply_in_order,
     check_prune,
     wait_for_listing,
 )
-from schedules.verify import Verdict, keep_forced_utc, verify_written
 from timing.calendars import describe_spec, spec_outdated
 from workflows import JobRun
 
@@ -119,7 +119,7 @@ class SyncReport:
     managed: int = 0
     """Schedules on the server this project manages, as the plan listed them."""
     verification: list[str] = field(default_factory=list)
-    """What checking the written schedules on the server did (`schedules.verify`)."""
+    """What checking the written schedules on the server did (`schedules.health.verify`)."""
     unverified: list[Verdict] = field(default_factory=list)
     """Written schedules that still fire other times than intended, or could not be
     checked: the sync did not succeed."""
@@ -323,7 +323,7 @@ def _drift(job: JobSpec, paused: bool, note: str | None) -> list[str]:
 
 def compile_jobs(jobs: Iterable[JobSpec], task_queue: str, now: datetime) -> dict[str, Target]:
     """Compile every job, before anything is sent: a cron Temporal cannot express, a
-    schedule larger than Temporal takes (`schedules.limits`) or a duplicate id stops the
+    schedule larger than Temporal takes (`schedules.catalog.limits`) or a duplicate id stops the
     whole sync, every such problem listed at once."""
     jobs = list(jobs)
     check_unique(jobs)
@@ -486,10 +486,10 @@ async def sync(
 
     Every job is compiled and checked against Temporal's limits before the server is asked
     anything. The plan and the writes happen under the namespace's sync lock
-    (`schedules.sync_lock`, waited for up to `lock_wait` seconds): one sync at a time.
+    (`schedules.server.sync_lock`, waited for up to `lock_wait` seconds): one sync at a time.
     Creates and updates go first, deletes only after all of them succeeded, and a sync
     that would delete more than `max_prune` of the managed schedules changes nothing
-    (`schedules.sync_safety`). A dry run takes no lock, writes nothing and leaves the prune
+    (`schedules.sync.safety`). A dry run takes no lock, writes nothing and leaves the prune
     guard to the caller (`check_prune` on the report). `full` describes every schedule
     rather than trusting the digests the listing shows, and so also repairs schedules
     edited by other means than sync. `now` as in `plan`. `progress` is told of each job
@@ -538,7 +538,7 @@ async def _apply(
     lock: SyncLock,
     progress: Progress = QUIET,
 ) -> None:
-    """The report's changes in the safe order (`schedules.sync_safety.apply_in_order`)."""
+    """The report's changes in the safe order (`schedules.sync.safety.apply_in_order`)."""
     progress.phase("write", sum(c.action != "unchanged" for c in report.changes))
 
     async def apply(change: Change) -> None:
@@ -582,7 +582,7 @@ async def _listing_shows(
 async def _verify(
     client: Client, report: SyncReport, targets: dict[str, Target], now: datetime, stamp: bool
 ) -> None:
-    """Check what was written on the server itself (`schedules.verify`): a job whose
+    """Check what was written on the server itself (`schedules.health.verify`): a job whose
     calendars in its own zone fire other times there is recompiled to UTC and rewritten."""
     written = [targets[job_id] for job_id in (*report.created, *report.updated)]
     if not written:

@@ -1,0 +1,1 @@
+"""`python -m schedules`: the operator CLI on top of the library, one module per command."""
