@@ -20,7 +20,6 @@ from temporalio.common import SearchAttributeKey
 
 from schedules.catalog.limits import MAX_DETAILS_BYTES, MAX_NOTE_BYTES, MAX_SUMMARY_BYTES, fit
 from schedules.catalog.model import JobSpec
-from timing.gaps import longest_gap
 from timing.zones import zone
 from workflows import JobRun, ScheduledJobWorkflow
 
@@ -62,12 +61,10 @@ def alert_after(job: JobSpec, now: datetime) -> timedelta | None:
     in the schedule until the next sync, so a sync in one year must not give the next
     year's longer gap (monthly-billing's October 2026, 31 days and an hour, say) a
     threshold an hour short, which pages while the run is on time."""
-    if job.interval:
-        gap: timedelta | None = job.interval
-    else:
-        year = now.astimezone(zone(job.timezone)).year
-        gaps = [longest_gap(job.cron, job.timezone, y) for y in (year, year + 1)]
-        gap = max((g for g in gaps if g is not None), default=None)
+    timing = job.timing
+    year = now.astimezone(zone(timing.timezone)).year
+    gaps = [timing.longest_gap(y) for y in (year, year + 1)]
+    gap = max((g for g in gaps if g is not None), default=None)
     return None if gap is None else gap + job.jitter + job.alert_grace
 
 
