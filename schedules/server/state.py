@@ -42,7 +42,7 @@ from core.sql import queries as named_queries
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
 from schedules.record import database_hint
 from schedules.server.connection import Connection as Context
-from schedules.server.found import schedule_or_none, workflow_or_none
+from schedules.server.found import catalog_entry, schedule_or_none, workflow_or_none
 from workflows import JobRun
 
 _TICK = timedelta(microseconds=1)
@@ -122,11 +122,12 @@ async def schedule_state(ctx: Context, job_id: str) -> ServerState:
     args = getattr(described.schedule.action, "args", None)
     if managed and args:
         client = await ctx.client()
+        definition = await catalog_entry(client, described)
         try:
             (run,) = await client.data_converter.decode(args, [JobRun])
-            definition, since = run.definition, run.timing_since
+            since = run.timing_since
         except Exception:  # an older payload: the state is still worth showing
-            definition = None
+            since = None
     return ServerState(
         exists=True,
         managed=managed,

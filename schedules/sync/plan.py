@@ -74,7 +74,7 @@ from schedules.catalog.limits import size_problem
 from schedules.catalog.model import JobSpec, catalog_error
 from schedules.health.verify import Verdict, keep_forced_utc, verify_written
 from schedules.progress import QUIET, Progress
-from schedules.server.found import schedule_or_none
+from schedules.server.found import catalog_entry, schedule_or_none
 from schedules.server.sync_lock import DEFAULT_LEASE_SECONDS, SyncLock, sync_lock
 from schedules.sync.safety import (
     DEFAULT_MAX_PRUNE,
@@ -409,7 +409,7 @@ async def _plan(
                 "rename the job or delete that schedule"
             )
         current = await _current_run(client, description)
-        old = current.definition if current else {}
+        old = await catalog_entry(client, description) or {}
         fields = _field_changes(old, job.model_dump(mode="json"))
         task_queue = description.schedule.action.task_queue
         if task_queue != target.task_queue:
