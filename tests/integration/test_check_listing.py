@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 
 from schedules.catalog.model import parse_catalog
-from schedules.health.check import describe_states, listed_states, load_schedules
+from schedules.health.check_run import describe_states, listed_states, load_schedules
 from schedules.sync.apply import sync
 
 
