@@ -62,7 +62,8 @@ from schedules.catalog.compile import compile_schedule
 from schedules.catalog.model import parse_catalog
 from schedules.health.verify import depends_on_server_zones
 from schedules.sync.apply import sync
-from schedules.sync.plan import CONCURRENCY, SyncReport, managed_schedule_ids
+from schedules.sync.plan import CONCURRENCY, managed_schedule_ids
+from schedules.sync.report import SyncReport
 from worker.settings import Settings
 
 HERE = Path(__file__).resolve().parent

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
-from typing import Any
 
 from schedules import progress
 from schedules.catalog.model import load_catalog
 from schedules.cli.context import Context, add_cluster_wait, command, non_negative_seconds
 from schedules.cli.verify import verdict_lines
 from schedules.sync.apply import sync
-from schedules.sync.plan import SyncReport, compile_jobs
+from schedules.sync.plan import compile_jobs
+from schedules.sync.report import format_report
 from schedules.sync.safety import DEFAULT_MAX_PRUNE, SyncIncompleteError, check_prune
 
 NAME = "sync"
@@ -133,28 +133,3 @@ async def run(args: argparse.Namespace, ctx: Context) -> int:
                 print(f"  {line}", file=sys.stderr)
         return 1
     return 0
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def format_report(report: SyncReport, dry_run: bool) -> str:
-    """The human-readable account of a sync, field by field."""
-    if dry_run:
-        verb = {"create": "would create", "update": "would update", "delete": "would delete"}
-    else:
-        verb = {"create": "created", "update": "updated", "delete": "deleted"}
-    lines = []
-    for change in report.changes:
-        if change.action != "unchanged":
-            lines.append(f"{verb[change.action]:<13} {change.job_id}")
-            for name, (old, new) in change.fields.items():
-                lines.append(f"    {name}: {_show(old)} -> {_show(new)}")
-        for note in change.drift:
-            lines.append(f"drift         {change.job_id}: {note}")
-    if not any(c.action != "unchanged" for c in report.changes):
-        lines.insert(0, "no changes")
-    lines += [f"verified      {line}" for line in report.verification]
-    return "\n".join(lines)

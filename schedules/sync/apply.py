@@ -41,8 +41,6 @@ from schedules.sync.attributes import (
 )
 from schedules.sync.plan import (
     CONCURRENCY,
-    Change,
-    SyncReport,
     Target,
     applied_at,
     compile_jobs,
@@ -50,6 +48,7 @@ from schedules.sync.plan import (
     list_schedules,
     plan_against_listing,
 )
+from schedules.sync.report import Change, SyncReport
 from schedules.sync.safety import (
     DEFAULT_MAX_PRUNE,
     apply_in_order,

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -59,58 +59,16 @@ from schedules.catalog.compile import (
 )
 from schedules.catalog.limits import size_problem
 from schedules.catalog.model import JobSpec, catalog_error
-from schedules.health.verify import Verdict, keep_forced_utc
+from schedules.health.verify import keep_forced_utc
 from schedules.progress import QUIET, Progress
 from schedules.server.found import schedule_or_none
 from schedules.sync.attributes import digest_attribute
+from schedules.sync.report import Change, SyncReport
 from timing.calendars import describe_spec, spec_outdated
 from workflows import JobRun
 
 # Describe calls in flight at once: enough for 1,000 schedules in seconds, not a flood.
 CONCURRENCY = 16
-
-
-@dataclass
-class Change:
-    """What sync does (or would do) to one schedule."""
-
-    job_id: str
-    action: str  # create | update | delete | unchanged
-    fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # name -> (old, new)
-    drift: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SyncReport:
-    changes: list[Change] = field(default_factory=list)
-    described: int = 0
-    """Schedules the plan described; the listing's digests vouched for the other jobs."""
-    managed: int = 0
-    """Schedules on the server this project manages, as the plan listed them."""
-    verification: list[str] = field(default_factory=list)
-    """What checking the written schedules on the server did (`schedules.health.verify`)."""
-    unverified: list[Verdict] = field(default_factory=list)
-    """Written schedules that still fire other times than intended, or could not be
-    checked: the sync did not succeed."""
-
-    def ids(self, action: str) -> list[str]:
-        return [c.job_id for c in self.changes if c.action == action]
-
-    @property
-    def created(self) -> list[str]:
-        return self.ids("create")
-
-    @property
-    def updated(self) -> list[str]:
-        return self.ids("update")
-
-    @property
-    def deleted(self) -> list[str]:
-        return self.ids("delete")
-
-    @property
-    def drift(self) -> list[Change]:
-        return [c for c in self.changes if c.drift]
 
 
 @dataclass
