@@ -22,7 +22,7 @@ from temporalio.client import Client
 
 from schedules.audit.checks import NOT_VIOLATIONS, Finding, JobScope, judge
 from schedules.audit.history import Window, read_ledger, read_visibility, recheck
-from schedules.health.check import describe_states
+from schedules.health.check_run import describe_states
 
 DEFAULT_SETTLE = timedelta(minutes=15)
 DEFAULT_LATE = timedelta(minutes=5)
