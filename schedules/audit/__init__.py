@@ -6,7 +6,7 @@ witnesses, every slot that was lost, late, unexpected, duplicated, written by a 
 attempt, left with an orphan effect, or inconsistent between Temporal and the ledger. Its
 fire times (`oracle.py`) are computed without `timing/`. Read-only.
 
-`run_audit(conninfo, client, jobs, ...)` is the library entry; `schedules/audit_cli.py` the
+`run_audit(conninfo, client, jobs, ...)` is the library entry; `schedules/cli/audit.py` the
 command on top of it.
 """
 
