@@ -7,27 +7,35 @@ import json
 import logging
 import sys
 import textwrap
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from core import redact
 from core.errors import SchedulerError
-from schedules.catalog.durations import format_duration, parse_duration
+from schedules.catalog.durations import format_duration
 from schedules.catalog.model import load_catalog
-from schedules.cli.context import FAIL_FAST_SECONDS, positive_seconds
-from schedules.health.check import (
+from schedules.cli import context as cli
+from schedules.cli.format import table
+from schedules.health.check_run import run_check
+from schedules.health.status import (
     DEFAULT_LOOKBACK,
     HISTORY,
     SLOW_FACTOR,
     CheckReport,
     Execution,
     Kind,
-    run_check,
 )
+from worker.client import connect
 from worker.settings import load_settings
 
 logger = logging.getLogger(__name__)
 
+NAME = "check"
+HELP = "report each job's last run, last success and next due time, with alerts"
+DESCRIPTION = (
+    "For every job in the catalog: last run, last success and next due time\n"
+    "(from its Temporal schedule), and an alert for each problem below. Read-only."
+)
 EXIT_CODES = (
     "exit codes: 0 healthy; 1 at least one alert; 2 cannot tell (PostgreSQL or Temporal "
     "unreachable, invalid settings or catalog). Fit for a Kubernetes CronJob or a "
@@ -51,55 +59,42 @@ _ALERTS = (
 ALERTS_HELP = "alerts (see docs/observability.md, Checking health and alerts):\n" + "\n".join(
     f"  {kind:<24} {text}" for kind, text in _ALERTS
 )
+EPILOG = ALERTS_HELP + "\n\n" + textwrap.fill(EXIT_CODES, 79)
 
 
-def _duration(text: str) -> timedelta:
-    try:
-        value = parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if not isinstance(value, timedelta) or value <= timedelta(0):
-        raise argparse.ArgumentTypeError(f"must be a positive duration like '24h', got {text!r}")
-    return value
-
-
-def add_check_command(commands: argparse._SubParsersAction) -> None:
-    """Register `check` on the `python -m schedules` parser."""
-    parser = commands.add_parser(
-        "check",
-        help="report each job's last run, last success and next due time, with alerts",
-        description="For every job in the catalog: last run, last success and next due time\n"
-        "(from its Temporal schedule), and an alert for each problem below. Read-only.",
-        epilog=ALERTS_HELP + "\n\n" + textwrap.fill(EXIT_CODES, 79),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
+def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EPILOG, raw=True)
+    cli.add_json(parser)
     parser.add_argument(
         "--lookback",
-        type=_duration,
+        type=cli.duration_type(allow_zero=False, example="a positive duration like '24h'"),
         default=DEFAULT_LOOKBACK,
         metavar="DURATION",
         help="how far back to look for missed runs and catch-up gaps (default 24h)",
     )
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=FAIL_FAST_SECONDS,
-        metavar="SECONDS",
-        help="give up on PostgreSQL, or on a call to Temporal, that has not answered "
+    cli.add_timeout(
+        parser,
+        cli.FAIL_FAST_SECONDS,
+        "give up on PostgreSQL, or on a call to Temporal, that has not answered "
         "within this long: exit 2 "
-        f"(default {FAIL_FAST_SECONDS:g})",
+        f"(default {cli.FAIL_FAST_SECONDS:g})",
     )
-    parser.set_defaults(handler=run)
+    return parser
 
 
-async def run(args: argparse.Namespace, ctx: Any = None) -> int:
+async def run(args: argparse.Namespace, ctx: cli.Context | None = None) -> int:
     """The `check` command: print the report and return its exit code (never 1 on a crash)."""
     try:
         settings = load_settings()
         jobs = load_catalog(getattr(args, "catalog", None))
         report = await run_check(
-            settings, jobs, datetime.now(UTC), lookback=args.lookback, timeout=args.timeout
+            lambda: connect(settings),
+            settings.database_url.get_secret_value(),
+            jobs,
+            datetime.now(UTC),
+            lookback=args.lookback,
+            timeout=args.timeout,
+            address=settings.temporal_address,
         )
     except SchedulerError as exc:  # bad settings or catalog: cannot tell
         print(f"error: {redact.scrub(str(exc))}", file=sys.stderr)
@@ -193,11 +188,7 @@ def format_report(report: CheckReport) -> str:
         )
         for job in report.jobs
     ]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-        for r in [header, *rows]
-    ]
+    lines = table(header, rows)
     if report.outbox is not None:
         lines.append(f"outbox: {report.outbox.dead} dead message(s)")
     lines.append("")

@@ -1,0 +1,47 @@
+"""`python -m schedules pause JOB --note TEXT`: pause a job's schedule, saying why."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+
+from schedules.cli import context as cli
+from schedules.cli.pauses import best_effort
+from schedules.pauses import record_pause
+from schedules.server.actions import pause
+from schedules.server.state import usable_state
+
+NAME = "pause"
+HELP = "pause a job's schedule, saying why"
+DESCRIPTION = (
+    "Pause the job's schedule on Temporal with a note saying why. A sync keeps an "
+    "operator's pause; `resume` lifts it."
+)
+EXIT_CODES = (
+    "exit codes: 0 done; 1 it did not take effect, Temporal unreachable, the job has no "
+    f"schedule; {cli.COMMON_EXIT}"
+)
+
+
+def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
+    cli.add_job(parser)
+    parser.add_argument("--note", required=True, metavar="TEXT", help="why (required)")
+    cli.add_cluster_wait(parser)
+    return parser
+
+
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
+    job = cli.catalog_job(args.catalog, args.job)
+    if not args.note.strip():
+        raise cli.BadInputError("--note: say why the job is paused, e.g. --note 'ledger migration'")
+    client = await ctx.client()
+    await usable_state(client, job.id, retry=ctx.retry)
+    at = datetime.now(UTC)  # before the pause is sent: the recorded interval is never narrow
+    await pause(client, job.id, args.note, retry=ctx.retry)
+    await best_effort(
+        ctx, "pause", job.id, lambda url: record_pause(url, job.id, at, by="pause", note=args.note)
+    )
+    print(f"paused {job.id}: {args.note}")
+    print(f"resume with: python -m schedules resume {job.id}")
+    return 0
