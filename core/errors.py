@@ -24,3 +24,28 @@ class TemporalUnreachableError(SchedulerError):
     """Temporal did not answer within the allowed time."""
 
     exit_code = 1
+
+
+class RuntimeScheduleError(SchedulerError):
+    """A request about a runtime schedule (`schedules.tenants`) was refused; nothing was
+    written. Bad input: exit 2."""
+
+
+class InvalidScheduleError(RuntimeScheduleError, ValueError):
+    """A runtime schedule's field is invalid; the message names the field and the value."""
+
+
+class ScheduleNotFoundError(RuntimeScheduleError):
+    """No (live) runtime schedule has this id, or this tenant and name."""
+
+
+class QuotaError(RuntimeScheduleError):
+    """A tenant's quota refuses the request; the message names the tenant, the limit and
+    the value."""
+
+
+class ConflictError(RuntimeScheduleError):
+    """Someone else changed the schedule first (a stale version), or a create names an
+    existing schedule with another definition. Re-read and try again: exit 1."""
+
+    exit_code = 1
