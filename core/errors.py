@@ -49,3 +49,12 @@ class ConflictError(RuntimeScheduleError):
     existing schedule with another definition. Re-read and try again: exit 1."""
 
     exit_code = 1
+
+
+def first_line(exc: BaseException, empty: str | None = None) -> str:
+    """The first line of `exc`'s message (not scrubbed of secrets: callers redact it);
+    `empty` when it has none (default: the exception's type name)."""
+    lines = str(exc).strip().splitlines()
+    if lines:
+        return lines[0]
+    return type(exc).__name__ if empty is None else empty
