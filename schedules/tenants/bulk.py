@@ -118,7 +118,7 @@ async def import_lines(
             nexts[key] = new.timing.next_after(now)
         return nexts[key]
 
-    async with store.transaction(db) as conn:
+    async with store.transaction(db, pipeline=False) as conn:
         for tenant in sorted({new.tenant for _, new in parsed}):
             await conn.execute(store.Q["lock_tenant"], {"tenant": tenant})
         await conn.execute(store.Q["import_table"])
