@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import InvalidScheduleError
-from schedules.tenants import store
 from schedules.tenants.api import as_definition
 from schedules.tenants.fires import next_fire_at
 from schedules.tenants.model import DEFINITION_FIELDS, TIMING_FIELDS, Definition, Schedule

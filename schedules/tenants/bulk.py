@@ -18,9 +18,9 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
+import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, QuotaError
-from schedules.tenants import store
 from schedules.tenants.model import SHARDS, Definition, Schedule, validation_line
 from schedules.tenants.quota import Quotas
 from schedules.tenants.store import Database
