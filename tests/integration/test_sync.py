@@ -24,11 +24,11 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
 
-import schedules.sync.apply
 from activities.catchup import CatchupActivities, PlanInput, PlanResult
 from core.errors import CatalogError
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
 from schedules.catalog.model import JobSpec, load_catalog, parse_catalog
+from schedules.sync import apply as sync_apply
 from schedules.sync.apply import sync
 from schedules.sync.plan import managed_schedule_ids, plan
 from schedules.sync.safety import SyncIncompleteError
@@ -346,7 +346,8 @@ async def test_without_the_digest_attribute_sync_describes_every_job(
     async def unusable(client, register):  # a hosted namespace without operator permissions
         return False
 
-    monkeypatch.setattr("schedules.sync.apply.digest_attribute", unusable)
+    # By the module object: `schedules.sync` as an attribute is the public `sync` function.
+    monkeypatch.setattr(sync_apply, "digest_attribute", unusable)
     jobs = load_catalog(
         catalog(tmp_path, *[(f"plain-{i}", f"0 {i} * * *", "UTC") for i in range(3)])
     )
@@ -469,14 +470,14 @@ async def test_a_sync_stopped_between_its_two_writes_is_finished_by_the_next(
     client, task_queue, pool, clean, monkeypatch
 ):
     job = ticking_job()
-    write = schedules.sync.apply._update
+    write = sync_apply._update
 
     async def stop_before_stamping(client, target, stamp, *, stamp_timing=False):
         if stamp_timing:
             raise RuntimeError("sync stopped")
         await write(client, target, stamp)
 
-    monkeypatch.setattr("schedules.sync.apply._update", stop_before_stamping)
+    monkeypatch.setattr(sync_apply, "_update", stop_before_stamping)
     # The failure is reported as a sync that stopped part-way, which the next one finishes.
     with pytest.raises(
         SyncIncompleteError, match="create ticking failed: RuntimeError: sync stopped"
