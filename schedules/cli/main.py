@@ -31,6 +31,7 @@ from schedules.cli import (
     resume,
     runs,
     sync,
+    tenants,
     trigger,
     validate,
     verify,
@@ -61,6 +62,7 @@ COMMANDS = (
     runs,
     check,
     verify,
+    tenants,
 )
 
 EXIT_CODES = (
