@@ -20,36 +20,33 @@ from typing import Any
 from activities.kinds import JobKind, RuntimeKind, build_kind_activities
 
 
-@functools.cache
-def kinds() -> dict[str, JobKind]:
-    """Every job kind by name, found in the packages under `jobs/` (on first use: a job's
-    workflow module imports this package inside Temporal's sandbox, which must stay cheap)."""
-    found: dict[str, JobKind] = {}
+def _declared(attribute: str, what: str) -> dict[str, Any]:
+    """What the packages under `jobs/` declare in `attribute`, by name; a name declared
+    twice is an error."""
+    found: dict[str, Any] = {}
     for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if not module.ispkg:
             continue
         package = importlib.import_module(f"{__name__}.{module.name}")
-        for kind in getattr(package, "KINDS", ()):
+        for kind in getattr(package, attribute, ()):
             if kind.name in found:
-                raise ValueError(f"job kind {kind.name!r} is declared twice ({module.name})")
+                raise ValueError(f"{what} {kind.name!r} is declared twice ({module.name})")
             found[kind.name] = kind
     return found
+
+
+@functools.cache
+def kinds() -> dict[str, JobKind]:
+    """Every job kind by name, found in the packages under `jobs/` (on first use: a job's
+    workflow module imports this package inside Temporal's sandbox, which must stay cheap)."""
+    return _declared("KINDS", "job kind")
 
 
 @functools.cache
 def runtime_kinds() -> dict[str, RuntimeKind]:
     """Every runtime kind (`RUNTIME_KINDS` of the packages under `jobs/`) by name: the kinds
     a runtime schedule may name (`schedules.tenants.kinds`)."""
-    found: dict[str, RuntimeKind] = {}
-    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if not module.ispkg:
-            continue
-        package = importlib.import_module(f"{__name__}.{module.name}")
-        for kind in getattr(package, "RUNTIME_KINDS", ()):
-            if kind.name in found:
-                raise ValueError(f"runtime kind {kind.name!r} is declared twice ({module.name})")
-            found[kind.name] = kind
-    return found
+    return _declared("RUNTIME_KINDS", "runtime kind")
 
 
 def __getattr__(name: str) -> Any:

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from schedules.audit.finding import Finding
+from schedules.audit.finding import Finding, row_witnesses
 from schedules.audit.history import Visibility
 
 # The engine's documented rule (docs/operating.md, Backfills): a run whose slot is more than
@@ -44,18 +44,6 @@ IN_FLIGHT = "RUNNING"
 def own_workflow_id(job_id: str, slot: datetime) -> str:
     """The workflow id Temporal gives the run of `slot`: `<job>-<UTC time>Z`."""
     return f"{job_id}-{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
-
-
-def _witnesses(row: Any, status: str) -> dict[str, Any]:
-    return {
-        "execution_id": row.id,
-        "status": row.status,
-        "origin": row.origin,
-        "attempt": row.attempt,
-        "workflow_id": row.workflow_id,
-        "run_id": row.run_id,
-        "run_status": status,
-    }
 
 
 def outcome_mismatches(
@@ -78,7 +66,13 @@ def outcome_mismatches(
             detail = f"row {row.status}, but its workflow run completed"
         else:
             continue
-        yield Finding("outcome_mismatch", job.id, row.scheduled_at, detail, _witnesses(row, status))
+        yield Finding(
+            "outcome_mismatch",
+            job.id,
+            row.scheduled_at,
+            detail,
+            row_witnesses(row) | {"run_status": status},
+        )
 
 
 def rowless_runs(job: Any, rows: dict[datetime, Any], visibility: Visibility) -> Iterator[Finding]:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from schedules.audit.agreement import outcome_mismatches, rowless_runs
-from schedules.audit.finding import Finding
+from schedules.audit.finding import Finding, row_witnesses
 from schedules.audit.history import Ledger, Visibility, Window
 from schedules.audit.oracle import Timing
 from schedules.audit.pauses import excused, in_force, paused_scope, unrecorded_pause
@@ -126,19 +126,8 @@ def coverage(
                 fire,
                 f"claimed {lateness.total_seconds():.0f}s after its fire time "
                 f"(limit {limit.total_seconds():.0f}s)",
-                _row_witnesses(row),
+                row_witnesses(row),
             )
-
-
-def _row_witnesses(row: Any) -> dict[str, Any]:
-    return {
-        "execution_id": row.id,
-        "status": row.status,
-        "origin": row.origin,
-        "attempt": row.attempt,
-        "workflow_id": row.workflow_id,
-        "run_id": row.run_id,
-    }
 
 
 def unexpected(
@@ -156,7 +145,7 @@ def unexpected(
                 scope.job.id,
                 row.scheduled_at,
                 f"a {row.status} {row.origin} row for a time that is not a fire time",
-                _row_witnesses(row),
+                row_witnesses(row),
             )
 
 
@@ -175,7 +164,7 @@ def temporal_agreement(
         if key not in visibility.running:
             continue
         status = visibility.running[key]
-        witnesses = _row_witnesses(row) | {"run_status": status}
+        witnesses = row_witnesses(row) | {"run_status": status}
         if status is None:
             retention = visibility.retention
             if retention is not None and row.started_at < window.now - retention:

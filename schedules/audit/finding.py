@@ -15,3 +15,12 @@ class Finding:
     slot: datetime | None
     detail: str
     witnesses: dict[str, Any] = field(default_factory=dict)
+
+
+# The ledger row's columns a finding about it names (besides its id, as `execution_id`).
+ROW_COLUMNS = ("status", "origin", "attempt", "workflow_id", "run_id")
+
+
+def row_witnesses(row: Any) -> dict[str, Any]:
+    """A ledger row as a finding's witnesses."""
+    return {"execution_id": row.id} | {name: getattr(row, name) for name in ROW_COLUMNS}

@@ -24,6 +24,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from core import redact
+from core.aio import gather_by
 from core.errors import first_line
 from core.sql import queries
 from schedules.catalog.compile import (
@@ -125,10 +126,9 @@ async def describe_states(
 ) -> dict[str, ScheduleState]:
     """Describe each job's schedule, each call within `timeout`; a missing one is
     `ScheduleState(exists=False)`."""
-    limit = asyncio.Semaphore(16)
 
     async def one(job_id: str) -> ScheduleState:
-        async with limit, asyncio.timeout(timeout):
+        async with asyncio.timeout(timeout):
             described = await schedule_or_none(client, job_id)
         if described is None:
             return ScheduleState(exists=False)
@@ -155,8 +155,7 @@ async def describe_states(
             started=tuple(a.scheduled_at for a in described.info.recent_actions),
         )
 
-    states = await asyncio.gather(*(one(job_id) for job_id in job_ids))
-    return dict(zip(job_ids, states, strict=True))
+    return await gather_by(job_ids, one, limit=16)
 
 
 async def with_dropped_slots(

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from temporalio.client import Client, WorkflowFailureError
 
 from core import redact
+from core.aio import gather_by
 from schedules.catalog.times import utc_text
 from schedules.progress import QUIET, Progress
 from schedules.server.found import workflow_or_none
@@ -138,14 +139,7 @@ async def run_ids(
     """`_run_id` of each workflow id, a bounded number at a time: taken before a backfill
     is requested, so its runs can be told from earlier runs of the same slots."""
     retry = retry or Retry.for_client(client)
-    limit = asyncio.Semaphore(_CONCURRENCY)
-
-    async def one(workflow_id: str) -> str | None:
-        async with limit:
-            return await _run_id(client, retry, workflow_id)
-
-    found = await asyncio.gather(*(one(w) for w in workflow_ids))
-    return dict(zip(workflow_ids, found, strict=True))
+    return await gather_by(workflow_ids, lambda w: _run_id(client, retry, w), limit=_CONCURRENCY)
 
 
 async def wait_for_slots(

@@ -7,7 +7,6 @@ starting cluster is waited for and an unreachable one is one clear error; a refu
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,6 +18,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, ScheduleActionResult, ScheduleDescription
 from temporalio.service import RPCError
 
+from core.aio import gather_by
 from core.errors import SchedulerError
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
 from schedules.server.found import catalog_entry, schedule_or_none, workflow_or_none
@@ -117,17 +117,9 @@ async def schedule_states(
 
     Returns (or raises the first error) only when every job's task has finished, so none
     is left to fail unheard as the caller exits."""
-    limit = asyncio.Semaphore(_CONCURRENCY)
-
-    async def one(job_id: str) -> ServerState:
-        async with limit:
-            return await schedule_state(client, job_id, retry=retry)
-
-    states = await asyncio.gather(*(one(job_id) for job_id in job_ids), return_exceptions=True)
-    failed = next((s for s in states if isinstance(s, BaseException)), None)
-    if failed is not None:
-        raise failed
-    return dict(zip(job_ids, states, strict=True))
+    return await gather_by(
+        job_ids, lambda job_id: schedule_state(client, job_id, retry=retry), limit=_CONCURRENCY
+    )
 
 
 async def usable_state(client: Client, job_id: str, *, retry: Retry | None = None) -> ServerState:

@@ -10,7 +10,7 @@ conflict: exit 1).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -133,6 +133,26 @@ async def _live_locked(conn: Any, schedule_id: int, expected_version: int | None
     return current
 
 
+async def _change(
+    db: Database,
+    schedule_id: int,
+    expected_version: int | None,
+    action: str,
+    by: str,
+    now: datetime,
+    decide: Callable[[Schedule], Schedule | None],
+) -> Outcome:
+    """One write of a live schedule: locked (at `expected_version` when given), its new
+    state from `decide` (None: nothing to change), written with its change-log row."""
+    async with store.transaction(db) as conn:
+        current = await _live_locked(conn, schedule_id, expected_version)
+        new = decide(current)
+        if new is None:
+            return Outcome(current, changed=False)
+        stored = await store.write_logged(conn, current, new, action, now=now, by=by)
+        return Outcome(stored, changed=True)
+
+
 async def update(
     db: Database,
     schedule_id: int,
@@ -157,19 +177,20 @@ async def update(
         )
     quotas = quotas or Quotas.from_environment()
     now = clock()
-    async with store.transaction(db) as conn:
-        current = await _live_locked(conn, schedule_id, expected_version)
+
+    def updated(current: Schedule) -> Schedule | None:
         merged = definition(current.model_dump(include=set(Definition.model_fields)) | changes)
         quotas.check_period(merged)
         if all(getattr(merged, f) == getattr(current, f) for f in DEFINITION_FIELDS):
-            return Outcome(current, changed=False)
+            return None
         new = current.model_copy(update=merged.model_dump(include=set(DEFINITION_FIELDS)))
         if any(getattr(merged, f) != getattr(current, f) for f in TIMING_FIELDS):
             new = new.model_copy(
                 update={"timing_since": now, "next_fire_at": next_fire_at(merged, now, now)}
             )
-        stored = await store.write_logged(conn, current, new, "update", now=now, by=by)
-        return Outcome(stored, changed=True)
+        return new
+
+    return await _change(db, schedule_id, expected_version, "update", by, now, updated)
 
 
 async def pause(
@@ -188,14 +209,13 @@ async def pause(
             f"note: say why the schedule is paused, in 1 to {MAX_NOTE} characters, got "
             f"{note[:80]!r}"
         )
-    now = clock()
-    async with store.transaction(db) as conn:
-        current = await _live_locked(conn, schedule_id, expected_version)
+
+    def paused(current: Schedule) -> Schedule | None:
         if current.paused and current.note == note:
-            return Outcome(current, changed=False)
-        new = current.model_copy(update={"paused": True, "note": note, "paused_by": by})
-        stored = await store.write_logged(conn, current, new, "pause", now=now, by=by)
-        return Outcome(stored, changed=True)
+            return None
+        return current.model_copy(update={"paused": True, "note": note, "paused_by": by})
+
+    return await _change(db, schedule_id, expected_version, "pause", by, clock(), paused)
 
 
 async def resume(
@@ -209,20 +229,15 @@ async def resume(
     """Lift a pause. Fire times that passed while paused do not run: the next slot is the
     first fire time after now."""
     now = clock()
-    async with store.transaction(db) as conn:
-        current = await _live_locked(conn, schedule_id, expected_version)
+
+    def resumed(current: Schedule) -> Schedule | None:
         if not current.paused:
-            return Outcome(current, changed=False)
-        new = current.model_copy(
-            update={
-                "paused": False,
-                "note": "",
-                "paused_by": None,
-                "next_fire_at": next_fire_at(current, now, current.timing_since),
-            }
-        )
-        stored = await store.write_logged(conn, current, new, "resume", now=now, by=by)
-        return Outcome(stored, changed=True)
+            return None
+        next_at = next_fire_at(current, now, current.timing_since)
+        update = {"paused": False, "note": "", "paused_by": None, "next_fire_at": next_at}
+        return current.model_copy(update=update)
+
+    return await _change(db, schedule_id, expected_version, "resume", by, now, resumed)
 
 
 async def delete(
