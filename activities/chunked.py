@@ -4,6 +4,10 @@ A chunk's domain changes, outbox rows and progress commit in one transaction tha
 checks the fencing token, and the last chunk's transaction also marks the execution
 completed. A retried attempt takes over with a higher token and resumes from the saved
 progress, so nothing is done twice and a stale attempt commits nothing.
+
+Work that fits in one transaction (`run_in_one_transaction`) pays for none of that: the
+attempt takes the slot over, works, writes its outbox rows, journals and completes in one
+transaction, fenced by the token it raised in it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities import journal
 from activities.chunk_gate import pass_chunk_gate
-from activities.executions import Fence, take_over
+from activities.executions import Fence, take_over, take_over_in
 from activities.models import ExecutionRef, WorkResult
 from activities.telemetry import db_span, fenced_span, record_completed, record_run
 
@@ -72,7 +76,11 @@ async def begin_attempt(pool: AsyncConnectionPool, execution: ExecutionRef) -> F
         taken = await take_over(pool, execution.execution_id)
     if isinstance(taken, Fence):
         return taken
-    status, result = taken
+    return _settled(execution, *taken)
+
+
+def _settled(execution: ExecutionRef, status: str, result: dict[str, Any] | None) -> WorkResult:
+    """The result of an attempt that found the slot no longer running."""
     if status == "completed":
         record_run(execution.job_name, "already_completed")
         return WorkResult(counts=(result or {}).get("counts", {}), already_completed=True)
@@ -82,6 +90,37 @@ async def begin_attempt(pool: AsyncConnectionPool, execution: ExecutionRef) -> F
         type="NotRunning",
         non_retryable=True,
     )
+
+
+async def run_in_one_transaction(
+    pool: AsyncConnectionPool, execution: ExecutionRef, plan: Plan, step: Step
+) -> WorkResult:
+    """Take the slot over, do all of `step` and complete, in ONE transaction.
+
+    For a job whose whole work is small (a statement or a few: `jobs.nightly_reconcile`):
+    the take-over (`take_over_in`: the fencing token raised, the take-over order checked,
+    journaled by its trigger), the work and its outbox rows (named after this execution
+    and attempt, `activities.journal`), the completion and its journal row commit together
+    or not at all. The row stays locked from the take-over to the commit, so no other
+    attempt commits in between, and an attempt that fails leaves nothing behind: the
+    token it raised rolls back with its work, and the next attempt starts from scratch.
+    Saved progress (a chunked attempt of an earlier release) is ignored: no chunk of such
+    work ever commits without the completion.
+    """
+    with db_span("db.work_in_one_transaction", execution):
+        async with pool.connection() as conn, conn.transaction():
+            taken = await take_over_in(conn, execution.execution_id)
+            if not isinstance(taken, Fence):
+                return _settled(execution, *taken)
+            fence = taken
+            await journal.enter(conn, fence.execution_id, fence.token)
+            progress, finished = await plan(conn), False
+            while not finished:
+                progress, finished = await step(conn, progress)
+            duration = await fence.complete(conn, progress, {"counts": progress["counts"]})
+            await journal.record(conn, fence.execution_id, fence.token, "complete")
+    record_completed(execution.job_name, duration)  # after the commit: counted once
+    return WorkResult(counts=progress["counts"])
 
 
 async def run_in_chunks(

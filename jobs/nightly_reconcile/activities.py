@@ -5,8 +5,8 @@ late, retried or backfilled run checks exactly its own night's day, never "yeste
 when it happens to run. The day is a range of local midnights converted to UTC instants: 23
 hours on the spring-forward day, 25 on the fall-back day, and a payment settled at 23:30 local
 belongs to that day whatever the UTC date. The totals, the stored row and (over the threshold)
-one `ReconciliationAlert` outbox message commit with the completion mark, in one fenced
-transaction.
+one `ReconciliationAlert` outbox message commit with the take-over and the completion mark,
+in one transaction (`activities.chunked.run_in_one_transaction`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field, field_validator
 
-from activities.chunked import Progress, run_in_chunks
+from activities.chunked import Progress, run_in_one_transaction
 from activities.models import WorkInput, WorkResult
 from core.sql import queries
 from timing.zones import ZoneInfo, ZoneInfoNotFoundError
@@ -125,4 +125,6 @@ class ReconcileActivities:
             counts = await reconcile_day(conn, window, params, slot)
             return progress | {"counts": counts}, True
 
-        return await run_in_chunks(self.pool, execution, plan, step)
+        # One statement: the take-over, the day's totals, its alert and the completion
+        # commit in one transaction.
+        return await run_in_one_transaction(self.pool, execution, plan, step)
