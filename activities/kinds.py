@@ -65,6 +65,19 @@ class JobKind:
         return getattr(self.workflow, "__temporal_workflow_definition").name
 
 
+@dataclass(frozen=True)
+class RuntimeKind:
+    """A job kind that runtime schedules (`schedules.tenants`) may name: the model their
+    `params` are validated by, and whether it opts into batch mode (many light slots run
+    by one activity). A job family declares its runtime kinds in `RUNTIME_KINDS`, beside
+    its `KINDS` (the kind's work is a `JobKind` of the same name)."""
+
+    name: str
+    params_model: type[BaseModel]
+    batch: bool = False
+    description: str = ""
+
+
 def parse_params(kind: JobKind, work: WorkInput | StepInput) -> BaseModel:
     """The run's params as the kind's model; a permanent failure, naming the job, if invalid."""
     try:

@@ -24,3 +24,37 @@ class TemporalUnreachableError(SchedulerError):
     """Temporal did not answer within the allowed time."""
 
     exit_code = 1
+
+
+class RuntimeScheduleError(SchedulerError):
+    """A request about a runtime schedule (`schedules.tenants`) was refused; nothing was
+    written. Bad input: exit 2."""
+
+
+class InvalidScheduleError(RuntimeScheduleError, ValueError):
+    """A runtime schedule's field is invalid; the message names the field and the value."""
+
+
+class ScheduleNotFoundError(RuntimeScheduleError):
+    """No (live) runtime schedule has this id, or this tenant and name."""
+
+
+class QuotaError(RuntimeScheduleError):
+    """A tenant's quota refuses the request; the message names the tenant, the limit and
+    the value."""
+
+
+class ConflictError(RuntimeScheduleError):
+    """Someone else changed the schedule first (a stale version), or a create names an
+    existing schedule with another definition. Re-read and try again: exit 1."""
+
+    exit_code = 1
+
+
+def first_line(exc: BaseException, empty: str | None = None) -> str:
+    """The first line of `exc`'s message (not scrubbed of secrets: callers redact it);
+    `empty` when it has none (default: the exception's type name)."""
+    lines = str(exc).strip().splitlines()
+    if lines:
+        return lines[0]
+    return type(exc).__name__ if empty is None else empty

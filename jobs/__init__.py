@@ -17,7 +17,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from activities.kinds import JobKind, build_kind_activities
+from activities.kinds import JobKind, RuntimeKind, build_kind_activities
 
 
 @functools.cache
@@ -32,6 +32,22 @@ def kinds() -> dict[str, JobKind]:
         for kind in getattr(package, "KINDS", ()):
             if kind.name in found:
                 raise ValueError(f"job kind {kind.name!r} is declared twice ({module.name})")
+            found[kind.name] = kind
+    return found
+
+
+@functools.cache
+def runtime_kinds() -> dict[str, RuntimeKind]:
+    """Every runtime kind (`RUNTIME_KINDS` of the packages under `jobs/`) by name: the kinds
+    a runtime schedule may name (`schedules.tenants.kinds`)."""
+    found: dict[str, RuntimeKind] = {}
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if not module.ispkg:
+            continue
+        package = importlib.import_module(f"{__name__}.{module.name}")
+        for kind in getattr(package, "RUNTIME_KINDS", ()):
+            if kind.name in found:
+                raise ValueError(f"runtime kind {kind.name!r} is declared twice ({module.name})")
             found[kind.name] = kind
     return found
 

@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     # `python -m schedules sync` holds the namespace's sync lock at most this long: the
     # lease a crashed sync leaves behind runs out after it (schedules/sync_lock.py).
     sync_lock_seconds: float = Field(default=300.0, ge=30, le=3600)
+    # Runtime schedules (schedules/tenants/quota.py): how many one tenant may keep, and the
+    # shortest period between two fire times (60: every minute is allowed).
+    tenant_max_schedules: int = Field(default=1000, ge=1, le=10_000_000)
+    tenant_min_period_seconds: int = Field(default=60, ge=60, le=366 * 86400)
     # Tests only (activities/chunk_gate.py): chunked work waits before each chunk while a
     # session holds this PostgreSQL advisory lock. Never set in production.
     worker_test_chunk_gate: int | None = None

@@ -1,9 +1,9 @@
-"""Fire times as operators read them: a job's runs in a range, in local time and UTC, with DST notes.
+"""Fire times as operators read them: in local time and UTC, with DST notes; times they type.
 
 Pure functions of the job and the clock (passed in), so DST changes years ahead are tested
 today. When a job fires is its `Timing`'s business (`timing.value`: classic cron DST rules;
-interval jobs every `interval` from the Unix epoch, as Temporal's interval specs); this
-module only bounds, counts and explains those times.
+interval jobs every `interval` from the Unix epoch, as Temporal's interval specs:
+`job.timing.upcoming`, `job.timing.fire_times`); this module only names and explains them.
 """
 
 from __future__ import annotations
@@ -18,21 +18,6 @@ from timing.zones import changes
 _TICK = timedelta(microseconds=1)
 _FAR = datetime(2101, 1, 1, tzinfo=UTC)  # Temporal's calendars match no later year
 _FIRST_YEAR = 1970
-
-
-def upcoming(job: JobSpec, after: datetime, count: int) -> list[datetime]:
-    """The next `count` fire times of `job` (UTC) strictly after `after`, within its
-    `start_at` / `end_at` (inclusive, as Temporal's)."""
-    return job.timing.upcoming(after, count)
-
-
-def between(job: JobSpec, start: datetime, end: datetime, limit: int) -> list[datetime]:
-    """The fire times of `job` in `[start, end)` and its own bounds: the oldest `limit`.
-
-    Asking for one more than you will accept tells "too many" apart from "exactly enough"
-    without listing a year of minutely runs: the work follows the times found.
-    """
-    return job.timing.fire_times(start, end, limit=limit)
 
 
 # --- DST notes ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core import redact
-from core.errors import SchedulerError
+from core.errors import SchedulerError, first_line
 from schedules.audit import (
     DEFAULT_LATE,
     DEFAULT_OUTBOX_AGE,
@@ -20,13 +20,20 @@ from schedules.audit import (
     run_audit,
 )
 from schedules.audit.format import render, utc
-from schedules.catalog.durations import format_duration, parse_duration
+from schedules.catalog.durations import format_duration
 from schedules.catalog.model import load_catalog
-from schedules.cli import context as cli
-from schedules.cli.context import Context, positive_seconds
+from schedules.cli.context import (
+    Context,
+    add_json,
+    command,
+    database_url,
+    duration_type,
+    positive_seconds,
+)
 
 logger = logging.getLogger(__name__)
 
+NAME = "audit"
 EXIT_AUDIT = (
     "exit codes: 0 no finding (inconclusive ones alone included); 1 at least one finding; "
     "2 could not read (bad arguments, an unknown job, an invalid catalog or settings, "
@@ -51,14 +58,7 @@ class AuditInputError(SchedulerError):
     """An argument `audit` cannot use."""
 
 
-def _duration(text: str) -> timedelta:
-    try:
-        value = parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if not isinstance(value, timedelta) or value < timedelta(0):
-        raise argparse.ArgumentTypeError(f"must be a duration like '15m' or '0s', got {text!r}")
-    return value
+_duration = duration_type(allow_zero=True, example="a duration like '15m' or '0s'")
 
 
 def _instant(text: str) -> datetime | timedelta:
@@ -80,16 +80,17 @@ def _resolve(value: datetime | timedelta | None, now: datetime) -> datetime | No
     return now - value if isinstance(value, timedelta) else value
 
 
-def add(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "audit",
-        help="judge the recorded history: lost, duplicated, unexpected, stale slots...",
-        description="Read the ledger, the commit journal, the outbox and Temporal's "
+def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = command(
+        subparsers,
+        NAME,
+        "judge the recorded history: lost, duplicated, unexpected, stale slots...",
+        "Read the ledger, the commit journal, the outbox and Temporal's "
         "visibility for a window of scheduled times and print every finding, one line "
         "each with its kind, job, slot (UTC and the job's local time) and witnesses, then "
         "a summary line. Its fire times are computed independently of the engine's. "
         "Read-only.",
-        epilog=KINDS_HELP + "\n" + EXIT_AUDIT,
+        KINDS_HELP + "\n" + EXIT_AUDIT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--job", action="append", metavar="JOB", help="audit only JOB (repeat)")
@@ -125,7 +126,7 @@ def add(commands: argparse._SubParsersAction) -> None:
         metavar="DURATION",
         help="an outbox message pending longer is reported (default 15m)",
     )
-    parser.add_argument("--json", action="store_true", help="JSON Lines: one object a line")
+    add_json(parser, help="JSON Lines: one object a line")
     parser.add_argument(
         "--timeout",
         type=positive_seconds,
@@ -133,7 +134,7 @@ def add(commands: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="give up on a read that has not answered within this long: exit 2 (default 30)",
     )
-    parser.set_defaults(handler=run)
+    return parser
 
 
 async def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -145,8 +146,7 @@ async def run(args: argparse.Namespace, ctx: Context) -> int:
             raise
         logger.debug("audit failed", exc_info=True)
         what = "" if isinstance(exc, SchedulerError) else f"cannot read: {type(exc).__name__}: "
-        lines = str(exc).strip().splitlines() or [""]
-        print(f"error: {what}{redact.scrub(lines[0])}", file=sys.stderr)
+        print(f"error: {what}{redact.scrub(first_line(exc, ''))}", file=sys.stderr)
         return 2
 
 
@@ -166,7 +166,7 @@ async def _audit(args: argparse.Namespace, ctx: Context) -> int:
         raise AuditInputError(f"--from: {utc(start)} is not before --to {utc(end)}")
     client = await ctx.client()
     report = await run_audit(
-        ctx.settings.database_url.get_secret_value(),
+        database_url(ctx),
         client,
         chosen,
         task_queue=ctx.settings.temporal_task_queue,
@@ -198,6 +198,3 @@ def facts(report: Any, settle: timedelta) -> dict[str, Any]:
         "settle": format_duration(settle) if settle else "0s",
         "notes": {s.job.id: s.note for s in report.scopes if s.note},
     }
-
-
-cli._EXTRA_COMMANDS.append(add)

@@ -7,14 +7,22 @@ import json
 import logging
 import sys
 import textwrap
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from core import redact
 from core.errors import SchedulerError
-from schedules.catalog.durations import format_duration, parse_duration
+from schedules.catalog.durations import format_duration
 from schedules.catalog.model import load_catalog
-from schedules.cli.context import FAIL_FAST_SECONDS, positive_seconds
+from schedules.cli.context import (
+    FAIL_FAST_SECONDS,
+    Context,
+    add_json,
+    command,
+    duration_type,
+    positive_seconds,
+)
+from schedules.cli.format import table
 from schedules.health.check import (
     DEFAULT_LOOKBACK,
     HISTORY,
@@ -28,6 +36,7 @@ from worker.settings import load_settings
 
 logger = logging.getLogger(__name__)
 
+NAME = "check"
 EXIT_CODES = (
     "exit codes: 0 healthy; 1 at least one alert; 2 cannot tell (PostgreSQL or Temporal "
     "unreachable, invalid settings or catalog). Fit for a Kubernetes CronJob or a "
@@ -53,30 +62,20 @@ ALERTS_HELP = "alerts (see docs/observability.md, Checking health and alerts):\n
 )
 
 
-def _duration(text: str) -> timedelta:
-    try:
-        value = parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if not isinstance(value, timedelta) or value <= timedelta(0):
-        raise argparse.ArgumentTypeError(f"must be a positive duration like '24h', got {text!r}")
-    return value
-
-
-def add_check_command(commands: argparse._SubParsersAction) -> None:
-    """Register `check` on the `python -m schedules` parser."""
-    parser = commands.add_parser(
-        "check",
-        help="report each job's last run, last success and next due time, with alerts",
-        description="For every job in the catalog: last run, last success and next due time\n"
+def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = command(
+        subparsers,
+        NAME,
+        "report each job's last run, last success and next due time, with alerts",
+        "For every job in the catalog: last run, last success and next due time\n"
         "(from its Temporal schedule), and an alert for each problem below. Read-only.",
-        epilog=ALERTS_HELP + "\n\n" + textwrap.fill(EXIT_CODES, 79),
+        ALERTS_HELP + "\n\n" + textwrap.fill(EXIT_CODES, 79),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    add_json(parser)
     parser.add_argument(
         "--lookback",
-        type=_duration,
+        type=duration_type(allow_zero=False, example="a positive duration like '24h'"),
         default=DEFAULT_LOOKBACK,
         metavar="DURATION",
         help="how far back to look for missed runs and catch-up gaps (default 24h)",
@@ -90,10 +89,10 @@ def add_check_command(commands: argparse._SubParsersAction) -> None:
         "within this long: exit 2 "
         f"(default {FAIL_FAST_SECONDS:g})",
     )
-    parser.set_defaults(handler=run)
+    return parser
 
 
-async def run(args: argparse.Namespace, ctx: Any = None) -> int:
+async def run(args: argparse.Namespace, ctx: Context | None = None) -> int:
     """The `check` command: print the report and return its exit code (never 1 on a crash)."""
     try:
         settings = load_settings()
@@ -193,11 +192,7 @@ def format_report(report: CheckReport) -> str:
         )
         for job in report.jobs
     ]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-        for r in [header, *rows]
-    ]
+    lines = table(header, rows)
     if report.outbox is not None:
         lines.append(f"outbox: {report.outbox.dead} dead message(s)")
     lines.append("")

@@ -1,37 +1,31 @@
-"""Shared plumbing of the `python -m schedules` commands: settings, client, retries."""
+"""Shared plumbing of the `python -m schedules` commands: settings, client, retries, and the
+argument types and errors several commands use."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from temporalio.client import Client
-from temporalio.service import RPCError
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_delay,
-    wait_exponential,
-)
 
-from core import redact
-from core.errors import CatalogError, TemporalUnreachableError
+from core.errors import CatalogError, SchedulerError
+from schedules.catalog.durations import parse_duration
 from schedules.catalog.model import JobSpec, load_valid_jobs
-from schedules.server.errors import nobody_there, transient, transport_cause
+from schedules.catalog.times import parse_time
+from schedules.server.retry import FAIL_FAST_SECONDS, Retry
 from worker.client import connect
 from worker.settings import Settings, load_settings
 
 T = TypeVar("T")
 
-# What a command that was not asked to wait gives an unreachable Temporal, in seconds.
-FAIL_FAST_SECONDS = 5.0
 # One connection attempt while waiting for a starting cluster.
 _ATTEMPT_SECONDS = 10.0
 
@@ -72,18 +66,34 @@ class Context:
     `wait_seconds` (5), no connection attempt outlasts what is left of them, and a
     refused connection (nothing listens at the address) is final at once. With
     `waiting_for_cluster` (a write given `--wait-for-cluster SECONDS`) a refused connection
-    is retried too, for `wait_seconds`, and stderr says once what it waits for.
+    is retried too, for `wait_seconds`, and stderr says once what it waits for. The
+    library calls get `retry`, the policy itself.
     """
 
     def __init__(
         self, wait_seconds: float = FAIL_FAST_SECONDS, *, waiting_for_cluster: bool = False
     ) -> None:
-        self.wait_seconds = wait_seconds
-        self.waiting_for_cluster = waiting_for_cluster
+        self.retry = Retry(
+            wait_seconds,
+            waiting_for_cluster=waiting_for_cluster,
+            address=lambda: self.settings.temporal_address,
+            announce=self._announce,
+        )
         self._settings: Settings | None = None
         self._client: Client | None = None
         self._connecting = asyncio.Lock()  # one connection for every concurrent caller
-        self._announced = False
+
+    @property
+    def wait_seconds(self) -> float:
+        return self.retry.seconds
+
+    @wait_seconds.setter
+    def wait_seconds(self, seconds: float) -> None:
+        self.retry.seconds = seconds
+
+    @property
+    def waiting_for_cluster(self) -> bool:
+        return self.retry.waiting_for_cluster
 
     @property
     def settings(self) -> Settings:
@@ -91,50 +101,17 @@ class Context:
             self._settings = load_settings()
         return self._settings
 
-    def _address(self) -> str:
-        return redact.scrub(self.settings.temporal_address)
-
-    def _retryable(self, exc: BaseException) -> bool:
-        if not transient(exc):
-            return False
-        return self.waiting_for_cluster or not nobody_there(exc)
-
-    def _announce(self, state: RetryCallState) -> None:
-        if self._announced or not self.waiting_for_cluster:
-            return
-        self._announced = True
-        exc = state.outcome.exception() if state.outcome else None
-        cause = f": {transport_cause(exc)}" if exc is not None else ""
+    def _announce(self, cause: str) -> None:
         print(
             f"waiting up to {self.wait_seconds:g}s (--wait-for-cluster) for Temporal at "
-            f"{self._address()} to answer{cause}",
+            f"{self.retry.address()} to answer{cause}",
             file=sys.stderr,
             flush=True,
         )
 
     async def retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         """Run `call`, retrying transient Temporal errors for up to `wait_seconds`."""
-        started = time.monotonic()
-        try:
-            async for attempt in AsyncRetrying(
-                retry=retry_if_exception(self._retryable),
-                stop=stop_after_delay(self.wait_seconds),
-                wait=wait_exponential(multiplier=0.25, max=5),
-                before_sleep=self._announce,
-                reraise=True,
-            ):
-                with attempt:
-                    return await call()
-        except (RPCError, RuntimeError) as exc:
-            if not transient(exc):
-                raise
-            where = f"cannot reach Temporal at {self._address()}"
-            if time.monotonic() - started >= 1 or self.waiting_for_cluster:
-                where += f" within {self.wait_seconds:g}s"
-            raise TemporalUnreachableError(
-                f"{where}: {transport_cause(exc)} (TEMPORAL_ADDRESS)"
-            ) from None
-        raise AssertionError("unreachable")
+        return await self.retry(call)
 
     async def _connect(self, deadline: float) -> Client:
         # No attempt may outlast the budget (an address that never answers).
@@ -175,16 +152,6 @@ def add_cluster_wait(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(waits_for_cluster=True)
 
 
-def register(commands: argparse._SubParsersAction) -> None:
-    """Add the operator commands (list, describe, next, trigger, backfill, pause, resume...)."""
-    for add in _EXTRA_COMMANDS:
-        add(commands)
-
-
-# Modules with more commands append their `add(commands)` function here.
-_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
-
-
 def catalog_jobs(path: Path | None, job_id: str | None = None) -> dict[str, JobSpec]:
     """The catalog's valid jobs by id, for a command that reads the record or acts on one
     job: an invalid entry is left out with one warning line on stderr, unless it is
@@ -206,3 +173,92 @@ def catalog_jobs(path: Path | None, job_id: str | None = None) -> dict[str, JobS
             file=sys.stderr,
         )
     return {job.id: job for job in jobs}
+
+
+class UnknownJobError(SchedulerError):
+    """A job id the catalog does not have."""
+
+
+class BadInputError(SchedulerError):
+    """An argument the command cannot use (a time it cannot read, an empty range ...)."""
+
+
+def catalog_job(path: Path | None, job_id: str) -> JobSpec:
+    """The catalog's job `job_id` (`catalog_jobs` of the others), or `UnknownJobError`."""
+    jobs = catalog_jobs(path, job_id)
+    if job_id not in jobs:
+        raise UnknownJobError(
+            f"unknown job {job_id!r}; the catalog has: {', '.join(jobs) or 'no jobs'}"
+        )
+    return jobs[job_id]
+
+
+def command(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    description: str,
+    epilog: str,
+    **options: Any,
+) -> argparse.ArgumentParser:
+    """The parser of one command, its help, description and exit codes."""
+    return subparsers.add_parser(name, help=help, description=description, epilog=epilog, **options)
+
+
+def add_json(parser: argparse.ArgumentParser, help: str = "print one JSON document") -> None:
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2))
+
+
+def duration_type(allow_zero: bool, example: str) -> Callable[[str], timedelta]:
+    """An argparse type: a catalog-style duration ("90s", "15m", "24h"), above 0 or from 0."""
+
+    def duration(text: str) -> timedelta:
+        try:
+            value = parse_duration(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if (
+            not isinstance(value, timedelta)
+            or value < timedelta(0)
+            or (value == timedelta(0) and not allow_zero)
+        ):
+            raise argparse.ArgumentTypeError(f"must be {example}, got {text!r}")
+        return value
+
+    return duration
+
+
+def count(text: str) -> int:
+    """An argparse type: a whole number, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def database_url(ctx: Context) -> str:
+    """The connection string the commands read PostgreSQL with (`DATABASE_URL`)."""
+    return ctx.settings.database_url.get_secret_value()
+
+
+COMMON_EXIT = "2 bad input (usage, an invalid catalog, an unknown job id)"
+
+
+def add_job(parser: argparse.ArgumentParser, help: str = "job id") -> None:
+    parser.add_argument("job", metavar="ID", help=help)
+
+
+def job_time(text: str, job: JobSpec, now: datetime, option: str) -> datetime:
+    """`text` read as a time of `job` (in its zone unless it names an offset), or
+    `BadInputError` naming `option`."""
+    try:
+        return parse_time(text, job.timezone, now)
+    except ValueError as exc:
+        raise BadInputError(f"{option}: {exc}") from None

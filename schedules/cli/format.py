@@ -71,7 +71,12 @@ def list_entry(job: JobSpec, state: ServerState, last: dict[str, Any] | None) ->
     }
 
 
-def _table(header: Sequence[str], rows: list[Sequence[str]], indent: str = "") -> list[str]:
+def counts_text(counts: dict[str, int] | None) -> str:
+    """`reminded 3, skipped 0`, or `-`: the COUNTS column of `runs`."""
+    return ", ".join(f"{name} {value}" for name, value in (counts or {}).items()) or "-"
+
+
+def table(header: Sequence[str], rows: list[Sequence[str]], indent: str = "") -> list[str]:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     return [
         indent
@@ -132,7 +137,7 @@ def format_list(entries: list[dict[str, Any]], database_ok: bool) -> str:
         "STATUS",
         "PAUSED",
     )
-    return "\n".join(_table(header, rows))
+    return "\n".join(table(header, rows))
 
 
 # --- describe -----------------------------------------------------------------------------
@@ -287,7 +292,7 @@ def format_describe(entry: dict[str, Any]) -> str:
             )
             for e in entry["executions"]
         ]
-        lines += _table(header, rows, indent="  ")
+        lines += table(header, rows, indent="  ")
     return "\n".join(lines)
 
 
@@ -336,7 +341,7 @@ def format_next(entry: dict[str, Any]) -> str:
     header = ("LOCAL", "UTC", "DST") if notes else ("LOCAL", "UTC")
     rows = [(*_when(run, tz), run["note"] or "")[: len(header)] for run in entry["runs"]]
     if rows:
-        lines += _table(header, rows, indent="  ")
+        lines += table(header, rows, indent="  ")
     else:
         lines.append("  none: the job does not fire again")
     return "\n".join(lines)

@@ -59,8 +59,8 @@ from schedules.catalog.compile import (
     read_timing_stamp,
 )
 from schedules.server.backfills import DroppedSlot, backfill_requests, dropped_slots
-from schedules.server.errors import transport_cause
 from schedules.server.found import schedule_or_none
+from schedules.server.retry import transport_cause
 from timing import Timing
 from worker.client import connect
 from workflows import JobRun

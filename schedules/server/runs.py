@@ -1,4 +1,4 @@
-"""`trigger --wait` and `backfill --wait`: wait for the runs a command started, say how each ended.
+"""Wait for the runs a trigger or a backfill started, and learn how each ended.
 
 A run is found by its workflow id, `<job>-<scheduled time>Z`: a trigger knows its run's id
 and run id from the schedule's recent actions; a backfill knows its slots, and takes as a
@@ -6,28 +6,26 @@ slot's run the first run of that id that was not there before the request (a slo
 earlier keeps its id, and its old run must not be mistaken for the new one). Each run's
 workflow result (`JobRunResult`) gives its outcome, origin and counts; a failed run's
 failure gives its error. Everything is bounded by one deadline: what has not finished by
-then is reported as still running (`EXIT_STILL_RUNNING`), and goes on.
+then is reported as still running, and goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError
 
 from core import redact
-from schedules.catalog.durations import format_duration
-from schedules.catalog.times import local_text, utc_text
+from schedules.catalog.times import utc_text
 from schedules.progress import QUIET, Progress
-from schedules.server.connection import Connection as Context
 from schedules.server.found import workflow_or_none
+from schedules.server.retry import Retry
 from workflows.models import JobRunResult
 
-# The exit code of a wait that ended before every run did (the runs go on).
-EXIT_STILL_RUNNING = 3
 # How long `--wait` waits for the runs, unless --timeout says otherwise.
 DEFAULT_WAIT_SECONDS = 900.0
 _POLL = 0.25  # seconds between looks for a backfilled slot's run to start
@@ -59,48 +57,6 @@ class RunOutcome:
         return self.status not in ("still running", "not started")
 
 
-def counts_text(counts: dict[str, int] | None) -> str:
-    """`reminded 3, skipped 0`, or `-`: the COUNTS column of `runs`."""
-    return ", ".join(f"{name} {value}" for name, value in (counts or {}).items()) or "-"
-
-
-def outcome_line(outcome: RunOutcome, timezone: str) -> str:
-    """One run as `runs` shows it: slot (job's zone, UTC), origin, status, took, counts."""
-    took = format_duration(outcome.took) if outcome.took is not None else "-"
-    cells = [
-        local_text(outcome.slot, timezone),
-        utc_text(outcome.slot),
-        outcome.origin,
-        outcome.status,
-        f"took {took}",
-        counts_text(outcome.counts),
-    ]
-    if outcome.caught_up:
-        cells.append(f"caught up {outcome.caught_up} missed run(s)")
-    if outcome.reason:
-        cells.append(("error: " if not outcome.ok else "") + outcome.reason)
-    return "  ".join(cells)
-
-
-def summary(outcomes: list[RunOutcome], job_id: str, timeout: float) -> tuple[str, int]:
-    """The closing line and the exit code: 0 all ran (or were no-ops), 1 one failed,
-    `EXIT_STILL_RUNNING` some had not finished by the deadline."""
-    failed = [o for o in outcomes if o.finished and not o.ok]
-    waiting = [o for o in outcomes if not o.finished]
-    done = len(outcomes) - len(failed) - len(waiting)
-    parts = [f"{done} ran or had nothing to do"]
-    if failed:
-        parts.append(f"{len(failed)} failed")
-    if waiting:
-        parts.append(f"{len(waiting)} not finished within {timeout:g}s (they go on)")
-    line = f"{len(outcomes)} run(s) of {job_id}: {', '.join(parts)}"
-    if waiting or failed:
-        line += f"; see `python -m schedules runs {job_id}`"
-    if failed:
-        return line, 1
-    return line, EXIT_STILL_RUNNING if waiting else 0
-
-
 def _remaining(deadline: float) -> float:
     return max(deadline - time.monotonic(), 0.0)
 
@@ -113,10 +69,11 @@ def _ended(status_name: str | None) -> str:
     }.get(status_name or "", "failed")
 
 
-async def _took(ctx: Context, workflow_id: str, run_id: str) -> tuple[timedelta | None, str | None]:
+async def _took(
+    client: Client, retry: Retry, workflow_id: str, run_id: str
+) -> tuple[timedelta | None, str | None]:
     """How long the run took (start to close) and how it closed, from the server."""
-    client = await ctx.client()
-    described = await ctx.retrying(
+    described = await retry(
         lambda: client.get_workflow_handle(workflow_id, run_id=run_id).describe()
     )
     took = None
@@ -126,15 +83,22 @@ async def _took(ctx: Context, workflow_id: str, run_id: str) -> tuple[timedelta 
 
 
 async def wait_for_run(
-    ctx: Context, workflow_id: str, run_id: str, slot: datetime, origin: str, deadline: float
+    client: Client,
+    workflow_id: str,
+    run_id: str,
+    slot: datetime,
+    origin: str,
+    deadline: float,
+    *,
+    retry: Retry | None = None,
 ) -> RunOutcome:
     """Wait (until `deadline`, a `time.monotonic()` value) for one run's result."""
-    client = await ctx.client()
+    retry = retry or Retry.for_client(client)
     handle = client.get_workflow_handle(workflow_id, run_id=run_id, result_type=JobRunResult)
     outcome = RunOutcome(slot=slot, workflow_id=workflow_id, origin=origin, status="")
     try:
         result: JobRunResult = await asyncio.wait_for(
-            ctx.retrying(lambda: handle.result(follow_runs=False)), _remaining(deadline)
+            retry(lambda: handle.result(follow_runs=False)), _remaining(deadline)
         )
     except TimeoutError:
         outcome.status = "still running"
@@ -143,12 +107,12 @@ async def wait_for_run(
         cause = err.cause
         while cause is not None and cause.cause is not None and not str(cause):
             cause = cause.cause
-        outcome.took, status = await _took(ctx, workflow_id, run_id)
+        outcome.took, status = await _took(client, retry, workflow_id, run_id)
         outcome.status = _ended(status)
         text = str(cause) if cause is not None and str(cause) else str(err)
         outcome.reason = redact.scrub(text.strip().replace("\n", " "))[:_ERROR_CHARS]
         return outcome
-    outcome.took, _ = await _took(ctx, workflow_id, run_id)
+    outcome.took, _ = await _took(client, retry, workflow_id, run_id)
     outcome.slot = result.scheduled_at
     outcome.origin = result.origin
     outcome.status = result.outcome.replace("_", " ")
@@ -158,42 +122,47 @@ async def wait_for_run(
     return outcome
 
 
-async def _run_id(ctx: Context, workflow_id: str) -> str | None:
+async def _run_id(client: Client, retry: Retry, workflow_id: str) -> str | None:
     """The run id of the newest run with this workflow id, or None if there is none."""
-    client = await ctx.client()
 
     async def call() -> str | None:
         described = await workflow_or_none(client, workflow_id)
         return described.run_id if described else None
 
-    return await ctx.retrying(call)
+    return await retry(call)
 
 
-async def run_ids(ctx: Context, workflow_ids: list[str]) -> dict[str, str | None]:
+async def run_ids(
+    client: Client, workflow_ids: list[str], *, retry: Retry | None = None
+) -> dict[str, str | None]:
     """`_run_id` of each workflow id, a bounded number at a time: taken before a backfill
     is requested, so its runs can be told from earlier runs of the same slots."""
+    retry = retry or Retry.for_client(client)
     limit = asyncio.Semaphore(_CONCURRENCY)
 
     async def one(workflow_id: str) -> str | None:
         async with limit:
-            return await _run_id(ctx, workflow_id)
+            return await _run_id(client, retry, workflow_id)
 
     found = await asyncio.gather(*(one(w) for w in workflow_ids))
     return dict(zip(workflow_ids, found, strict=True))
 
 
 async def wait_for_slots(
-    ctx: Context,
+    client: Client,
     job_id: str,
-    timezone: str,
     slots: list[datetime],
     before: dict[str, str | None],
     timeout: float,
     progress: Progress = QUIET,
+    *,
+    report: Callable[[RunOutcome], None] | None = None,
+    retry: Retry | None = None,
 ) -> list[RunOutcome]:
     """Wait for the run of each backfilled slot in turn (they run one after another),
-    printing each line as its run ends (`progress` counts them); the slots not reached by
+    telling `report` of each as its run ends (`progress` counts them); the slots not reached by
     the deadline are reported as not finished."""
+    retry = retry or Retry.for_client(client)
     deadline = time.monotonic() + timeout
     outcomes = []
     progress.phase("backfill", len(slots))
@@ -202,7 +171,7 @@ async def wait_for_slots(
         outcome = RunOutcome(slot=slot, workflow_id=workflow_id, origin="backfill", status="")
         run_id = None
         while _remaining(deadline) > 0:
-            current = await _run_id(ctx, workflow_id)
+            current = await _run_id(client, retry, workflow_id)
             if current is not None and current != before.get(workflow_id):
                 run_id = current
                 break
@@ -210,15 +179,12 @@ async def wait_for_slots(
         if run_id is None:
             outcome.status = "not started"
         else:
-            outcome = await wait_for_run(ctx, workflow_id, run_id, slot, "backfill", deadline)
+            outcome = await wait_for_run(
+                client, workflow_id, run_id, slot, "backfill", deadline, retry=retry
+            )
         outcomes.append(outcome)
-        progress.write(outcome_line(outcome, timezone))
+        if report is not None:
+            report(outcome)
         progress.advance()
     progress.close()
     return outcomes
-
-
-def print_summary(outcomes: list[RunOutcome], job_id: str, timeout: float) -> int:
-    line, code = summary(outcomes, job_id, timeout)
-    print(line)
-    return code

@@ -75,6 +75,7 @@ from schedules.catalog.model import JobSpec, catalog_error
 from schedules.health.verify import Verdict, keep_forced_utc, verify_written
 from schedules.progress import QUIET, Progress
 from schedules.server.found import schedule_or_none
+from schedules.server.retry import transient_rpc
 from schedules.server.sync_lock import DEFAULT_LEASE_SECONDS, SyncLock, sync_lock
 from schedules.sync.safety import (
     DEFAULT_MAX_PRUNE,
@@ -90,13 +91,6 @@ logger = logging.getLogger(__name__)
 # Describe calls in flight at once: enough for 1,000 schedules in seconds, not a flood.
 _CONCURRENCY = 16
 
-# Errors that say the server is not (yet) reachable: the caller retries the whole sync.
-_TRANSIENT = {
-    RPCStatusCode.UNAVAILABLE,
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.RESOURCE_EXHAUSTED,
-    RPCStatusCode.INTERNAL,
-}
 _KEYWORD = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
 _warned: set[Any] = set()  # logged once: (namespace, attribute) pairs unusable, "write"
 
@@ -259,7 +253,7 @@ async def _keyword_attribute(client: Client, name: str, register: bool) -> bool:
                 if found is None:  # not added by a concurrent sync either
                     raise
     except RPCError as err:
-        if err.status in _TRANSIENT:
+        if transient_rpc(err):  # the server not (yet) reachable: the caller retries the sync
             raise
         _warn_once(
             namespace, name, f"cannot list or register it ({err.status.name}: {err.message})"

@@ -20,31 +20,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from core import redact
 from core.errors import SchedulerError
+from schedules.server.retry import transient_rpc
 from schedules.server.sync_lock import SyncLockError
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_PRUNE = 0.5
-
-# Errors that say the server is not (yet) reachable: the caller retries the whole sync.
-TRANSIENT = {
-    RPCStatusCode.UNAVAILABLE,
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.RESOURCE_EXHAUSTED,
-    RPCStatusCode.INTERNAL,
-}
-
-
-def transient(err: BaseException) -> bool:
-    """Whether `err` is worth retrying: a server not ready or overloaded, not one that
-    refused the request (gRPC's "message larger than max" comes as RESOURCE_EXHAUSTED)."""
-    if not isinstance(err, RPCError):
-        return False
-    return err.status in TRANSIENT and "larger than max" not in (err.message or "")
 
 
 class PruneRefusedError(SchedulerError):
@@ -166,7 +151,7 @@ async def apply_in_order(
                 f"{lost}; {applied} of {total} change(s) were applied before it stopped, "
                 "and a re-run carries on from them"
             ) from None
-        if all(transient(e) for e in errors):
+        if all(transient_rpc(e) for e in errors):
             raise errors[0]
         tried = {(o.job_id, o.action) for o in outcomes}
         outcomes += [

@@ -31,8 +31,8 @@ from pathlib import Path
 import pytest
 
 from core import redact
-from schedules.__main__ import main as schedules_main
 from schedules.catalog.model import parse_catalog
+from schedules.cli.main import main as schedules_main
 from schedules.sync.plan import sync
 from tests.helpers import ROOT, TEMPLATE_DB
 from tests.helpers.worker import settings_env

@@ -1,6 +1,6 @@
 """Every malformed cron of `tests/cron_table.py` is refused alike by `validate`, `sync` and
 `next` of that job: exit 2, one line naming the job, the field and the value, no traceback,
-nothing sent to Temporal; `next` of the catalog's other job still answers, with one warning. The commands run in-process (`schedules.__main__.main`, what the entry point
+nothing sent to Temporal; `next` of the catalog's other job still answers, with one warning. The commands run in-process (`schedules.cli.main.main`, what the entry point
 calls) for the whole table, and as real processes for a few of it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from schedules.__main__ import main
+from schedules.cli.main import main
 from tests.cron_table import MALFORMED
 from tests.helpers import ROOT
 from tests.integration.namespaces import fresh_namespace

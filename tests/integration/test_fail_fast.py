@@ -17,9 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
 from core.errors import TemporalUnreachableError
-from schedules.cli.context import Context
+from schedules.server.retry import Retry
 from schedules.server.state import schedule_states
 from tests.helpers import ROOT
 
@@ -186,13 +187,15 @@ def test_list_with_temporal_unreachable_is_one_line_every_time(env, tmp_path):
         )
 
 
-async def test_schedule_states_leaves_no_task_behind_when_temporal_is_unreachable(env, monkeypatch):
+async def test_schedule_states_leaves_no_task_behind_when_temporal_is_unreachable(env):
     """The cause of the above, made deterministic: the call returns (here, raises) only
     once every per-job task has finished, so none can fail unheard after it."""
-    monkeypatch.setenv("TEMPORAL_ADDRESS", env["TEMPORAL_ADDRESS"])
+    # A lazy client connects at its first call: each job's call meets the closed port.
+    client = await Client.connect(env["TEMPORAL_ADDRESS"], lazy=True)
+    retry = Retry(address=env["TEMPORAL_ADDRESS"])
     before = asyncio.all_tasks()
     with pytest.raises(TemporalUnreachableError):
-        await schedule_states(Context(), [f"ff-job-{n}" for n in range(40)])
+        await schedule_states(client, [f"ff-job-{n}" for n in range(40)], retry=retry)
     left = [task for task in asyncio.all_tasks() - before if not task.done()]
     assert left == []
 

@@ -14,7 +14,6 @@ import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 from schedules.catalog.model import load_catalog
-from schedules.cli.context import Context
 from schedules.server.state import OperationError, trigger
 from schedules.sync.plan import sync
 from tests.helpers import ROOT, assert_eventually
@@ -76,14 +75,6 @@ async def synced(client, task_queue):
             except RPCError as err:  # finished since
                 if err.status != RPCStatusCode.NOT_FOUND:
                     raise
-
-
-@pytest.fixture
-def ctx(settings, monkeypatch) -> Context:
-    """A CLI context (settings from the environment, as the CLI reads them) for the test."""
-    for name, value in settings_env(settings).items():
-        monkeypatch.setenv(name, value)
-    return Context(20)
 
 
 def insert_execution(db, job: str, scheduled_at: datetime, status: str = "completed") -> None:
@@ -256,20 +247,18 @@ async def test_trigger_starts_one_run_that_is_recorded(
     assert workflow_id == f"op-trigger-{row['scheduled_at'].astimezone(UTC):%Y-%m-%dT%H:%M:%S}Z"
 
 
-async def test_a_second_trigger_in_the_same_second_is_reported_not_lost(
-    client, ctx, tmp_path, synced
-):
+async def test_a_second_trigger_in_the_same_second_is_reported_not_lost(client, tmp_path, synced):
     catalog = write_catalog(
         tmp_path, **{"op-twice": {"cron": "0 3 * * *", "timezone": "UTC", **QUIET}}
     )
     await synced(catalog, "op-twice")
     # No worker: the first run stays running, so Temporal drops a second start of its id.
     second = datetime.now(UTC).replace(microsecond=0)
-    first = await trigger(ctx, "op-twice", second.replace(microsecond=100_000), timeout=20)
+    first = await trigger(client, "op-twice", second.replace(microsecond=100_000), timeout=20)
     assert first.action.workflow_id == f"op-twice-{second:%Y-%m-%dT%H:%M:%S}Z"
 
     with pytest.raises(OperationError) as err:
-        await trigger(ctx, "op-twice", second.replace(microsecond=600_000), timeout=3)
+        await trigger(client, "op-twice", second.replace(microsecond=600_000), timeout=3)
     message = str(err.value)
     assert "did not start a run within 3s" in message
     assert f"run {first.action.workflow_id} of the same second already exists" in message

@@ -21,7 +21,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.workflowservice.v1 import ListScheduleMatchingTimesRequest
 from temporalio.client import Client
 
-from schedules.health.verify import list_matching_times
+from schedules.server.times import list_matching_times
 
 FIRST, END = datetime(2027, 1, 1, tzinfo=UTC), datetime(2032, 1, 1, tzinfo=UTC)
 T = TypeVar("T")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from schedules.__main__ import build_parser, main
+from schedules.cli.main import build_parser, main
 
 CATALOG = '[nightly]\nkind = "invoice-reminders"\ncron = "30 2 * * *"\ntimezone = "UTC"\n'
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from schedules.catalog.model import JobSpec
-from schedules.catalog.times import between, dst_note, local_text, parse_time, upcoming
+from schedules.catalog.times import dst_note, local_text, parse_time
 from schedules.cli.format import (
     describe_entry,
     format_describe,
@@ -33,7 +33,7 @@ def utc(*parts: int) -> datetime:
 
 
 def notes(spec: JobSpec, after: datetime, count: int) -> list[tuple[str, str | None]]:
-    entry = next_entry(spec, after, upcoming(spec, after, count))
+    entry = next_entry(spec, after, spec.timing.upcoming(after, count))
     return [(run["utc"], run["note"]) for run in entry["runs"]]
 
 
@@ -77,26 +77,29 @@ def test_no_note_where_dst_moves_nothing():
 
 def test_between_is_start_inclusive_end_exclusive_and_bounded():
     daily = job("0 3 * * *", "UTC")
-    times = between(daily, utc(2026, 10, 1, 3), utc(2026, 10, 6, 3), limit=100)
+    times = daily.timing.fire_times(utc(2026, 10, 1, 3), utc(2026, 10, 6, 3), limit=100)
     assert times == [utc(2026, 10, day, 3) for day in range(1, 6)]
-    assert between(daily, utc(2026, 10, 1, 3), utc(2026, 10, 6, 3), limit=3) == times[:3]
+    assert daily.timing.fire_times(utc(2026, 10, 1, 3), utc(2026, 10, 6, 3), limit=3) == times[:3]
     minutely = job("* * * * *", "UTC")
     # A year of minutely runs is not listed to learn there are more than 1000.
-    assert len(between(minutely, utc(2026, 1, 1), utc(2027, 1, 1), limit=1001)) == 1001
+    assert len(minutely.timing.fire_times(utc(2026, 1, 1), utc(2027, 1, 1), limit=1001)) == 1001
 
 
 def test_between_and_upcoming_respect_the_jobs_own_bounds():
     bounded = job("0 3 * * *", "UTC", start_at=utc(2026, 10, 3), end_at=utc(2026, 10, 4, 3))
-    assert between(bounded, utc(2026, 10, 1), utc(2026, 11, 1), 100) == [
+    assert bounded.timing.fire_times(utc(2026, 10, 1), utc(2026, 11, 1), limit=100) == [
         utc(2026, 10, 3, 3),
         utc(2026, 10, 4, 3),
     ]
-    assert upcoming(bounded, utc(2026, 10, 1), 5) == [utc(2026, 10, 3, 3), utc(2026, 10, 4, 3)]
+    assert bounded.timing.upcoming(utc(2026, 10, 1), 5) == [
+        utc(2026, 10, 3, 3),
+        utc(2026, 10, 4, 3),
+    ]
 
 
 def test_interval_jobs_count_from_the_epoch_in_utc():
     every = job(None, interval=timedelta(minutes=90))
-    assert upcoming(every, utc(2026, 1, 1), 2) == [utc(2026, 1, 1, 1, 30), utc(2026, 1, 1, 3)]
+    assert every.timing.upcoming(utc(2026, 1, 1), 2) == [utc(2026, 1, 1, 1, 30), utc(2026, 1, 1, 3)]
 
 
 @pytest.mark.parametrize(
@@ -194,16 +197,18 @@ def test_describe_reports_drift_and_an_unavailable_database():
 
 def test_next_text_shows_local_utc_and_the_dst_column_only_when_needed():
     spring = format_next(
-        next_entry(job(), utc(2027, 3, 13, 12), upcoming(job(), utc(2027, 3, 13, 12), 1))
+        next_entry(job(), utc(2027, 3, 13, 12), job().timing.upcoming(utc(2027, 3, 13, 12), 1))
     )
     assert "2027-03-14 03:00 EDT  2027-03-14T07:00:00Z  spring forward" in spring
     # Listed from the change itself (`next --from 2027-03-14T03:00`): the note still shows.
     at_change = utc(2027, 3, 14, 7)
     from_change = format_next(
-        next_entry(job(), at_change, upcoming(job(), at_change - timedelta(microseconds=1), 1))
+        next_entry(
+            job(), at_change, job().timing.upcoming(at_change - timedelta(microseconds=1), 1)
+        )
     )
     assert "2027-03-14 03:00 EDT  2027-03-14T07:00:00Z  spring forward" in from_change
-    plain = format_next(next_entry(job(), NOW, upcoming(job(), NOW, 1)))
+    plain = format_next(next_entry(job(), NOW, job().timing.upcoming(NOW, 1)))
     assert "DST" not in plain and "2026-11-30 02:30 EST  2026-11-30T07:30:00Z" in plain
     assert local_text(utc(2026, 11, 30, 7, 30, 5), "UTC") == "2026-11-30 07:30:05 UTC"
 
@@ -211,7 +216,7 @@ def test_next_text_shows_local_utc_and_the_dst_column_only_when_needed():
 def test_next_of_a_job_the_catalog_pauses_says_so_above_its_times():
     paused = job(paused=True, note="ledger migration")
     after = utc(2027, 3, 13, 12)
-    entry = next_entry(paused, after, upcoming(paused, after, 1))
+    entry = next_entry(paused, after, paused.timing.upcoming(after, 1))
     assert (entry["paused"], entry["note"]) == (True, "ledger migration")
     lines = format_next(entry).splitlines()
     assert lines[1] == (
@@ -219,4 +224,4 @@ def test_next_of_a_job_the_catalog_pauses_says_so_above_its_times():
         "resumed; they are the times it fires once resumed"
     )
     assert "2027-03-14T07:00:00Z" in lines[-1]
-    assert "paused" not in format_next(next_entry(job(), after, upcoming(job(), after, 1)))
+    assert "paused" not in format_next(next_entry(job(), after, job().timing.upcoming(after, 1)))

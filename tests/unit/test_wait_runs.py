@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from schedules.server.runs import EXIT_STILL_RUNNING, RunOutcome, outcome_line, summary
+from schedules.cli.wait import EXIT_STILL_RUNNING, outcome_line, summary
+from schedules.server.runs import RunOutcome
 
 SLOT = datetime(2027, 3, 14, 7, 0, tzinfo=UTC)
 

@@ -1,0 +1,179 @@
+"""`python -m schedules`: the parser of every command, and the one way a command ends.
+
+Every command is a module of this package with `NAME`, `configure(subparsers)` (its
+arguments, help and exit codes) and `run(args, ctx)` (returns the exit code), registered
+in `COMMANDS`, the one list of them. Errors a command raises end it here: a user error is
+one line and its `exit_code`, a bug one line and exit 1, a traceback only with `--debug`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from temporalio.service import RPCError
+
+from core import redact
+from core.errors import SchedulerError, first_line
+from schedules.cli import (
+    audit,
+    backfill,
+    check,
+    describe,
+    explain,
+    list_jobs,
+    next_times,
+    outbox,
+    pause,
+    resume,
+    runs,
+    sync,
+    tenants,
+    trigger,
+    validate,
+    verify,
+)
+from schedules.cli.context import (
+    CLUSTER_WAIT_HELP,
+    FAIL_FAST_SECONDS,
+    Context,
+    Parser,
+    non_negative_seconds,
+)
+from worker.logs import RedactingFilter, quiet_libraries
+
+# In the order `--help` lists them.
+COMMANDS = (
+    validate,
+    sync,
+    audit,
+    explain,
+    list_jobs,
+    describe,
+    next_times,
+    trigger,
+    backfill,
+    pause,
+    resume,
+    outbox,
+    runs,
+    check,
+    verify,
+    tenants,
+)
+
+EXIT_CODES = (
+    "exit codes: 0 success; 1 failure (Temporal or PostgreSQL unreachable, a command that "
+    "could not be carried out); 2 bad input (usage, an invalid catalog, an unknown job). "
+    "A server that cannot be reached is one line naming its address, within about "
+    f"{FAIL_FAST_SECONDS:g}s; only the commands that write (sync, trigger, backfill, pause, "
+    "resume) wait for a starting cluster, and only when given --wait-for-cluster SECONDS"
+)
+WRITES = ("sync", "trigger", "backfill", "pause", "resume")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="python -m schedules",
+        description="Define, register and steer the job catalog's Temporal schedules.",
+        epilog=EXIT_CODES,
+    )
+    _add_global_options(parser, default=None)
+    parser.add_argument(
+        "--wait-for-cluster",
+        dest="cluster_wait",
+        type=non_negative_seconds,
+        default=None,
+        metavar="SECONDS",
+        help=f"{CLUSTER_WAIT_HELP}; only for {', '.join(WRITES)}",
+    )
+    parser.add_argument(
+        "--wait",
+        dest="legacy_wait",
+        type=non_negative_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="deprecated spelling of --wait-for-cluster, accepted only before the command; "
+        "read-only commands ignore it (they fail fast). After `trigger` or `backfill`, "
+        "--wait means: wait for the runs to finish",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS:
+        command = module.configure(subparsers)
+        command.set_defaults(handler=module.run)
+        # Accepted after the command too (`validate --catalog X`); there they override the
+        # ones given before it, and when left out there they leave those alone.
+        _add_global_options(command, default=argparse.SUPPRESS)
+    return parser
+
+
+def _add_global_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=default if default is argparse.SUPPRESS else False,
+        help="show tracebacks on errors",
+    )
+    parser.add_argument(
+        "--catalog",
+        type=Path,
+        default=default,
+        metavar="PATH",
+        help="catalog file (default: the packaged schedules/jobs.toml)",
+    )
+
+
+def _configure_logging(debug: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+    quiet_libraries()
+
+
+def _context(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Context:
+    """Fail fast, unless a command that writes was asked to wait for a starting cluster."""
+    if not getattr(args, "waits_for_cluster", False):
+        if args.cluster_wait is not None:
+            parser.error(
+                f"--wait-for-cluster: `{args.command}` does not wait for a cluster (only "
+                f"{', '.join(WRITES)} do); it fails within about {FAIL_FAST_SECONDS:g}s"
+            )
+        return Context()
+    wait = args.cluster_wait if args.cluster_wait is not None else args.legacy_wait
+    if wait is None:
+        return Context()
+    return Context(wait, waiting_for_cluster=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args.debug)
+    ctx = _context(parser, args)
+    try:
+        return asyncio.run(args.handler(args, ctx))
+    except SchedulerError as exc:
+        if args.debug:
+            raise
+        print(f"error: {redact.scrub(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    except RPCError as exc:  # a refusal no command expected: one line, not a traceback
+        if args.debug:
+            raise
+        status = exc.status.name if exc.status is not None else "error"
+        print(f"error: Temporal refused: {status}: {redact.scrub(exc.message)}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: say what, and how to see more
+        if args.debug:
+            raise
+        print(
+            f"error: unexpected {type(exc).__name__}: {redact.scrub(first_line(exc, ''))} "
+            "(run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return 1

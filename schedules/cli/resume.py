@@ -1,0 +1,49 @@
+"""`python -m schedules resume JOB`: lift a pause; the note goes back to the job's intent."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from schedules.catalog.compile import intent_note
+from schedules.cli.context import Context, add_cluster_wait, add_job, catalog_job, command
+from schedules.cli.pause import EXIT_CODES
+from schedules.server.actions import resume
+from schedules.server.state import usable_state
+
+NAME = "resume"
+
+
+def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = command(
+        subparsers,
+        NAME,
+        "resume a paused job's schedule",
+        "Unpause the job's schedule. Runs missed while it was paused can be started with "
+        "`backfill`.",
+        EXIT_CODES,
+    )
+    add_job(parser)
+    parser.add_argument(
+        "--note", default=None, metavar="TEXT", help="the note (default: the job's intent)"
+    )
+    add_cluster_wait(parser)
+    return parser
+
+
+async def run(args: argparse.Namespace, ctx: Context) -> int:
+    job = catalog_job(args.catalog, args.job)
+    client = await ctx.client()
+    state = await usable_state(client, job.id, retry=ctx.retry)
+    if not state.paused:
+        print(f"{job.id} is not paused; nothing changed")
+        return 0
+    # The note goes back to the job's intent, which the UI shows on the schedule's page.
+    await resume(client, job.id, args.note or intent_note(job), retry=ctx.retry)
+    print(f"resumed {job.id} (it was paused: {state.note or 'no note'})")
+    if job.paused:
+        print(
+            f"warning: the catalog pauses {job.id}; the next sync pauses it again",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,55 @@
+"""`tenants import FILE | export`: runtime schedules as JSON Lines, which export writes and
+import reads back."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from schedules import tenants
+from schedules.cli.context import BadInputError, Context
+from schedules.cli.tenants.common import add_by, print_line, quotas, subcommand, url, who
+
+
+def configure(commands: argparse._SubParsersAction) -> None:
+    importing = subcommand(
+        commands,
+        "import",
+        "create the schedules of a JSON Lines file that do not exist yet (idempotent); "
+        "every line is validated first, and nothing is written unless all are good",
+        _import,
+    )
+    importing.add_argument("file", type=Path, metavar="FILE", help="JSON Lines ('-': stdin)")
+    add_by(importing)
+
+    exporting = subcommand(commands, "export", "print live schedules as JSON Lines", _export)
+    exporting.add_argument("--tenant", help="only this tenant's")
+
+
+def _lines(path: Path) -> list[str]:
+    if str(path) == "-":
+        return sys.stdin.read().splitlines()
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise BadInputError(f"FILE: cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"FILE: {path} is not UTF-8 text ({exc.reason})") from None
+
+
+async def _import(args: argparse.Namespace, ctx: Context) -> int:
+    report = await tenants.import_lines(
+        url(ctx), _lines(args.file), by=who(args), quotas=quotas(ctx)
+    )
+    print(
+        f"imported {report.lines} line(s): {report.created} created, "
+        f"{report.unchanged} already there"
+    )
+    return 0
+
+
+async def _export(args: argparse.Namespace, ctx: Context) -> int:
+    async for line in tenants.export(url(ctx), tenant=args.tenant):
+        print_line(line)
+    return 0

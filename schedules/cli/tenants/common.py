@@ -1,0 +1,113 @@
+"""What the `tenants` subcommands share: exit codes, arguments, and how a schedule reads."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from schedules.catalog.times import local_text, parse_time, utc_text
+from schedules.cli.context import BadInputError, Context, database_url
+from schedules.tenants import Quotas, Schedule
+
+EXIT_CODES = (
+    "exit codes: 0 done; 1 PostgreSQL unreachable, a version conflict (someone changed the "
+    "schedule first: read it again), a create or import naming an existing schedule with "
+    "another definition; 2 bad input (usage, an invalid field, a quota, an unknown "
+    "schedule id); nothing is written unless the exit code is 0"
+)
+
+
+def subcommand(
+    commands: argparse._SubParsersAction, name: str, help: str, handler: Any
+) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        name, help=help, description=help[0].upper() + help[1:] + ".", epilog=EXIT_CODES
+    )
+    parser.set_defaults(tenants_handler=handler)
+    return parser
+
+
+def add_id(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=schedule_id, metavar="ID", help="schedule id (rt-ID or ID)")
+
+
+def add_by(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--by", default=None, metavar="WHO", help="who makes the change (default: login name)"
+    )
+
+
+def schedule_id(text: str) -> int:
+    """An argparse type: `12` or `rt-12`."""
+    digits = text.removeprefix("rt-")
+    if not digits.isdigit() or not 0 < int(digits) < 2**63:
+        raise argparse.ArgumentTypeError(f"must be a schedule id like 12 or rt-12, got {text!r}")
+    return int(digits)
+
+
+def who(args: argparse.Namespace) -> str:
+    if args.by is not None:
+        return args.by
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli"
+
+
+def url(ctx: Context) -> str:
+    return database_url(ctx)
+
+
+def quotas(ctx: Context) -> Quotas:
+    return Quotas.of(ctx.settings)
+
+
+def when(text: str, timezone: str, option: str) -> datetime:
+    """An operator's time in the schedule's zone (unless it names an offset)."""
+    try:
+        return parse_time(text, timezone, datetime.now(UTC))
+    except ValueError as exc:
+        raise BadInputError(f"{option}: {exc}") from None
+
+
+def params_json(text: str) -> dict[str, Any]:
+    """An argparse type: a JSON object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"must be a JSON object: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text[:60]!r}")
+    return value
+
+
+def entry(schedule: Schedule) -> dict[str, Any]:
+    """A schedule as one JSON object (`show --json`, a line of `list --json`)."""
+    data = schedule.model_dump(mode="json")
+    return {"id": schedule.id, "ledger_name": schedule.ledger_name, **data}
+
+
+def print_line(data: Any) -> None:
+    print(json.dumps(data, default=str, separators=(",", ":")))
+
+
+def at(instant: datetime | None, timezone: str) -> str:
+    if instant is None:
+        return "-"
+    return f"{local_text(instant, timezone)} ({utc_text(instant)})"
+
+
+def summary(schedule: Schedule) -> str:
+    """`rt-12 acme/weekly-report v3: test-noop '0 8 * * 1' America/New_York, next ...`."""
+    state = (
+        "deleted"
+        if schedule.deleted_at is not None
+        else (f"paused: {schedule.note}" if schedule.paused else f"next {at(schedule.next_fire_at, schedule.timezone)}")
+    )  # fmt: skip
+    return (
+        f"{schedule.ledger_name} {schedule.tenant}/{schedule.name} v{schedule.version}: "
+        f"{schedule.kind} {schedule.cron!r} {schedule.timezone}, {state}"
+    )

@@ -1,0 +1,134 @@
+"""`tenants show | list | next | explain | runs`: reads; `--json` prints JSON (Lines for
+`list` and `runs`, one object a line)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC
+
+from schedules import tenants
+from schedules.cli.context import Context, count
+from schedules.cli.tenants.common import (
+    add_id,
+    at,
+    entry,
+    print_line,
+    subcommand,
+    summary,
+    url,
+    when,
+)
+
+
+def configure(commands: argparse._SubParsersAction) -> None:
+    show = subcommand(commands, "show", "one schedule: its fields, state and recent changes", _show)
+    add_id(show)
+    show.add_argument("--json", action="store_true", help="one JSON object")
+
+    listing = subcommand(commands, "list", "live schedules, filtered, by id", _list)
+    listing.add_argument("--tenant")
+    listing.add_argument("--kind")
+    state = listing.add_mutually_exclusive_group()
+    state.add_argument("--paused", action="store_const", const=True, dest="paused")
+    state.add_argument("--active", action="store_const", const=False, dest="paused")
+    listing.add_argument("--due", action="store_true", help="next slot at or before now")
+    listing.add_argument("--limit", type=count, default=100, help="at most this many (100)")
+    listing.add_argument("--after", type=int, default=0, metavar="ID", help="page on after ID")
+    listing.add_argument("--json", action="store_true", help="JSON Lines: one schedule a line")
+
+    upcoming = subcommand(commands, "next", "the next fire times, DST cases flagged", _next)
+    add_id(upcoming)
+    upcoming.add_argument("-n", type=count, default=10, help="how many (10)")
+    upcoming.add_argument("--json", action="store_true", help="JSON Lines")
+
+    explain = subcommand(commands, "explain", "what happened to one slot, and why", _explain)
+    add_id(explain)
+    explain.add_argument("slot", metavar="TIME", help="the slot, in the schedule's zone or UTC")
+    explain.add_argument("--json", action="store_true", help="one JSON object")
+
+    runs = subcommand(commands, "runs", "the schedule's runs from the ledger, newest first", _runs)
+    add_id(runs)
+    runs.add_argument("-n", type=count, default=20, help="how many (20)")
+    runs.add_argument("--json", action="store_true", help="JSON Lines: one run a line")
+
+
+async def _show(args: argparse.Namespace, ctx: Context) -> int:
+    schedule = await tenants.get(url(ctx), args.id)
+    log = await tenants.changes(url(ctx), args.id, limit=10)
+    if args.json:
+        print_line(entry(schedule) | {"changes": log})
+        return 0
+    print(summary(schedule))
+    print(f"  params {schedule.params}; catchup {schedule.catchup}; shard {schedule.shard}")
+    print(f"  timing since {at(schedule.timing_since, schedule.timezone)}")
+    for change in log:
+        print(f"  {change['at']:%Y-%m-%dT%H:%M:%SZ} {change['action']} by {change['by'] or '-'}")
+    return 0
+
+
+async def _list(args: argparse.Namespace, ctx: Context) -> int:
+    page = await tenants.list_schedules(
+        url(ctx),
+        tenant=args.tenant,
+        kind=args.kind,
+        paused=args.paused,
+        due=args.due,
+        after=args.after,
+        limit=args.limit,
+    )
+    for schedule in page.schedules:
+        print_line(entry(schedule)) if args.json else print(summary(schedule))
+    if page.next_after is not None and not args.json:
+        print(f"(more: --after {page.next_after})")
+    return 0
+
+
+async def _next(args: argparse.Namespace, ctx: Context) -> int:
+    schedule, times = await tenants.next_times(url(ctx), args.id, args.n)
+    for fire in times:
+        if args.json:
+            print_line({"at": fire.at.astimezone(UTC).isoformat(), "dst": fire.dst})
+        else:
+            print(at(fire.at, schedule.timezone) + (f"  [{fire.dst}]" if fire.dst else ""))
+    return 0
+
+
+async def _explain(args: argparse.Namespace, ctx: Context) -> int:
+    schedule = await tenants.get(url(ctx), args.id)
+    slot = when(args.slot, schedule.timezone, "TIME")
+    told = await tenants.explain(url(ctx), args.id, slot)
+    if args.json:
+        print_line(
+            {
+                "schedule": told.schedule.id,
+                "slot": slot.isoformat(),
+                "fire_time": told.fire_time,
+                "workflow_id": told.workflow_id,
+                "intent": told.intent,
+                "execution": told.execution,
+                "verdict": told.verdict,
+            }
+        )
+        return 0
+    print(f"{told.workflow_id} ({at(slot, schedule.timezone)}): {told.verdict}")
+    return 0
+
+
+async def _runs(args: argparse.Namespace, ctx: Context) -> int:
+    schedule = await tenants.get(url(ctx), args.id)
+    rows = await tenants.runs(url(ctx), args.id, limit=args.n)
+    for row in rows:
+        if args.json:
+            print_line(row)
+        else:
+            took = (
+                f" in {(row['finished_at'] - row['started_at']).total_seconds():.1f}s"
+                if row["finished_at"] and row["started_at"]
+                else ""
+            )
+            print(
+                f"{at(row['scheduled_at'], schedule.timezone)} {row['origin']} {row['status']}{took}"
+            )
+    if not rows and not args.json:
+        print(f"{schedule.ledger_name}: no runs recorded")
+    return 0

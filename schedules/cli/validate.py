@@ -1,0 +1,40 @@
+"""`python -m schedules validate`: check the catalog and list every problem; touches nothing."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+
+from core.errors import CatalogError
+from schedules.catalog.model import load_catalog
+from schedules.cli.context import Context, command
+from schedules.sync.plan import compile_jobs
+from worker.settings import Settings
+
+NAME = "validate"
+EXIT_CODES = "exit codes: 0 valid; 2 invalid (a catalog without jobs included)"
+
+
+def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    return command(
+        subparsers,
+        NAME,
+        "check the catalog and list every problem; touches nothing",
+        "Validate the whole catalog. Every problem is listed with its job, field and value. "
+        "Nothing is sent to Temporal.",
+        EXIT_CODES,
+    )
+
+
+async def run(args: argparse.Namespace, ctx: Context) -> int:
+    jobs = load_catalog(args.catalog)
+    if not jobs:  # valid TOML, but a sync of it would delete every managed schedule
+        raise CatalogError(
+            f"{args.catalog or 'schedules/jobs.toml'} has no jobs: a catalog schedules at least "
+            "one (an empty file or one of comments is not a catalog; to remove every schedule, "
+            "sync it with --max-prune 100)"
+        )
+    # Compiled too, as sync would: crons Temporal cannot express, schedules too large.
+    compile_jobs(jobs, Settings.model_fields["temporal_task_queue"].default, datetime.now(UTC))
+    print(f"catalog ok: {len(jobs)} job(s): {', '.join(job.id for job in jobs)}")
+    return 0

@@ -1,0 +1,98 @@
+"""The evidence `explain` judges: what the record and the server say about one fire time.
+
+`gather` reads the slot's `job_executions` row (PostgreSQL, by connection string) and the
+server's side (the schedule's state, the slot's workflow, the workers polling the task
+queue, a backfill that covered it); what cannot be read is noted in the evidence, so the
+verdict can say "cannot tell" instead of guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+
+from temporalio.client import Client
+
+from activities.catchup import second_occurrence_of
+from core.errors import TemporalUnreachableError
+from schedules.catalog.model import JobSpec
+from schedules.catalog.times import utc_text
+from schedules.health.explain import Evidence
+from schedules.record import DatabaseUnavailableError, execution_at
+from schedules.server.backfills import BackfillRequest, backfill_requests
+from schedules.server.retry import Retry
+from schedules.server.state import OperationError, pollers, schedule_state, workflow_status
+from timing.firetimes import fire_times, next_fire_time
+
+_TICK = timedelta(microseconds=1)
+
+
+def _interval(job: JobSpec) -> timedelta | None:
+    return job.interval
+
+
+def latest_fire_time(job: JobSpec, now: datetime) -> datetime | None:
+    """The job's newest fire time at or before `now`."""
+    found = fire_times(job.cron, job.timezone, None, now + _TICK, interval=_interval(job), limit=1)
+    return found[0] if found else None
+
+
+def neighbours(job: JobSpec, at: datetime) -> tuple[datetime | None, datetime | None]:
+    before = fire_times(job.cron, job.timezone, None, at, interval=_interval(job), limit=1)
+    after = next_fire_time(job.cron, job.timezone, at, interval=_interval(job))
+    return (before[0] if before else None), after
+
+
+def on_grid(job: JobSpec, at: datetime) -> bool:
+    return bool(fire_times(job.cron, job.timezone, at, at + _TICK, interval=_interval(job)))
+
+
+async def covering_backfill(client: Client, job: JobSpec, fire: datetime) -> BackfillRequest | None:
+    """The newest backfill the server received over `fire` that drops overlapping slots."""
+    requests = await backfill_requests(client, job.id)
+    covering = [r for r in requests if r.start <= fire <= r.end and r.drops(job.overlap)]
+    return covering[-1] if covering else None
+
+
+async def gather(
+    client: Client | Callable[[], Awaitable[Client]],
+    conninfo: str,
+    job: JobSpec,
+    fire: datetime,
+    now: datetime,
+    *,
+    task_queue: str,
+    retry: Retry | None = None,
+) -> Evidence:
+    """Everything the record and the server say about `fire`; unreachable servers are noted.
+
+    `client` may be a coroutine function that makes one: it is called only when the server
+    has to be asked, and a failure to connect is noted like any unreachable server."""
+    ev = Evidence(job=job, fire=fire, now=now, task_queue=task_queue)
+    ev.on_grid = on_grid(job, fire)
+    if not ev.on_grid:
+        ev.neighbours = neighbours(job, fire)
+        first = second_occurrence_of(fire, job.timezone)
+        if first is not None and on_grid(job, first):
+            ev.repeated_of = first
+        return ev
+    if fire > now:
+        return ev
+    try:
+        ev.row = await execution_at(conninfo, job.id, fire)
+    except DatabaseUnavailableError as exc:
+        ev.database_error = str(exc)
+    try:
+        if not isinstance(client, Client):
+            client = await client()
+        ev.schedule = await schedule_state(client, job.id, retry=retry)
+        ev.timing_since = ev.schedule.timing_since
+        ev.workflow_status = await workflow_status(
+            client, f"{job.id}-{utc_text(fire)}", retry=retry
+        )
+        ev.pollers = await pollers(client, ev.task_queue, retry=retry)
+        if ev.row is None and ev.schedule.exists and ev.schedule.skipped_overlap:
+            ev.backfill = await covering_backfill(client, job, fire)
+    except (OperationError, TemporalUnreachableError) as exc:
+        ev.server_error = str(exc)
+    return ev

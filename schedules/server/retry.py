@@ -1,0 +1,139 @@
+"""The one error and retry policy of every Temporal call this library makes.
+
+Transient errors (a server not ready, overloaded, or out of reach) are worth asking again;
+a refusal is not. `Retry` asks again for a bounded time, then raises one
+`TemporalUnreachableError` naming the address and the transport's own words. The CLI's
+`--wait-for-cluster` is a `Retry` that also waits for a server nothing listens at yet.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+)
+
+from core import redact
+from core.errors import TemporalUnreachableError
+
+T = TypeVar("T")
+
+# What a call that was not asked to wait gives an unreachable Temporal, in seconds.
+FAIL_FAST_SECONDS = 5.0
+# `... Os { code: 111, kind: ConnectionRefused, message: "Connection refused" } ...`
+_OS_MESSAGE = re.compile(r'(?:message|error): "([^"]+)"')
+
+# Errors that say the server is not (yet) reachable, or too busy to answer now.
+TRANSIENT = {
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+    RPCStatusCode.INTERNAL,  # a fresh server's "shard status unknown"
+}
+
+
+def transient_rpc(err: BaseException) -> bool:
+    """Whether `err` is a Temporal refusal worth retrying: a server not ready or overloaded,
+    not one that refused the request (gRPC's "message larger than max" comes as
+    RESOURCE_EXHAUSTED, and is final)."""
+    if not isinstance(err, RPCError):
+        return False
+    return err.status in TRANSIENT and "larger than max" not in (err.message or "")
+
+
+def transient(exc: BaseException) -> bool:
+    """`transient_rpc`, or a transport error (the SDK's "failed client connect")."""
+    return transient_rpc(exc) or isinstance(exc, RuntimeError)
+
+
+def nobody_there(exc: BaseException) -> bool:
+    """A connection attempt that nothing at the address accepted, or a name that no DNS
+    server knows: waiting a few seconds changes neither."""
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("refused" in text or "lookup address" in text)
+
+
+def transport_cause(exc: BaseException) -> str:
+    """The gist of a transport error: the OS's message inside the SDK's Rust error text."""
+    text = str(exc)
+    found = _OS_MESSAGE.findall(text)
+    if found:
+        return redact.scrub(found[-1])
+    first = (text.strip().splitlines() or [type(exc).__name__])[0]
+    return redact.scrub(first[:200])
+
+
+class Retry:
+    """Run a Temporal call, retrying transient errors for up to `seconds`.
+
+    By default a refused connection (nothing listens at the address) is final at once.
+    With `waiting_for_cluster` it is retried too, and `announce(cause)` is told once,
+    before the first wait, what is waited for. `address` names the server in the error.
+    """
+
+    def __init__(
+        self,
+        seconds: float = FAIL_FAST_SECONDS,
+        *,
+        waiting_for_cluster: bool = False,
+        address: Callable[[], str] | str = "the server",
+        announce: Callable[[str], None] | None = None,
+    ) -> None:
+        self.seconds = seconds
+        self.waiting_for_cluster = waiting_for_cluster
+        self._address = address if callable(address) else (lambda: address)
+        self._announce_to = announce
+        self._announced = False
+
+    @classmethod
+    def for_client(cls, client: Client, seconds: float = FAIL_FAST_SECONDS) -> Retry:
+        """The default of a library call given only a client: fail within `seconds`."""
+        return cls(seconds, address=client.service_client.config.target_host)
+
+    def address(self) -> str:
+        return redact.scrub(self._address())
+
+    def _retryable(self, exc: BaseException) -> bool:
+        if not transient(exc):
+            return False
+        return self.waiting_for_cluster or not nobody_there(exc)
+
+    def _announce(self, state: RetryCallState) -> None:
+        if self._announced or not self.waiting_for_cluster or self._announce_to is None:
+            return
+        self._announced = True
+        exc = state.outcome.exception() if state.outcome else None
+        self._announce_to(f": {transport_cause(exc)}" if exc is not None else "")
+
+    async def __call__(self, call: Callable[[], Awaitable[T]]) -> T:
+        started = time.monotonic()
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception(self._retryable),
+                stop=stop_after_delay(self.seconds),
+                wait=wait_exponential(multiplier=0.25, max=5),
+                before_sleep=self._announce,
+                reraise=True,
+            ):
+                with attempt:
+                    return await call()
+        except (RPCError, RuntimeError) as exc:
+            if not transient(exc):
+                raise
+            where = f"cannot reach Temporal at {self.address()}"
+            if time.monotonic() - started >= 1 or self.waiting_for_cluster:
+                where += f" within {self.seconds:g}s"
+            raise TemporalUnreachableError(
+                f"{where}: {transport_cause(exc)} (TEMPORAL_ADDRESS)"
+            ) from None
+        raise AssertionError("unreachable")

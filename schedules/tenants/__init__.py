@@ -1,0 +1,75 @@
+"""Runtime schedules: schedules an application creates at runtime (one per customer, say),
+kept in PostgreSQL as the one source of truth and dispatched by a few dispatcher jobs.
+
+The Python API an application calls; each function takes a connection string or a psycopg
+`AsyncConnection` (and, where time matters, a `clock`). `python -m schedules tenants ...`
+is the same on the command line. See docs/runtime-schedules.md.
+"""
+
+from schedules.tenants.api import (
+    Outcome,
+    Page,
+    changes,
+    create,
+    delete,
+    find,
+    get,
+    list_schedules,
+    pause,
+    resume,
+    update,
+)
+from schedules.tenants.apply import ApplyReport, apply
+from schedules.tenants.bulk import ImportReport, export, import_lines
+from schedules.tenants.fires import FireTime, next_fire_at, next_fire_times
+from schedules.tenants.kinds import RuntimeKind, register_kind, runtime_kind, runtime_kinds
+from schedules.tenants.model import SHARDS, Definition, Schedule, ledger_name, workflow_id
+from schedules.tenants.quota import Quotas
+from schedules.tenants.slots import (
+    Explanation,
+    Requested,
+    backfill,
+    explain,
+    next_times,
+    runs,
+    trigger,
+)
+
+__all__ = [
+    "SHARDS",
+    "ApplyReport",
+    "Definition",
+    "Explanation",
+    "FireTime",
+    "ImportReport",
+    "Outcome",
+    "Page",
+    "Quotas",
+    "Requested",
+    "RuntimeKind",
+    "Schedule",
+    "apply",
+    "backfill",
+    "changes",
+    "create",
+    "delete",
+    "explain",
+    "export",
+    "find",
+    "get",
+    "import_lines",
+    "ledger_name",
+    "list_schedules",
+    "next_fire_at",
+    "next_fire_times",
+    "next_times",
+    "pause",
+    "register_kind",
+    "resume",
+    "runs",
+    "runtime_kind",
+    "runtime_kinds",
+    "trigger",
+    "update",
+    "workflow_id",
+]

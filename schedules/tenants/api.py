@@ -1,0 +1,294 @@
+"""Create, update, pause, resume, delete, read and list runtime schedules.
+
+Every function takes `db`, a connection string or the caller's psycopg `AsyncConnection`
+(its transaction then holds the write: a savepoint), and `clock`, the time source (tests
+pass a fixed one). Each write commits with its change-log row in one transaction, and
+raises the schedule's `version`; an update names the version it read. Nothing is written
+when a request is refused (`core.errors`: invalid input, quota, not found: exit 2; a
+conflict: exit 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from activities.executions import Clock, utcnow
+from core.errors import ConflictError, InvalidScheduleError, ScheduleNotFoundError
+from schedules.tenants import store
+from schedules.tenants.fires import next_fire_at
+from schedules.tenants.model import (
+    DEFINITION_FIELDS,
+    MAX_NOTE,
+    TIMING_FIELDS,
+    Definition,
+    Schedule,
+    definition,
+)
+from schedules.tenants.quota import Quotas
+from schedules.tenants.store import Database
+
+# What `update` may change; tenant and name identify the schedule.
+UPDATABLE = frozenset(DEFINITION_FIELDS)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A write's result: the schedule as stored, and whether anything changed."""
+
+    schedule: Schedule
+    changed: bool
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of `list_schedules`; `next_after` continues it (None: the last page)."""
+
+    schedules: list[Schedule]
+    next_after: int | None
+
+
+def as_definition(data: Definition | Mapping[str, Any]) -> Definition:
+    return data if isinstance(data, Definition) else definition(data)
+
+
+async def create(
+    db: Database,
+    data: Definition | Mapping[str, Any],
+    *,
+    by: str = "",
+    quotas: Quotas | None = None,
+    clock: Clock = utcnow,
+) -> Outcome:
+    """Create a runtime schedule, idempotently per (tenant, name).
+
+    The same definition again returns the stored schedule (`changed` False); another
+    definition under that name is a `ConflictError` naming the stored one's id and
+    version. The tenant's quota (count, minimum period) is checked in the transaction.
+    """
+    new = as_definition(data)
+    quotas = quotas or Quotas.from_environment()
+    quotas.check_period(new)
+    now = clock()
+    async with store.transaction(db) as conn:
+        await conn.execute(store.Q["lock_tenant"], {"tenant": new.tenant})
+        existing = await store.live_by_name(conn, new.tenant, new.name)
+        if existing is not None:
+            return Outcome(_same_or_conflict(existing, new), changed=False)
+        row = await store.one(conn, "count_tenant", {"tenant": new.tenant})
+        quotas.check_count(new.tenant, row["n"] if row else 0, 1)
+        stored = await store.insert(
+            conn, new, next_fire_at=next_fire_at(new, now, now), now=now, by=by
+        )
+        assert stored is not None  # the tenant lock keeps its names for us
+        await store.log_change(conn, stored.id, "create", before=None, after=stored, now=now, by=by)
+        return Outcome(stored, changed=True)
+
+
+def _same_or_conflict(existing: Schedule, new: Definition) -> Schedule:
+    if existing.same_definition(new):
+        return existing
+    differs = [f for f in DEFINITION_FIELDS if getattr(existing, f) != getattr(new, f)]
+    raise ConflictError(
+        f"schedule {new.tenant!r}/{new.name!r} exists (id {existing.id}, version "
+        f"{existing.version}) with another {', '.join(differs)}; update it with its version, "
+        "or delete it first"
+    )
+
+
+async def get(db: Database, schedule_id: int) -> Schedule:
+    """The schedule `schedule_id` (a deleted one too: `deleted_at` says so)."""
+    async with store.transaction(db) as conn:
+        return await store.by_id(conn, schedule_id)
+
+
+async def find(db: Database, tenant: str, name: str) -> Schedule:
+    """The live schedule of `tenant` named `name`, or `ScheduleNotFoundError`."""
+    async with store.transaction(db) as conn:
+        found = await store.live_by_name(conn, tenant, name)
+    if found is None:
+        raise ScheduleNotFoundError(f"tenant {tenant!r} has no schedule named {name!r}")
+    return found
+
+
+async def _live_locked(conn: Any, schedule_id: int, expected_version: int | None) -> Schedule:
+    current = await store.by_id(conn, schedule_id, lock=True)
+    if current.deleted_at is not None:
+        raise ScheduleNotFoundError(
+            f"runtime schedule {schedule_id} ({current.tenant!r}/{current.name!r}) was "
+            f"deleted at {utc_text(current.deleted_at)}"
+        )
+    if expected_version is not None and current.version != expected_version:
+        raise ConflictError(
+            f"runtime schedule {schedule_id}: expected version {expected_version}, but the "
+            f"current version is {current.version} (by {current.updated_by or 'unknown'} at "
+            f"{utc_text(current.updated_at)}); read it again and retry"
+        )
+    return current
+
+
+async def update(
+    db: Database,
+    schedule_id: int,
+    expected_version: int,
+    changes: Mapping[str, Any],
+    *,
+    by: str = "",
+    quotas: Quotas | None = None,
+    clock: Clock = utcnow,
+) -> Outcome:
+    """Change fields of a schedule (`UPDATABLE`), if its version is still `expected_version`
+    (else `ConflictError` naming the current one).
+
+    A change of its timing (cron, zone, bounds) applies to fire times after now only: the
+    timing in force begins now (`timing_since`) and the next slot is recomputed; no missed
+    run is invented. Other changes keep the next slot.
+    """
+    unknown = sorted(set(changes) - UPDATABLE)
+    if unknown:
+        raise InvalidScheduleError(
+            f"{unknown[0]}: cannot be updated (updatable: {', '.join(sorted(UPDATABLE))})"
+        )
+    quotas = quotas or Quotas.from_environment()
+    now = clock()
+    async with store.transaction(db) as conn:
+        current = await _live_locked(conn, schedule_id, expected_version)
+        merged = definition(current.model_dump(include=set(Definition.model_fields)) | changes)
+        quotas.check_period(merged)
+        if all(getattr(merged, f) == getattr(current, f) for f in DEFINITION_FIELDS):
+            return Outcome(current, changed=False)
+        new = current.model_copy(update=merged.model_dump(include=set(DEFINITION_FIELDS)))
+        if any(getattr(merged, f) != getattr(current, f) for f in TIMING_FIELDS):
+            new = new.model_copy(
+                update={"timing_since": now, "next_fire_at": next_fire_at(merged, now, now)}
+            )
+        stored = await store.write(conn, new, now=now, by=by)
+        await store.log_change(
+            conn, schedule_id, "update", before=current, after=stored, now=now, by=by
+        )
+        return Outcome(stored, changed=True)
+
+
+async def pause(
+    db: Database,
+    schedule_id: int,
+    note: str,
+    *,
+    by: str = "",
+    expected_version: int | None = None,
+    clock: Clock = utcnow,
+) -> Outcome:
+    """Pause a schedule, saying why: no slot of it is dispatched while it is paused (the
+    dispatcher's next tick sees it). A run in flight goes on."""
+    if not note.strip() or len(note) > MAX_NOTE:
+        raise InvalidScheduleError(
+            f"note: say why the schedule is paused, in 1 to {MAX_NOTE} characters, got "
+            f"{note[:80]!r}"
+        )
+    now = clock()
+    async with store.transaction(db) as conn:
+        current = await _live_locked(conn, schedule_id, expected_version)
+        if current.paused and current.note == note:
+            return Outcome(current, changed=False)
+        new = current.model_copy(update={"paused": True, "note": note, "paused_by": by})
+        stored = await store.write(conn, new, now=now, by=by)
+        await store.log_change(
+            conn, schedule_id, "pause", before=current, after=stored, now=now, by=by
+        )
+        return Outcome(stored, changed=True)
+
+
+async def resume(
+    db: Database,
+    schedule_id: int,
+    *,
+    by: str = "",
+    expected_version: int | None = None,
+    clock: Clock = utcnow,
+) -> Outcome:
+    """Lift a pause. Fire times that passed while paused do not run: the next slot is the
+    first fire time after now."""
+    now = clock()
+    async with store.transaction(db) as conn:
+        current = await _live_locked(conn, schedule_id, expected_version)
+        if not current.paused:
+            return Outcome(current, changed=False)
+        new = current.model_copy(
+            update={
+                "paused": False,
+                "note": "",
+                "paused_by": None,
+                "next_fire_at": next_fire_at(current, now, current.timing_since),
+            }
+        )
+        stored = await store.write(conn, new, now=now, by=by)
+        await store.log_change(
+            conn, schedule_id, "resume", before=current, after=stored, now=now, by=by
+        )
+        return Outcome(stored, changed=True)
+
+
+async def delete(
+    db: Database,
+    schedule_id: int,
+    *,
+    by: str = "",
+    expected_version: int | None = None,
+    clock: Clock = utcnow,
+) -> Outcome:
+    """Soft-delete a schedule: no later slot is dispatched, a run in flight goes on, and
+    its record (ledger, intents, change log) stays. Its name is free again at once."""
+    now = clock()
+    async with store.transaction(db) as conn:
+        current = await store.by_id(conn, schedule_id, lock=True)
+        if current.deleted_at is not None:
+            return Outcome(current, changed=False)
+        current = await _live_locked(conn, schedule_id, expected_version)
+        new = current.model_copy(update={"deleted_at": now, "next_fire_at": None})
+        stored = await store.write(conn, new, now=now, by=by)
+        await store.log_change(
+            conn, schedule_id, "delete", before=current, after=stored, now=now, by=by
+        )
+        return Outcome(stored, changed=True)
+
+
+async def list_schedules(
+    db: Database,
+    *,
+    tenant: str | None = None,
+    kind: str | None = None,
+    paused: bool | None = None,
+    due: bool = False,
+    after: int = 0,
+    limit: int = 100,
+    clock: Clock = utcnow,
+) -> Page:
+    """Live schedules by id, filtered (each filter when given); `due`: those whose next
+    slot is at or before now and not paused. Page on with `after=page.next_after`."""
+    if not 1 <= limit <= 10_000:
+        raise InvalidScheduleError(f"limit: must be from 1 to 10000, got {limit}")
+    params = {
+        "tenant": tenant,
+        "kind": kind,
+        "paused": paused,
+        "due": clock() if due else None,
+        "after": after,
+        "limit": limit,
+    }
+    async with store.transaction(db) as conn:
+        rows = await store.all_rows(conn, "list", params)
+    found = [Schedule.of_row(row) for row in rows]
+    return Page(found, found[-1].id if len(found) == limit else None)
+
+
+async def changes(db: Database, schedule_id: int, limit: int = 50) -> list[dict[str, Any]]:
+    """The schedule's change log, newest first."""
+    async with store.transaction(db) as conn:
+        return await store.all_rows(conn, "changes_of", {"id": schedule_id, "limit": limit})
+
+
+def utc_text(instant: datetime) -> str:
+    """`2027-03-14T07:00:00Z`."""
+    return f"{instant.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"

@@ -1,0 +1,140 @@
+"""`apply(tenant, desired)`: make one tenant's set of runtime schedules exactly the given
+one, in one transaction, and report what changed.
+
+Matched by name: a desired schedule the tenant lacks is created, one that differs is
+updated (its definition, and its pause state), a stored one not desired is deleted (soft).
+Every desired schedule is validated, and the quotas checked, before anything is written;
+a refusal writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from activities.executions import Clock, utcnow
+from core.errors import InvalidScheduleError
+from schedules.tenants import store
+from schedules.tenants.api import as_definition
+from schedules.tenants.fires import next_fire_at
+from schedules.tenants.model import DEFINITION_FIELDS, TIMING_FIELDS, Definition, Schedule
+from schedules.tenants.quota import Quotas
+from schedules.tenants.store import Database
+
+
+@dataclass
+class ApplyReport:
+    """Names created, updated (with the fields that changed), deleted and left alone."""
+
+    created: list[str] = field(default_factory=list)
+    updated: dict[str, list[str]] = field(default_factory=dict)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.updated or self.deleted)
+
+
+def _desired(
+    tenant: str, desired: Iterable[Definition | Mapping[str, Any]]
+) -> dict[str, Definition]:
+    found: dict[str, Definition] = {}
+    for item in desired:
+        new = as_definition({"tenant": tenant, **item} if isinstance(item, Mapping) else item)
+        if new.tenant != tenant:
+            raise InvalidScheduleError(
+                f"schedule {new.tenant!r}/{new.name!r}: tenant: apply for {tenant!r} "
+                f"takes only that tenant's schedules (got {new.tenant!r})"
+            )
+        if new.name in found:
+            raise InvalidScheduleError(
+                f"schedule {tenant!r}/{new.name!r}: name: given twice in the desired set"
+            )
+        found[new.name] = new
+    return found
+
+
+def _differences(current: Schedule, new: Definition) -> list[str]:
+    fields = [f for f in DEFINITION_FIELDS if getattr(current, f) != getattr(new, f)]
+    if current.paused != new.paused or (new.paused and current.note != new.note):
+        fields.append("paused")
+    return fields
+
+
+async def apply(
+    db: Database,
+    tenant: str,
+    desired: Iterable[Definition | Mapping[str, Any]],
+    *,
+    by: str = "",
+    dry_run: bool = False,
+    quotas: Quotas | None = None,
+    clock: Clock = utcnow,
+) -> ApplyReport:
+    """Make `tenant`'s live schedules exactly `desired` (mappings may leave out `tenant`).
+
+    `dry_run` reports what would change and writes nothing.
+    """
+    wanted = _desired(tenant, desired)
+    quotas = quotas or Quotas.from_environment()
+    for new in wanted.values():
+        quotas.check_period(new)
+    quotas.check_count(tenant, 0, len(wanted))
+    now = clock()
+    report = ApplyReport()
+    async with store.transaction(db) as conn:
+        await conn.execute(store.Q["lock_tenant"], {"tenant": tenant})
+        rows = await store.all_rows(conn, "tenant_live", {"tenant": tenant})
+        stored = {row["name"]: Schedule.of_row(row) for row in rows}
+        for name, new in sorted(wanted.items()):
+            current = stored.get(name)
+            if current is None:
+                report.created.append(name)
+                if not dry_run:
+                    await _create(conn, new, now, by)
+                continue
+            differs = _differences(current, new)
+            if not differs:
+                report.unchanged.append(name)
+                continue
+            report.updated[name] = differs
+            if not dry_run:
+                await _update(conn, current, new, now, by)
+        for name, current in sorted(stored.items()):
+            if name not in wanted:
+                report.deleted.append(name)
+                if not dry_run:
+                    gone = current.model_copy(update={"deleted_at": now, "next_fire_at": None})
+                    after = await store.write(conn, gone, now=now, by=by)
+                    await store.log_change(
+                        conn, current.id, "delete", before=current, after=after, now=now, by=by
+                    )
+    return report
+
+
+async def _create(conn: Any, new: Definition, now: Any, by: str) -> None:
+    stored = await store.insert(conn, new, next_fire_at=next_fire_at(new, now, now), now=now, by=by)
+    assert stored is not None  # the tenant lock holds its names
+    await store.log_change(conn, stored.id, "create", before=None, after=stored, now=now, by=by)
+
+
+async def _update(conn: Any, current: Schedule, new: Definition, now: Any, by: str) -> None:
+    changes: dict[str, Any] = new.model_dump(include=set(DEFINITION_FIELDS))
+    if any(getattr(current, f) != getattr(new, f) for f in TIMING_FIELDS):
+        changes |= {"timing_since": now, "next_fire_at": next_fire_at(new, now, now)}
+    if new.paused and not current.paused:
+        changes |= {"paused": True, "note": new.note, "paused_by": by}
+    elif new.paused:
+        changes |= {"note": new.note}
+    elif current.paused:
+        since = changes.get("timing_since", current.timing_since)
+        changes |= {
+            "paused": False,
+            "note": "",
+            "paused_by": None,
+            "next_fire_at": next_fire_at(new, now, since),
+        }
+    after = await store.write(conn, current.model_copy(update=changes), now=now, by=by)
+    await store.log_change(conn, current.id, "update", before=current, after=after, now=now, by=by)

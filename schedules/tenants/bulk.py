@@ -1,0 +1,185 @@
+"""Import and export of runtime schedules as JSON Lines, one schedule an object a line.
+
+Import validates every line first (each problem named by its line number) and writes
+nothing unless all are good; then, in one transaction, it copies the lines into a temporary
+table (`COPY`) and inserts the new schedules and their change-log rows in two set-based
+statements. Idempotent: a line naming a live schedule with the same definition is left
+alone; one with another definition is a conflict, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+from pydantic import ValidationError
+
+from activities.executions import Clock, utcnow
+from core.errors import ConflictError, InvalidScheduleError, QuotaError
+from schedules.tenants import store
+from schedules.tenants.model import SHARDS, Definition, Schedule, validation_line
+from schedules.tenants.quota import Quotas
+from schedules.tenants.store import Database
+
+# The keys a line may hold; `export` writes no others.
+LINE_KEYS = frozenset(Definition.model_fields)
+_SHOWN = 20  # problems listed in one refusal
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    lines: int
+    created: int
+    unchanged: int
+
+
+def _refusal(problems: list[str], total: int) -> str:
+    shown = problems[:_SHOWN]
+    more = f"\n  ... and {len(problems) - _SHOWN} more" if len(problems) > _SHOWN else ""
+    if len(problems) == 1:
+        return f"{problems[0]}; nothing was written"
+    return (
+        f"{len(problems)} of {total} line(s) refused; nothing was written:\n  "
+        + "\n  ".join(shown)
+        + more
+    )
+
+
+def parse_lines(lines: Iterable[str], quotas: Quotas) -> list[tuple[int, Definition]]:
+    """Every non-blank line as a validated `Definition` with its line number, or one
+    `InvalidScheduleError` (`QuotaError` when only quotas refuse) listing the problems."""
+    parsed: list[tuple[int, Definition]] = []
+    problems: list[str] = []
+    quota_only = True
+    seen: dict[tuple[str, str], int] = {}
+    total = 0
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        total += 1
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problems.append(f"line {number}: not JSON: {exc.msg} at column {exc.colno}")
+            quota_only = False
+            continue
+        if not isinstance(data, dict):
+            problems.append(f"line {number}: must be a JSON object, got {text.strip()[:60]}")
+            quota_only = False
+            continue
+        try:
+            new = Definition.model_validate(data)
+        except ValidationError as exc:
+            problems.append(f"line {number}: {validation_line(data, exc)}")
+            quota_only = False
+            continue
+        key = (new.tenant, new.name)
+        if key in seen:
+            problems.append(
+                f"line {number}: schedule {new.tenant!r}/{new.name!r}: name: already on "
+                f"line {seen[key]}"
+            )
+            quota_only = False
+            continue
+        seen[key] = number
+        try:
+            quotas.check_period(new)
+        except QuotaError as exc:
+            problems.append(f"line {number}: {str(exc).removesuffix('; nothing was written')}")
+            continue
+        parsed.append((number, new))
+    if problems:
+        error = QuotaError if quota_only else InvalidScheduleError
+        raise error(_refusal(problems, total))
+    return parsed
+
+
+async def import_lines(
+    db: Database,
+    lines: Iterable[str],
+    *,
+    by: str = "",
+    quotas: Quotas | None = None,
+    clock: Clock = utcnow,
+) -> ImportReport:
+    """Create the schedules of `lines` (JSON Lines) that do not exist yet; see the module."""
+    quotas = quotas or Quotas.from_environment()
+    parsed = parse_lines(lines, quotas)
+    now = clock()
+    nexts: dict[tuple[Any, ...], datetime | None] = {}
+
+    def next_of(new: Definition) -> datetime | None:
+        key = (new.cron, new.timezone, new.start_at, new.end_at)
+        if key not in nexts:
+            nexts[key] = new.timing.next_after(now)
+        return nexts[key]
+
+    async with store.transaction(db) as conn:
+        for tenant in sorted({new.tenant for _, new in parsed}):
+            await conn.execute(store.Q["lock_tenant"], {"tenant": tenant})
+        await conn.execute(store.Q["import_table"])
+        cur = conn.cursor()
+        async with cur.copy(store.Q["import_copy"]) as copy:
+            for number, new in parsed:
+                await copy.write_row(_copy_row(number, new, next_of(new)))
+        await _refuse_conflicts(conn)
+        await _check_counts(conn, quotas)
+        cur = await conn.execute(store.Q["import_insert"], {"by": by, "now": now, "shards": SHARDS})
+        created = cur.rowcount
+    return ImportReport(len(parsed), created, len(parsed) - created)
+
+
+def _copy_row(number: int, new: Definition, next_fire_at: datetime | None) -> tuple:
+    return (
+        number,
+        new.tenant,
+        new.name,
+        new.kind,
+        new.cron,
+        new.timezone,
+        Jsonb(new.params),
+        new.catchup,
+        new.max_missed,
+        new.start_at,
+        new.end_at,
+        new.paused,
+        new.note or None,
+        next_fire_at,
+    )
+
+
+async def _refuse_conflicts(conn: Any) -> None:
+    rows = await store.all_rows(conn, "import_conflicts", {})
+    if rows:
+        problems = [
+            f"line {r['line']}: schedule {r['tenant']!r}/{r['name']!r} exists (id {r['id']}) "
+            "with another definition; update it, or delete it first"
+            for r in rows
+        ]
+        raise ConflictError(_refusal(problems, len(problems)))
+
+
+async def _check_counts(conn: Any, quotas: Quotas) -> None:
+    for row in await store.all_rows(conn, "import_counts", {}):
+        quotas.check_count(row["tenant"], row["stored"], row["adding"])
+
+
+async def export(
+    db: Database, *, tenant: str | None = None, page: int = 1000
+) -> AsyncIterator[dict]:
+    """Every live schedule (of `tenant`, if given) as the object `import` reads, by id."""
+    after = 0
+    async with store.transaction(db) as conn:
+        while True:
+            rows = await store.all_rows(
+                conn, "export", {"after": after, "tenant": tenant, "limit": page}
+            )
+            for row in rows:
+                yield Schedule.of_row(row).definition()
+            if len(rows) < page:
+                return
+            after = rows[-1]["id"]

@@ -1,0 +1,214 @@
+"""One runtime schedule's slots: trigger, backfill, the next fire times, explain a slot,
+and its runs from the ledger (`job_executions.job_name = 'rt-<id>'`).
+
+A trigger or a backfill records intents (`runtime_dispatch_intents`) that the dispatcher
+starts; each runs under its own ledger row like any slot, so a slot that already completed
+is a no-op when it runs again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from activities.executions import Clock, utcnow
+from core.errors import InvalidScheduleError, ScheduleNotFoundError
+from schedules.tenants import dispatch, store
+from schedules.tenants.api import utc_text
+from schedules.tenants.fires import FireTime, is_fire_time, next_fire_times
+from schedules.tenants.model import Schedule, ledger_name, workflow_id
+from schedules.tenants.store import Database
+
+MAX_BACKFILL = 1000
+
+
+@dataclass(frozen=True)
+class Requested:
+    """Slots asked for: those recorded now, and those already recorded before."""
+
+    schedule: Schedule
+    recorded: list[dispatch.Intent]
+    already: list[datetime]
+    started: list[str] = field(default_factory=list)
+
+
+async def _live(conn: Any, schedule_id: int) -> Schedule:
+    found = await store.by_id(conn, schedule_id)
+    if found.deleted_at is not None:
+        raise ScheduleNotFoundError(f"runtime schedule {schedule_id} was deleted")
+    return found
+
+
+async def _record(
+    conn: Any, schedule: Schedule, slots: list[datetime], origin: str, now: datetime, by: str
+) -> tuple[list[dispatch.Intent], list[datetime]]:
+    rows = await store.all_rows(
+        conn,
+        "add_intent",
+        {
+            "schedule_id": schedule.id,
+            "slots": slots,
+            "workflow_ids": [workflow_id(schedule.id, s) for s in slots],
+            "origin": origin,
+            "now": now,
+            "by": by,
+        },
+    )
+    recorded = [dispatch.Intent(**row) for row in rows]
+    taken = {i.scheduled_at for i in recorded}
+    return recorded, [s for s in slots if s not in taken]
+
+
+async def trigger(
+    db: Database, schedule_id: int, *, by: str = "", client: Any = None, clock: Clock = utcnow
+) -> Requested:
+    """Run the schedule once now (slot: now, to the second), as a `manual` run, paused or
+    not. The intent is recorded; with a Temporal `client` it is also started at once
+    (`dispatch.start_slot`), else the dispatcher's next tick starts it."""
+    now = clock().replace(microsecond=0)
+    async with store.transaction(db) as conn:
+        schedule = await _live(conn, schedule_id)
+        recorded, already = await _record(conn, schedule, [now], "manual", now, by)
+        if recorded:
+            await store.log_change(
+                conn, schedule_id, "trigger", before=None, after=None, now=now, by=by,
+                detail={"slot": utc_text(now)},
+            )  # fmt: skip
+    started = []
+    if client is not None:
+        for intent in recorded:
+            if await dispatch.start_slot(client, intent):
+                started.append(intent.workflow_id)
+    return Requested(schedule, recorded, already, started)
+
+
+async def backfill(
+    db: Database,
+    schedule_id: int,
+    start: datetime,
+    end: datetime,
+    *,
+    dry_run: bool = False,
+    by: str = "",
+    limit: int = MAX_BACKFILL,
+    clock: Clock = utcnow,
+) -> Requested:
+    """Run the schedule's fire times in `[start, end)` again, as `backfill` runs: each is
+    recorded as an intent for the dispatcher (one already recorded is left alone). Only
+    past times: `end` after now is refused, as are more than `limit` times. `dry_run`
+    lists them and records nothing."""
+    now = clock()
+    if start >= end:
+        raise InvalidScheduleError(f"start: {utc_text(start)} is not before end {utc_text(end)}")
+    if end > now:
+        raise InvalidScheduleError(
+            f"end: {utc_text(end)} is after now ({utc_text(now)}); a backfill runs past fire "
+            "times only, the dispatcher runs the others at their time"
+        )
+    async with store.transaction(db) as conn:
+        schedule = await _live(conn, schedule_id)
+        slots = schedule.timing.fire_times(start, end, limit=limit + 1)
+        if len(slots) > limit:
+            raise InvalidScheduleError(
+                f"start / end: more than {limit} fire times of schedule {schedule_id} in "
+                f"{utc_text(start)} to {utc_text(end)}; backfill a shorter range"
+            )
+        if dry_run or not slots:
+            return Requested(schedule, [], slots)
+        recorded, already = await _record(conn, schedule, slots, "backfill", now, by)
+        if recorded:
+            await store.log_change(
+                conn, schedule_id, "backfill", before=None, after=None, now=now, by=by,
+                detail={"start": utc_text(start), "end": utc_text(end), "slots": len(recorded)},
+            )  # fmt: skip
+    return Requested(schedule, recorded, already)
+
+
+async def next_times(
+    db: Database, schedule_id: int, count: int = 10, *, clock: Clock = utcnow
+) -> tuple[Schedule, list[FireTime]]:
+    """The schedule's next `count` fire times after now (or after the timing in force
+    began, if later), each with its DST note."""
+    schedule = await _get(db, schedule_id)
+    return schedule, next_fire_times(schedule, max(clock(), schedule.timing_since), count)
+
+
+async def _get(db: Database, schedule_id: int) -> Schedule:
+    async with store.transaction(db) as conn:
+        return await store.by_id(conn, schedule_id)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What is known of one (schedule, slot), and the verdict in one line."""
+
+    schedule: Schedule
+    slot: datetime
+    fire_time: bool
+    workflow_id: str
+    intent: dict[str, Any] | None
+    execution: dict[str, Any] | None
+    verdict: str
+
+
+async def explain(
+    db: Database, schedule_id: int, slot: datetime, *, clock: Clock = utcnow
+) -> Explanation:
+    """Whether `slot` is a fire time of the schedule, whether a start was decided for it
+    (an intent), what the ledger recorded, and the verdict."""
+    now = clock()
+    async with store.transaction(db) as conn:
+        schedule = await store.by_id(conn, schedule_id)
+        intent = await store.one(conn, "intent_at", {"id": schedule_id, "slot": slot})
+        execution = await store.one(
+            conn, "execution_at", {"job": ledger_name(schedule_id), "slot": slot}
+        )
+    fire = is_fire_time(schedule, slot)
+    verdict = _verdict(schedule, slot, fire, intent, execution, now)
+    return Explanation(
+        schedule, slot, fire, workflow_id(schedule_id, slot), intent, execution, verdict
+    )
+
+
+def _verdict(
+    schedule: Schedule,
+    slot: datetime,
+    fire: bool,
+    intent: dict[str, Any] | None,
+    execution: dict[str, Any] | None,
+    now: datetime,
+) -> str:
+    if execution is not None:
+        error = f": {execution['error']}" if execution.get("error") else ""
+        return (
+            f"{execution['status']} ({execution['origin']}, attempt {execution['attempt']}){error}"
+        )
+    if intent is not None:
+        if intent["started_at"] is None:
+            return f"{intent['origin']} start decided at {utc_text(intent['decided_at'])}, not started yet"
+        return f"started at {utc_text(intent['started_at'])}, no ledger row yet"
+    if not fire:
+        return "not a fire time of this schedule, and nothing was recorded for it"
+    if slot > now:
+        return "a future fire time"
+    if slot < schedule.timing_since:
+        return f"a fire time before the timing in force began ({utc_text(schedule.timing_since)}): not run"
+    if schedule.deleted_at is not None and slot >= schedule.deleted_at:
+        return f"after the schedule was deleted ({utc_text(schedule.deleted_at)}): not run"
+    if schedule.paused:
+        return f"paused ({schedule.note}): not run"
+    if schedule.next_fire_at is not None and slot >= schedule.next_fire_at:
+        return "due, not dispatched yet"
+    return "missed: passed without an intent or a ledger row"  # fmt: skip
+
+
+async def runs(
+    db: Database, schedule_id: int, *, limit: int = 20, before: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The schedule's ledger rows (`job_executions`), newest slot first."""
+    async with store.transaction(db) as conn:
+        await store.by_id(conn, schedule_id)
+        return await store.all_rows(
+            conn, "runs", {"job": ledger_name(schedule_id), "limit": limit, "before": before}
+        )

@@ -1,0 +1,182 @@
+"""Reads and writes of the runtime schedule tables: the statements of `store.sql`, a
+connection from a connection string or the caller's own, and the change log.
+
+Every function that writes takes a connection inside a transaction (`transaction(db)`),
+so a write and its change-log row commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from core import redact
+from core.errors import ScheduleNotFoundError
+from core.sql import queries
+from schedules.record import DatabaseUnavailableError, database_hint
+from schedules.tenants.model import SHARDS, Definition, Schedule
+
+Q = queries(__package__, "store")
+Database = str | AsyncConnection
+
+
+@asynccontextmanager
+async def transaction(db: Database) -> AsyncIterator[AsyncConnection]:
+    """A transaction on `db`: a new connection for a connection string (closed after), or
+    the caller's connection (a savepoint if it is in a transaction already). Rows come as
+    dicts. A connection that cannot be made is `DatabaseUnavailableError` (exit 1), one
+    line without the URL."""
+    if isinstance(db, AsyncConnection):
+        db.row_factory = dict_row  # type: ignore[assignment]
+        async with db.transaction():
+            yield db
+        return
+    try:
+        conn = await AsyncConnection.connect(db, connect_timeout=5, row_factory=dict_row)
+    except psycopg.OperationalError as exc:
+        reason = (str(exc).strip().splitlines() or ["unreachable"])[0]
+        raise DatabaseUnavailableError(
+            f"PostgreSQL is unavailable: {redact.scrub(reason)} {database_hint()}"
+        ) from None
+    async with conn:
+        async with conn.transaction():
+            yield conn
+
+
+async def one(conn: AsyncConnection, name: str, params: dict[str, Any]) -> dict | None:
+    cur = await conn.execute(Q[name], params)
+    return await cur.fetchone()  # type: ignore[return-value]
+
+
+async def all_rows(conn: AsyncConnection, name: str, params: dict[str, Any]) -> list[dict]:
+    cur = await conn.execute(Q[name], params)
+    return await cur.fetchall()  # type: ignore[return-value]
+
+
+def columns(schedule: Definition) -> dict[str, Any]:
+    """The row's mutable columns from a definition (params as jsonb)."""
+    return {
+        "tenant": schedule.tenant,
+        "name": schedule.name,
+        "kind": schedule.kind,
+        "cron": schedule.cron,
+        "timezone": schedule.timezone,
+        "params": Jsonb(schedule.params),
+        "catchup": schedule.catchup,
+        "max_missed": schedule.max_missed,
+        "start_at": schedule.start_at,
+        "end_at": schedule.end_at,
+        "paused": schedule.paused,
+        "paused_note": schedule.note or None,
+    }
+
+
+async def insert(
+    conn: AsyncConnection,
+    schedule: Definition,
+    *,
+    next_fire_at: datetime | None,
+    now: datetime,
+    by: str,
+) -> Schedule | None:
+    """Insert a new schedule; None if a live one of that tenant and name exists."""
+    row = await one(
+        conn,
+        "insert",
+        columns(schedule)
+        | {
+            "paused_by": by if schedule.paused else None,
+            "shards": SHARDS,
+            "next_fire_at": next_fire_at,
+            "timing_since": now,
+            "now": now,
+            "by": by,
+        },
+    )
+    return Schedule.of_row(row) if row else None
+
+
+async def live_by_name(conn: AsyncConnection, tenant: str, name: str) -> Schedule | None:
+    row = await one(conn, "live_by_name", {"tenant": tenant, "name": name})
+    return Schedule.of_row(row) if row else None
+
+
+async def by_id(conn: AsyncConnection, schedule_id: int, *, lock: bool = False) -> Schedule:
+    """The schedule `schedule_id` (deleted ones too), locked for update if asked; or
+    `ScheduleNotFoundError`."""
+    row = await one(conn, "lock_by_id" if lock else "by_id", {"id": schedule_id})
+    if row is None:
+        raise ScheduleNotFoundError(f"no runtime schedule has id {schedule_id}")
+    return Schedule.of_row(row)
+
+
+async def write(conn: AsyncConnection, new: Schedule, *, now: datetime, by: str) -> Schedule:
+    """Store `new`'s mutable state over its row; the version goes up by one."""
+    row = await one(
+        conn,
+        "write",
+        columns(new)
+        | {
+            "id": new.id,
+            "paused_by": new.paused_by,
+            "deleted_at": new.deleted_at,
+            "next_fire_at": new.next_fire_at,
+            "timing_since": new.timing_since,
+            "now": now,
+            "by": by,
+        },
+    )
+    assert row is not None
+    return Schedule.of_row(row)
+
+
+def snapshot(schedule: Schedule | None) -> Jsonb | None:
+    """What the change log keeps of a state: its definition, pause and version."""
+    if schedule is None:
+        return None
+    data = schedule.model_dump(
+        mode="json",
+        include=set(Definition.model_fields) | {"paused_by", "deleted_at", "version"},
+    )
+    return Jsonb(data)
+
+
+async def log_change(
+    conn: AsyncConnection,
+    schedule_id: int,
+    action: str,
+    *,
+    before: Schedule | None,
+    after: Schedule | None,
+    now: datetime,
+    by: str,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """Append one row to the change log, in the caller's transaction."""
+    after_data = snapshot(after)
+    if detail is not None:
+        after_data = Jsonb({**(after_data.obj if after_data else {}), **detail})
+    await conn.execute(
+        Q["log_change"],
+        {
+            "schedule_id": schedule_id,
+            "now": now,
+            "by": by,
+            "action": action,
+            "before": snapshot(before),
+            "after": after_data,
+        },
+    )
+
+
+def jsonable(value: Any) -> Any:
+    """A row value as JSON text would carry it."""
+    return json.loads(json.dumps(value, default=str))

@@ -1,0 +1,168 @@
+-- Runtime schedules (worker/migrations/0020_runtime_schedules.sql): the statements of
+-- schedules/tenants/store.py. Always bound parameters; bulk work set-based.
+
+-- name: insert
+-- id and shard in one statement: the shard is id modulo SHARDS, fixed at insert.
+WITH new AS (SELECT nextval(pg_get_serial_sequence('runtime_schedules', 'id')) AS id)
+INSERT INTO runtime_schedules (
+    id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at, end_at,
+    paused, paused_note, paused_by, shard, next_fire_at, timing_since,
+    created_at, updated_at, created_by, updated_by
+)
+SELECT new.id, %(tenant)s, %(name)s, %(kind)s, %(cron)s, %(timezone)s, %(params)s,
+       %(catchup)s, %(max_missed)s, %(start_at)s, %(end_at)s,
+       %(paused)s, %(paused_note)s, %(paused_by)s, new.id %% %(shards)s, %(next_fire_at)s,
+       %(timing_since)s, %(now)s, %(now)s, %(by)s, %(by)s
+FROM new
+ON CONFLICT (tenant, name) WHERE deleted_at IS NULL DO NOTHING
+RETURNING *
+
+-- name: by_id
+SELECT * FROM runtime_schedules WHERE id = %(id)s
+
+-- name: live_by_name
+SELECT * FROM runtime_schedules
+WHERE tenant = %(tenant)s AND name = %(name)s AND deleted_at IS NULL
+
+-- name: lock_by_id
+SELECT * FROM runtime_schedules WHERE id = %(id)s FOR UPDATE
+
+-- name: write
+-- Every mutable column from the new state; the version goes up by one.
+UPDATE runtime_schedules SET
+    kind = %(kind)s, cron = %(cron)s, timezone = %(timezone)s, params = %(params)s,
+    catchup = %(catchup)s, max_missed = %(max_missed)s, start_at = %(start_at)s,
+    end_at = %(end_at)s, paused = %(paused)s, paused_note = %(paused_note)s,
+    paused_by = %(paused_by)s, deleted_at = %(deleted_at)s, next_fire_at = %(next_fire_at)s,
+    timing_since = %(timing_since)s, version = version + 1,
+    updated_at = %(now)s, updated_by = %(by)s
+WHERE id = %(id)s
+RETURNING *
+
+-- name: log_change
+INSERT INTO runtime_schedule_changes (schedule_id, at, by, action, before, after)
+VALUES (%(schedule_id)s, %(now)s, %(by)s, %(action)s, %(before)s, %(after)s)
+
+-- name: changes_of
+SELECT id, schedule_id, at, by, action, before, after FROM runtime_schedule_changes
+WHERE schedule_id = %(id)s ORDER BY id DESC LIMIT %(limit)s
+
+-- name: lock_tenant
+-- Creates of one tenant one at a time: the quota is counted and kept in one transaction.
+SELECT pg_advisory_xact_lock(hashtextextended('runtime_schedules:' || %(tenant)s, 0))
+
+-- name: count_tenant
+SELECT count(*) AS n FROM runtime_schedules WHERE tenant = %(tenant)s AND deleted_at IS NULL
+
+-- name: list
+-- Keyset paging by id; each filter applies when given.
+SELECT * FROM runtime_schedules
+WHERE deleted_at IS NULL
+  AND id > %(after)s
+  AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)
+  AND (%(kind)s::text IS NULL OR kind = %(kind)s)
+  AND (%(paused)s::boolean IS NULL OR paused = %(paused)s)
+  AND (%(due)s::timestamptz IS NULL OR (NOT paused AND next_fire_at <= %(due)s))
+ORDER BY id
+LIMIT %(limit)s
+
+-- name: tenant_live
+SELECT * FROM runtime_schedules
+WHERE tenant = %(tenant)s AND deleted_at IS NULL
+ORDER BY name
+FOR UPDATE
+
+-- name: add_intent
+INSERT INTO runtime_dispatch_intents (
+    schedule_id, scheduled_at, decided_at, workflow_id, origin, requested_by
+)
+SELECT %(schedule_id)s, t.at, %(now)s, t.workflow_id, %(origin)s, %(by)s
+FROM unnest(%(slots)s::timestamptz[], %(workflow_ids)s::text[]) AS t (at, workflow_id)
+ON CONFLICT (schedule_id, scheduled_at) DO NOTHING
+RETURNING schedule_id, scheduled_at, decided_at, started_at, workflow_id, origin
+
+-- name: intent_at
+SELECT * FROM runtime_dispatch_intents
+WHERE schedule_id = %(id)s AND scheduled_at = %(slot)s
+
+-- name: execution_at
+SELECT id, job_name, scheduled_at, status, attempt, origin, started_at, finished_at, error
+FROM job_executions WHERE job_name = %(job)s AND scheduled_at = %(slot)s
+
+-- name: runs
+SELECT id, scheduled_at, status, attempt, origin, started_at, finished_at, error, result
+FROM job_executions
+WHERE job_name = %(job)s AND (%(before)s::timestamptz IS NULL OR scheduled_at < %(before)s)
+ORDER BY scheduled_at DESC
+LIMIT %(limit)s
+
+-- name: import_table
+CREATE TEMP TABLE runtime_import (
+    line integer, tenant text, name text, kind text, cron text, timezone text,
+    params jsonb, catchup text, max_missed integer, start_at timestamptz,
+    end_at timestamptz, paused boolean, paused_note text, next_fire_at timestamptz
+) ON COMMIT DROP
+
+-- name: import_copy
+COPY runtime_import (
+    line, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
+    end_at, paused, paused_note, next_fire_at
+) FROM STDIN
+
+-- name: import_conflicts
+-- Lines naming a live schedule whose definition differs (pause state aside).
+SELECT i.line, i.tenant, i.name, s.id
+FROM runtime_import i
+JOIN runtime_schedules s ON s.tenant = i.tenant AND s.name = i.name AND s.deleted_at IS NULL
+WHERE (s.kind, s.cron, s.timezone, s.params, s.catchup, s.start_at, s.end_at)
+      IS DISTINCT FROM (i.kind, i.cron, i.timezone, i.params, i.catchup, i.start_at, i.end_at)
+   OR s.max_missed IS DISTINCT FROM i.max_missed
+ORDER BY i.line
+LIMIT 20
+
+-- name: import_counts
+-- Per tenant: live schedules, and lines that would add one.
+SELECT i.tenant,
+       (SELECT count(*) FROM runtime_schedules s
+        WHERE s.tenant = i.tenant AND s.deleted_at IS NULL) AS stored,
+       count(*) FILTER (WHERE NOT EXISTS (
+           SELECT 1 FROM runtime_schedules s
+           WHERE s.tenant = i.tenant AND s.name = i.name AND s.deleted_at IS NULL)) AS adding
+FROM runtime_import i
+GROUP BY i.tenant
+
+-- name: import_insert
+WITH fresh AS (
+    SELECT i.*, nextval(pg_get_serial_sequence('runtime_schedules', 'id')) AS id
+    FROM runtime_import i
+    WHERE NOT EXISTS (
+        SELECT 1 FROM runtime_schedules s
+        WHERE s.tenant = i.tenant AND s.name = i.name AND s.deleted_at IS NULL)
+    ORDER BY i.line
+), inserted AS (
+    INSERT INTO runtime_schedules (
+        id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
+        end_at, paused, paused_note, paused_by, shard, next_fire_at, timing_since,
+        created_at, updated_at, created_by, updated_by
+    )
+    SELECT id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
+           end_at, paused, paused_note, CASE WHEN paused THEN %(by)s END,
+           id %% %(shards)s, next_fire_at, %(now)s, %(now)s, %(now)s, %(by)s, %(by)s
+    FROM fresh
+    ON CONFLICT (tenant, name) WHERE deleted_at IS NULL DO NOTHING
+    RETURNING *
+)
+INSERT INTO runtime_schedule_changes (schedule_id, at, by, action, before, after)
+SELECT id, %(now)s, %(by)s, 'create', NULL,
+       jsonb_build_object('tenant', tenant, 'name', name, 'kind', kind, 'cron', cron,
+                          'timezone', timezone, 'params', params, 'catchup', catchup,
+                          'max_missed', max_missed, 'start_at', start_at, 'end_at', end_at,
+                          'paused', paused, 'note', paused_note, 'source', 'import')
+FROM inserted
+
+-- name: export
+SELECT * FROM runtime_schedules
+WHERE deleted_at IS NULL AND id > %(after)s
+  AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)
+ORDER BY id
+LIMIT %(limit)s

@@ -1,0 +1,2 @@
+-- Placeholder for a migration another change adds under this number; dropped at merge.
+SELECT 1;
