@@ -1,0 +1,263 @@
+"""The activities of runtime schedules' runs (issue 21): begin a slot, run a batch.
+
+A slot of a runtime schedule is claimed exactly as a catalog job's (`claim_in`: the
+`job_executions` row `rt-<id>` at the slot, its origin, the run that holds it) and worked by
+its kind's own activity under the fencing token (`activities.chunked`). Kinds that opt in
+(`JobKind.batch`) run in batches instead: one activity works many light slots, each in ONE
+transaction of its own that claims the slot, takes it over (the attempt's fencing token, in
+the take-over order of `activities.executions.Attempt`), does the kind's work, writes its
+outbox rows, journals and completes: each slot still under its own ledger row and token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+from temporalio import activity
+
+from activities import journal
+from activities.executions import (
+    Attempt,
+    Clock,
+    Fence,
+    StaleAttemptError,
+    claim_in,
+    take_over_in,
+    utcnow,
+)
+from activities.models import ClaimInput, ExecutionRef, Origin
+from activities.runtime_models import (
+    BatchInput,
+    BatchResult,
+    RuntimeBegin,
+    RuntimeBegun,
+    RuntimeWork,
+    ledger_name,
+)
+from activities.telemetry import record_completed, runtime_kind
+from core import redact
+from core.sql import queries
+
+_Q = queries("activities.sql", "runtime")
+_EXECUTIONS = queries("activities.sql", "executions")
+_CATCHUP = queries("activities.sql", "catchup")
+
+SLOTS_PER_ACTIVITY = 100  # a batch's slots per activity call: each call heartbeats
+
+# One slot's work inside the transaction that claims and completes it: its counts.
+SlotWork = Callable[[AsyncConnection, ExecutionRef, Any], Awaitable[dict[str, int]]]
+
+
+class RuntimeKinds:
+    """What the runtime activities need of the job kinds, given by the worker (the
+    engine does not import `jobs/`): each kind's work activity and params model, and
+    the in-transaction work of those that run in batches."""
+
+    def __init__(
+        self,
+        activities: Mapping[str, str],
+        params: Mapping[str, type],
+        batch: Mapping[str, SlotWork] | None = None,
+    ) -> None:
+        self.activities = dict(activities)
+        self.params = dict(params)
+        self.batch = dict(batch or {})
+
+
+class RuntimeActivities:
+    """`begin_runtime_run` and `run_runtime_batch`; built by the worker with its pool."""
+
+    def __init__(self, pool: AsyncConnectionPool, kinds: RuntimeKinds, clock: Clock = utcnow):
+        self.pool = pool
+        self.kinds = kinds
+        self.clock = clock
+
+    @activity.defn
+    async def begin_runtime_run(self, begin: RuntimeBegin) -> RuntimeBegun:
+        """Read the slot's schedule and claim the slot, in one transaction (a local
+        activity of `RuntimeRunWorkflow`, safe to repeat as `begin_run` is)."""
+        run = begin.run
+        job_name = ledger_name(run.schedule_id)
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(_Q["schedule"], {"id": run.schedule_id})
+            row = await cur.fetchone()
+            if row is None or row[9] is not None or row[3] not in self.kinds.activities:
+                why = (
+                    "its runtime schedule is deleted"
+                    if row is not None and row[9] is not None
+                    else f"unknown runtime schedule or kind (schedule {run.schedule_id})"
+                )
+                await self._skip(conn, job_name, run.scheduled_at, begin, why)
+                return RuntimeBegun(job_name=job_name, outcome="skipped", reason=why)
+            _, _, _, kind, cron, zone, params, start_at, end_at, _ = row
+            with runtime_kind(kind):
+                claim = await claim_in(
+                    conn,
+                    self._claim(job_name, run.scheduled_at, run.origin, begin),
+                    server_now=begin.server_now,
+                    now=self.clock(),
+                )
+        work = RuntimeWork(
+            activity=self.kinds.activities[kind],
+            params=params or {},
+            timing={"cron": cron, "timezone": zone, "start_at": start_at, "end_at": end_at},
+        )
+        return RuntimeBegun(
+            execution_id=claim.execution_id,
+            outcome=claim.outcome,
+            reason=claim.reason,
+            job_name=job_name,
+            work=work if claim.outcome == "claimed" else None,
+        )
+
+    @staticmethod
+    def _claim(job: str, slot: datetime, origin: Origin, begin: Any) -> ClaimInput:
+        return ClaimInput(
+            job_name=job,
+            scheduled_at=slot,
+            origin=origin,
+            workflow_id=begin.workflow_id,
+            run_id=begin.run_id,
+        )
+
+    async def _skip(
+        self, conn: AsyncConnection, job: str, slot: datetime, begin: RuntimeBegin, why: str
+    ) -> None:
+        await conn.execute(
+            _CATCHUP["record_skipped"],
+            {
+                "job_name": job,
+                "scheduled_at": slot,
+                "origin": begin.run.origin,
+                "workflow_id": begin.workflow_id,
+                "run_id": begin.run_id,
+                "reason": why,
+            },
+        )
+
+    @activity.defn
+    async def run_runtime_batch(self, batch: BatchInput) -> BatchResult:
+        """Work the next `SLOTS_PER_ACTIVITY` slots of a batch, each in one transaction."""
+        info = activity.info()
+        result = BatchResult(handled=batch.after)
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                _Q["batch_slots"],
+                {"batch_id": batch.batch_id, "after": batch.after, "limit": SLOTS_PER_ACTIVITY},
+            )
+            slots = await cur.fetchall()
+        attempt = Attempt.current()
+        for schedule_id, slot, origin, kind, params, deleted_at in slots:
+            begin = _BatchClaim(info.workflow_id, info.workflow_run_id)
+            outcome = await self._batch_slot(
+                begin, schedule_id, slot, origin, kind, params, deleted_at, attempt
+            )
+            setattr(result, outcome, getattr(result, outcome) + 1)
+            result.handled += 1
+            activity.heartbeat(result.handled)
+        result.done = len(slots) < SLOTS_PER_ACTIVITY
+        return result
+
+    async def _batch_slot(
+        self,
+        begin: _BatchClaim,
+        schedule_id: int,
+        slot: datetime,
+        origin: Origin,
+        kind: str,
+        params: Any,
+        deleted_at: datetime | None,
+        attempt: Attempt | None,
+    ) -> str:
+        """One slot of a batch: claim, take over, work, complete, in ONE transaction."""
+        job = ledger_name(schedule_id)
+        work = self.kinds.batch.get(kind)
+        with runtime_kind(kind):
+            try:
+                async with self.pool.connection() as conn, conn.transaction():
+                    cur = await conn.execute(_Q["settled"], {"job_name": job, "scheduled_at": slot})
+                    if await cur.fetchone() is not None:
+                        return "already"
+                    if deleted_at is not None or work is None:
+                        why = "its runtime schedule is deleted" if work else f"kind {kind} gone"
+                        skip = RuntimeBegin.model_construct(
+                            run=_Run(origin), workflow_id=begin.workflow_id, run_id=begin.run_id
+                        )
+                        await self._skip(conn, job, slot, skip, why)
+                        return "skipped"
+                    return await self._work_slot(
+                        conn, (job, slot, origin, kind), begin, params, attempt
+                    )
+            except StaleAttemptError:
+                raise  # a newer attempt of this batch holds its slots: this one stops
+            except psycopg.OperationalError:
+                raise  # the database is away: the activity is retried
+            except Exception as exc:  # the kind's work failed for this slot alone
+                await self._fail_slot(job, slot, origin, begin, exc)
+                return "failed"
+
+    async def _work_slot(
+        self,
+        conn: AsyncConnection,
+        what: tuple[str, datetime, Origin, str],
+        begin: _BatchClaim,
+        params: Any,
+        attempt: Attempt | None,
+    ) -> str:
+        job, slot, origin, kind = what
+        claim = await claim_in(
+            conn,
+            self._claim(job, slot, origin, begin),
+            server_now=activity.info().current_attempt_scheduled_time,
+            now=self.clock(),
+        )
+        if claim.outcome != "claimed":
+            return "already" if claim.outcome == "completed" else "skipped"
+        taken = await take_over_in(conn, claim.execution_id, attempt)
+        if not isinstance(taken, Fence):
+            return "already"
+        execution = ExecutionRef(execution_id=claim.execution_id, job_name=job, scheduled_at=slot)
+        await journal.enter(conn, taken.execution_id, taken.token)
+        counts = await self.kinds.batch[kind](conn, execution, params)
+        duration = await taken.complete(conn, {"counts": counts}, {"counts": counts})
+        await journal.record(conn, taken.execution_id, taken.token, "complete")
+        record_completed(job, duration)
+        return "completed"
+
+    async def _fail_slot(
+        self, job: str, slot: datetime, origin: Origin, begin: _BatchClaim, exc: Exception
+    ) -> None:
+        """Record one slot of a batch failed (a fresh transaction: the work's rolled back)."""
+        activity.logger.warning("batch slot failed", extra={"job": job, "slot": slot.isoformat()})
+        async with self.pool.connection() as conn, conn.transaction():
+            claim = await claim_in(
+                conn,
+                self._claim(job, slot, origin, begin),
+                server_now=activity.info().current_attempt_scheduled_time,
+                now=self.clock(),
+            )
+            if claim.outcome == "claimed":
+                await conn.execute(
+                    _EXECUTIONS["fail"],
+                    {
+                        "id": claim.execution_id,
+                        "run_id": begin.run_id,
+                        "error": redact.scrub(f"{type(exc).__name__}: {exc}"),
+                    },
+                )
+
+
+class _BatchClaim:
+    def __init__(self, workflow_id: str, run_id: str) -> None:
+        self.workflow_id = workflow_id
+        self.run_id = run_id
+
+
+class _Run:
+    def __init__(self, origin: Origin) -> None:
+        self.origin = origin
