@@ -50,7 +50,12 @@ KINDS_HELP = """findings (docs/operating.md, Auditing the history):
   orphan_running  a row left running while its workflow run is closed or gone
   missing_row     a run of the job's schedule completed with no row for its slot
   outbox_pending  a message pending longer than --outbox-age; outbox_dead: given up
+  unstarted_intent  a runtime schedule's start decided longer than --settle ago that no
+                  run took up
   inconclusive    cannot be told (a run past Temporal's retention); not counted in exit 1
+
+Runtime schedules (schedules tenants) are judged too, each as the job rt-<id>, unless
+--job names catalog jobs or --no-runtime is given.
 """
 
 
@@ -126,6 +131,12 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
         metavar="DURATION",
         help="an outbox message pending longer is reported (default 15m)",
     )
+    parser.add_argument(
+        "--no-runtime",
+        dest="runtime",
+        action="store_false",
+        help="judge the catalog's jobs only, not the runtime schedules",
+    )
     add_json(parser, help="JSON Lines: one object a line")
     parser.add_argument(
         "--timeout",
@@ -178,12 +189,10 @@ async def _audit(args: argparse.Namespace, ctx: Context) -> int:
         outbox_age=args.outbox_age,
         only_jobs=bool(args.job),
         timeout=args.timeout,
+        runtime=args.runtime and not args.job,
     )
-    print(
-        render(
-            report.findings, facts(report, args.settle), {j.id: j.timezone for j in jobs}, args.json
-        )
-    )
+    zones = {j.id: j.timezone for j in jobs} | report.zones
+    print(render(report.findings, facts(report, args.settle), zones, args.json))
     return report.exit_code
 
 

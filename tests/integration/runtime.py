@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -15,6 +15,8 @@ from temporalio.client import Client
 
 from activities.dispatch import Dispatcher, TickCounts
 from jobs.runtime_dispatch.activities import batch_kinds
+from schedules.audit.history import Window
+from schedules.audit.runtime import RuntimeAudit, audit_runtime
 from schedules.sync.plan import runtime_attributes
 from tests.helpers import assert_eventually
 
@@ -113,3 +115,24 @@ async def settled(db: psycopg.Connection, count: int, timeout: float = 60.0) -> 
         assert (running, terminal) == (0, count)
 
     await assert_eventually(done, timeout=timeout, interval=0.2)
+
+
+async def audit_clean(
+    database_url: str,
+    client: Client,
+    task_queue: str,
+    start: datetime,
+    end: datetime,
+    *,
+    late: timedelta = timedelta(minutes=5),
+    now: datetime | None = None,
+) -> RuntimeAudit:
+    """The audit of the runtime schedules over [start, end), as of `now` with no settle
+    time: asserts it finds nothing, and returns it. `late`: a test whose dispatcher clock
+    is in the past gives a longer one (its runs are claimed days after their slots)."""
+    window = Window(start, end, now or datetime.now(UTC), timedelta(0), late, timedelta(minutes=15))
+    judged = await audit_runtime(database_url, client, window, task_queue=task_queue, timeout=30)
+    assert judged.findings == [], "\n".join(
+        f"{f.kind} {f.job} {f.slot}: {f.detail} {f.witnesses}" for f in judged.findings
+    )
+    return judged

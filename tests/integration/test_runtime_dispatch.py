@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.integration.runtime import (
+    audit_clean,
     dispatcher,
     fresh_ids,
     insert_schedule,
@@ -21,6 +22,7 @@ from tests.integration.runtime import (
 pytestmark = pytest.mark.timeout(180)
 
 MONDAY = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)  # 08:00 in New York
+LATE = timedelta(days=365)  # the dispatcher's clock is the past: runs are claimed days late
 
 
 def customer(db, tenant: str, zone: str) -> int:
@@ -54,7 +56,7 @@ async def test_a_tick_starts_each_due_slot_once(
                 timezone="America/New_York",
                 params={"customer_id": cid},
                 next_fire_at=MONDAY,
-                timing_since=MONDAY - timedelta(days=30),
+                timing_since=MONDAY - timedelta(hours=1),
             )
         )
     noops = [
@@ -66,7 +68,7 @@ async def test_a_tick_starts_each_due_slot_once(
             cron="0 13 * * *",
             timezone="UTC",
             next_fire_at=MONDAY,
-            timing_since=MONDAY - timedelta(days=30),
+            timing_since=MONDAY - timedelta(hours=1),
         )
         for i in range(5)
     ]
@@ -98,6 +100,11 @@ async def test_a_tick_starts_each_due_slot_once(
         " WHERE workflow_id LIKE 'rt-batch-%%'"
     ).fetchone()[0]
     assert batches == 4  # test-noop runs in batches: one per shard that had its slots
+    judged = await audit_clean(
+        database_url, client, task_queue, MONDAY - timedelta(days=1), MONDAY + timedelta(days=1),
+        late=LATE,
+    )  # fmt: skip
+    assert sum(s.due for s in judged.scopes) == 8
 
 
 async def test_two_dispatchers_on_one_shard_split_the_work(
@@ -131,3 +138,6 @@ async def test_two_dispatchers_on_one_shard_split_the_work(
         await settled(db, 120)
     for sid in ids:
         assert [r["status"] for r in slot_rows(db, sid)] == ["completed"] * 3
+    await audit_clean(
+        database_url, client, task_queue, MONDAY, MONDAY + timedelta(minutes=3), late=LATE
+    )
