@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, ScheduleNotFoundError
-from schedules.tenants import store
 from schedules.tenants.fires import next_fire_at
 from schedules.tenants.model import (
     DEFINITION_FIELDS,
@@ -73,17 +73,21 @@ async def create(
     quotas.check_period(new)
     now = clock()
     async with store.transaction(db) as conn:
+        # Sent together (pipeline mode): the tenant's lock, its name, its count.
         await conn.execute(store.Q["lock_tenant"], {"tenant": new.tenant})
-        existing = await store.live_by_name(conn, new.tenant, new.name)
+        named = await conn.execute(
+            store.Q["live_by_name"], {"tenant": new.tenant, "name": new.name}
+        )
+        counted = await conn.execute(store.Q["count_tenant"], {"tenant": new.tenant})
+        existing = await named.fetchone()
         if existing is not None:
-            return Outcome(_same_or_conflict(existing, new), changed=False)
-        row = await store.one(conn, "count_tenant", {"tenant": new.tenant})
+            return Outcome(_same_or_conflict(Schedule.of_row(existing), new), changed=False)
+        row = await counted.fetchone()
         quotas.check_count(new.tenant, row["n"] if row else 0, 1)
         stored = await store.insert(
             conn, new, next_fire_at=next_fire_at(new, now, now), now=now, by=by
         )
         assert stored is not None  # the tenant lock keeps its names for us
-        await store.log_change(conn, stored.id, "create", before=None, after=stored, now=now, by=by)
         return Outcome(stored, changed=True)
 
 
@@ -164,10 +168,7 @@ async def update(
             new = new.model_copy(
                 update={"timing_since": now, "next_fire_at": next_fire_at(merged, now, now)}
             )
-        stored = await store.write(conn, new, now=now, by=by)
-        await store.log_change(
-            conn, schedule_id, "update", before=current, after=stored, now=now, by=by
-        )
+        stored = await store.write_logged(conn, current, new, "update", now=now, by=by)
         return Outcome(stored, changed=True)
 
 
@@ -193,10 +194,7 @@ async def pause(
         if current.paused and current.note == note:
             return Outcome(current, changed=False)
         new = current.model_copy(update={"paused": True, "note": note, "paused_by": by})
-        stored = await store.write(conn, new, now=now, by=by)
-        await store.log_change(
-            conn, schedule_id, "pause", before=current, after=stored, now=now, by=by
-        )
+        stored = await store.write_logged(conn, current, new, "pause", now=now, by=by)
         return Outcome(stored, changed=True)
 
 
@@ -223,10 +221,7 @@ async def resume(
                 "next_fire_at": next_fire_at(current, now, current.timing_since),
             }
         )
-        stored = await store.write(conn, new, now=now, by=by)
-        await store.log_change(
-            conn, schedule_id, "resume", before=current, after=stored, now=now, by=by
-        )
+        stored = await store.write_logged(conn, current, new, "resume", now=now, by=by)
         return Outcome(stored, changed=True)
 
 
@@ -247,10 +242,7 @@ async def delete(
             return Outcome(current, changed=False)
         current = await _live_locked(conn, schedule_id, expected_version)
         new = current.model_copy(update={"deleted_at": now, "next_fire_at": None})
-        stored = await store.write(conn, new, now=now, by=by)
-        await store.log_change(
-            conn, schedule_id, "delete", before=current, after=stored, now=now, by=by
-        )
+        stored = await store.write_logged(conn, current, new, "delete", now=now, by=by)
         return Outcome(stored, changed=True)
 
 

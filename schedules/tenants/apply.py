@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import InvalidScheduleError
-from schedules.tenants import store
 from schedules.tenants.api import as_definition
 from schedules.tenants.fires import next_fire_at
 from schedules.tenants.model import DEFINITION_FIELDS, TIMING_FIELDS, Definition, Schedule
@@ -107,17 +107,13 @@ async def apply(
                 report.deleted.append(name)
                 if not dry_run:
                     gone = current.model_copy(update={"deleted_at": now, "next_fire_at": None})
-                    after = await store.write(conn, gone, now=now, by=by)
-                    await store.log_change(
-                        conn, current.id, "delete", before=current, after=after, now=now, by=by
-                    )
+                    await store.write_logged(conn, current, gone, "delete", now=now, by=by)
     return report
 
 
 async def _create(conn: Any, new: Definition, now: Any, by: str) -> None:
     stored = await store.insert(conn, new, next_fire_at=next_fire_at(new, now, now), now=now, by=by)
     assert stored is not None  # the tenant lock holds its names
-    await store.log_change(conn, stored.id, "create", before=None, after=stored, now=now, by=by)
 
 
 async def _update(conn: Any, current: Schedule, new: Definition, now: Any, by: str) -> None:
@@ -136,5 +132,6 @@ async def _update(conn: Any, current: Schedule, new: Definition, now: Any, by: s
             "paused_by": None,
             "next_fire_at": next_fire_at(new, now, since),
         }
-    after = await store.write(conn, current.model_copy(update=changes), now=now, by=by)
-    await store.log_change(conn, current.id, "update", before=current, after=after, now=now, by=by)
+    await store.write_logged(
+        conn, current, current.model_copy(update=changes), "update", now=now, by=by
+    )

@@ -18,9 +18,9 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
+import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, QuotaError
-from schedules.tenants import store
 from schedules.tenants.model import SHARDS, Definition, Schedule, validation_line
 from schedules.tenants.quota import Quotas
 from schedules.tenants.store import Database
@@ -118,7 +118,7 @@ async def import_lines(
             nexts[key] = new.timing.next_after(now)
         return nexts[key]
 
-    async with store.transaction(db) as conn:
+    async with store.transaction(db, pipeline=False) as conn:
         for tenant in sorted({new.tenant for _, new in parsed}):
             await conn.execute(store.Q["lock_tenant"], {"tenant": tenant})
         await conn.execute(store.Q["import_table"])

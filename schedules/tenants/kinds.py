@@ -6,7 +6,8 @@ Job families declare theirs in `RUNTIME_KINDS` (`activities.kinds.RuntimeKind`, 
 before its family ships it to the workers).
 
 `test-noop` is built in: a kind with one small parameter, for the tests and benches of the
-storage and the API. Its slots are recorded like any other's; it does no work.
+storage and the API. Its slots are recorded like any other's; it does no work. A job family
+that declares a kind of that name (so the workers run it) takes its place.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ TEST_KIND = RuntimeKind(
     description="does nothing: for the tests and benches of runtime schedules",
 )
 
-_registered: dict[str, RuntimeKind] = {TEST_KIND.name: TEST_KIND}
+_registered: dict[str, RuntimeKind] = {}
 
 
 def register_kind(kind: RuntimeKind) -> RuntimeKind:
@@ -50,7 +51,7 @@ def register_kind(kind: RuntimeKind) -> RuntimeKind:
 
 def runtime_kinds() -> dict[str, RuntimeKind]:
     """Every runtime kind by name: the job families' and this process's registered ones."""
-    return {**declared_kinds(), **_registered}
+    return {TEST_KIND.name: TEST_KIND, **declared_kinds(), **_registered}
 
 
 def runtime_kind(name: str) -> RuntimeKind:

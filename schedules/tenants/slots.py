@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import schedules.tenants.dispatch as dispatch
+import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import InvalidScheduleError, ScheduleNotFoundError
-from schedules.tenants import dispatch, store
 from schedules.tenants.api import utc_text
 from schedules.tenants.fires import FireTime, is_fire_time, next_fire_times
 from schedules.tenants.model import Schedule, ledger_name, workflow_id

@@ -29,14 +29,19 @@ Database = str | AsyncConnection
 
 
 @asynccontextmanager
-async def transaction(db: Database) -> AsyncIterator[AsyncConnection]:
+async def transaction(db: Database, *, pipeline: bool = True) -> AsyncIterator[AsyncConnection]:
     """A transaction on `db`: a new connection for a connection string (closed after), or
     the caller's connection (a savepoint if it is in a transaction already). Rows come as
     dicts. A connection that cannot be made is `DatabaseUnavailableError` (exit 1), one
-    line without the URL."""
+    line without the URL.
+
+    In pipeline mode (the default; `COPY` needs it off) a statement whose result is not
+    read costs no round trip of its own: a write and its change-log row travel together,
+    and a call costs two or three round trips, not one per statement.
+    """
     if isinstance(db, AsyncConnection):
         db.row_factory = dict_row  # type: ignore[assignment]
-        async with db.transaction():
+        async with _maybe_pipeline(db, pipeline), db.transaction():
             yield db
         return
     try:
@@ -46,9 +51,17 @@ async def transaction(db: Database) -> AsyncIterator[AsyncConnection]:
         raise DatabaseUnavailableError(
             f"PostgreSQL is unavailable: {redact.scrub(reason)} {database_hint()}"
         ) from None
-    async with conn:
-        async with conn.transaction():
-            yield conn
+    async with conn, _maybe_pipeline(conn, pipeline), conn.transaction():
+        yield conn
+
+
+@asynccontextmanager
+async def _maybe_pipeline(conn: AsyncConnection, on: bool) -> AsyncIterator[None]:
+    if not on:
+        yield
+        return
+    async with conn.pipeline():
+        yield
 
 
 async def one(conn: AsyncConnection, name: str, params: dict[str, Any]) -> dict | None:
@@ -87,10 +100,11 @@ async def insert(
     now: datetime,
     by: str,
 ) -> Schedule | None:
-    """Insert a new schedule; None if a live one of that tenant and name exists."""
+    """Insert a new schedule and its `create` change-log row; None if a live one of that
+    tenant and name exists."""
     row = await one(
         conn,
-        "insert",
+        "insert_logged",
         columns(schedule)
         | {
             "paused_by": by if schedule.paused else None,
@@ -99,6 +113,7 @@ async def insert(
             "timing_since": now,
             "now": now,
             "by": by,
+            "after": _snapshot_of(schedule, paused_by=by if schedule.paused else None),
         },
     )
     return Schedule.of_row(row) if row else None
@@ -119,7 +134,8 @@ async def by_id(conn: AsyncConnection, schedule_id: int, *, lock: bool = False) 
 
 
 async def write(conn: AsyncConnection, new: Schedule, *, now: datetime, by: str) -> Schedule:
-    """Store `new`'s mutable state over its row; the version goes up by one."""
+    """Store `new`'s mutable state over its row; the version goes up by one. (Log the
+    change first: in pipeline mode both then travel in one round trip.)"""
     row = await one(
         conn,
         "write",
@@ -147,6 +163,27 @@ def snapshot(schedule: Schedule | None) -> Jsonb | None:
         include=set(Definition.model_fields) | {"paused_by", "deleted_at", "version"},
     )
     return Jsonb(data)
+
+
+def _snapshot_of(new: Definition, *, paused_by: str | None) -> Jsonb:
+    data = new.model_dump(mode="json", include=set(Definition.model_fields))
+    return Jsonb(data | {"paused_by": paused_by, "deleted_at": None, "version": 1})
+
+
+async def write_logged(
+    conn: AsyncConnection,
+    before: Schedule,
+    new: Schedule,
+    action: str,
+    *,
+    now: datetime,
+    by: str,
+) -> Schedule:
+    """`write` `new` over `before`'s row, with its change-log row (`action`) in the same
+    transaction; the log is sent first, so in pipeline mode both cost one round trip."""
+    after = new.model_copy(update={"version": before.version + 1})
+    await log_change(conn, before.id, action, before=before, after=after, now=now, by=by)
+    return await write(conn, new, now=now, by=by)
 
 
 async def log_change(

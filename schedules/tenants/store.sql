@@ -1,21 +1,28 @@
 -- Runtime schedules (worker/migrations/0020_runtime_schedules.sql): the statements of
 -- schedules/tenants/store.py. Always bound parameters; bulk work set-based.
 
--- name: insert
--- id and shard in one statement: the shard is id modulo SHARDS, fixed at insert.
-WITH new AS (SELECT nextval(pg_get_serial_sequence('runtime_schedules', 'id')) AS id)
-INSERT INTO runtime_schedules (
-    id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at, end_at,
-    paused, paused_note, paused_by, shard, next_fire_at, timing_since,
-    created_at, updated_at, created_by, updated_by
+-- name: insert_logged
+-- The row and its `create` change-log row in one statement; id and shard together (the
+-- shard is id modulo SHARDS, fixed at insert).
+WITH new AS (SELECT nextval(pg_get_serial_sequence('runtime_schedules', 'id')) AS id),
+inserted AS (
+    INSERT INTO runtime_schedules (
+        id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
+        end_at, paused, paused_note, paused_by, shard, next_fire_at, timing_since,
+        created_at, updated_at, created_by, updated_by
+    )
+    SELECT new.id, %(tenant)s, %(name)s, %(kind)s, %(cron)s, %(timezone)s, %(params)s,
+           %(catchup)s, %(max_missed)s, %(start_at)s, %(end_at)s,
+           %(paused)s, %(paused_note)s, %(paused_by)s, new.id %% %(shards)s,
+           %(next_fire_at)s, %(timing_since)s, %(now)s, %(now)s, %(by)s, %(by)s
+    FROM new
+    ON CONFLICT (tenant, name) WHERE deleted_at IS NULL DO NOTHING
+    RETURNING *
+), logged AS (
+    INSERT INTO runtime_schedule_changes (schedule_id, at, by, action, before, after)
+    SELECT id, %(now)s, %(by)s, 'create', NULL, %(after)s FROM inserted
 )
-SELECT new.id, %(tenant)s, %(name)s, %(kind)s, %(cron)s, %(timezone)s, %(params)s,
-       %(catchup)s, %(max_missed)s, %(start_at)s, %(end_at)s,
-       %(paused)s, %(paused_note)s, %(paused_by)s, new.id %% %(shards)s, %(next_fire_at)s,
-       %(timing_since)s, %(now)s, %(now)s, %(by)s, %(by)s
-FROM new
-ON CONFLICT (tenant, name) WHERE deleted_at IS NULL DO NOTHING
-RETURNING *
+SELECT * FROM inserted
 
 -- name: by_id
 SELECT * FROM runtime_schedules WHERE id = %(id)s

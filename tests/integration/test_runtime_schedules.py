@@ -4,6 +4,7 @@ explain, and that every refusal writes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -302,3 +303,46 @@ async def test_a_callers_connection_holds_the_write_in_its_transaction(database_
             await tenants.create(conn, WEEKLY, quotas=QUOTAS)
             assert counts(database_url) == (0, 0, 0)  # not committed yet
     assert counts(database_url) == (0, 0, 0)
+
+
+async def test_concurrent_creates_of_one_name_make_one_schedule_and_keep_the_quota(database_url):
+    tight = Quotas(max_schedules=3)
+    outcomes = await asyncio.gather(
+        *(tenants.create(database_url, WEEKLY, quotas=tight) for _ in range(4))
+    )
+    assert sum(o.changed for o in outcomes) == 1
+    assert len({o.schedule.id for o in outcomes}) == 1
+    results = await asyncio.gather(
+        *(tenants.create(database_url, WEEKLY | {"name": f"n{i}"}, quotas=tight) for i in range(4)),
+        return_exceptions=True,
+    )
+    assert sum(isinstance(r, QuotaError) for r in results) == 2  # 1 + 2 fit under 3
+    assert counts(database_url)[:2] == (3, 3)
+
+
+def test_the_migration_builds_the_indexes_the_dispatcher_and_the_names_rely_on(database_url):
+    with psycopg.connect(database_url) as conn:
+        found = dict(
+            conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'runtime_schedules'"
+            ).fetchall()
+        )
+    assert found["runtime_schedules_name"].endswith(
+        "USING btree (tenant, name) WHERE (deleted_at IS NULL)"
+    )
+    assert found["runtime_schedules_due"].endswith(
+        "USING btree (shard, next_fire_at) WHERE ((deleted_at IS NULL) AND (NOT paused))"
+    )
+
+
+def test_a_kind_registered_in_process_is_usable_and_names_are_unique():
+    from pydantic import BaseModel
+
+    class Params(BaseModel):
+        pages: int = 1
+
+    kind = tenants.register_kind(tenants.RuntimeKind("test-registered", Params))
+    assert tenants.runtime_kind("test-registered") is kind
+    assert tenants.Definition.model_validate(WEEKLY | {"kind": "test-registered", "params": {}})
+    with pytest.raises(ValueError, match="already registered"):
+        tenants.register_kind(tenants.RuntimeKind("test-noop", Params))
