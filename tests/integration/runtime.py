@@ -112,7 +112,10 @@ async def settled(db: psycopg.Connection, count: int, timeout: float = 60.0) -> 
             " count(*) FILTER (WHERE status <> 'running')"
             " FROM job_executions WHERE job_name LIKE 'rt-%%'"
         ).fetchone()
-        assert (running, terminal) == (0, count)
+        assert (running, terminal) == (0, count), db.execute(
+            "SELECT job_name, scheduled_at, status, origin FROM job_executions"
+            " WHERE job_name LIKE 'rt-%%' ORDER BY 1, 2"
+        ).fetchall()
 
     await assert_eventually(done, timeout=timeout, interval=0.2)
 
