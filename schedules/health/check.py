@@ -58,6 +58,7 @@ from schedules.catalog.compile import (
     TIMING_ATTRIBUTE,
     read_timing_stamp,
 )
+from schedules.health.runtime import runtime_alerts
 from schedules.server.backfills import DroppedSlot, backfill_requests, dropped_slots
 from schedules.server.found import schedule_or_none
 from schedules.server.retry import transport_cause
@@ -168,12 +169,15 @@ class CheckReport:
     jobs: list[JobStatus]
     outbox: OutboxState | None
     outbox_alerts: list[Alert] = field(default_factory=list)
+    runtime_alerts: list[Alert] = field(default_factory=list)  # by kind (`health.runtime`)
     # Why the check cannot tell (a server it could not reach); any makes the status unknown.
     errors: list[str] = field(default_factory=list)
 
     @property
     def alerts(self) -> list[Alert]:
-        return [a for job in self.jobs for a in job.alerts] + self.outbox_alerts
+        return (
+            [a for job in self.jobs for a in job.alerts] + self.outbox_alerts + self.runtime_alerts
+        )
 
     @property
     def status(self) -> str:
@@ -675,7 +679,14 @@ async def run_check(
         states = await load_schedules(client, jobs, timeout)
         return await with_dropped_slots(client, settings, jobs, states, now - lookback, timeout)
 
-    db, tp = await asyncio.gather(database(), temporal(), return_exceptions=True)
+    async def runtime() -> list[Alert]:
+        async with asyncio.timeout(timeout):
+            found = await runtime_alerts(
+                settings.database_url.get_secret_value(), now, lookback, timeout
+            )
+        return [Alert(Kind(kind), subject, message) for kind, subject, message in found]
+
+    db, tp, rt = await asyncio.gather(database(), temporal(), runtime(), return_exceptions=True)
     errors = []
     executions: list[Execution] | None = None
     outbox: OutboxState | None = None
@@ -695,4 +706,9 @@ async def run_check(
         errors.append(redact.scrub(f"cannot reach Temporal at {settings.temporal_address}: {why}"))
     else:
         schedules = tp
-    return evaluate(jobs, executions, schedules, outbox, now, lookback, errors)
+    report = evaluate(jobs, executions, schedules, outbox, now, lookback, errors)
+    if not isinstance(rt, BaseException):
+        report.runtime_alerts = rt
+    elif not isinstance(rt, psycopg.Error | OSError | TimeoutError):
+        raise rt
+    return report
