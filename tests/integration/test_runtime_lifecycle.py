@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from activities.runtime_models import KIND_ATTRIBUTE, SCHEDULE_ATTRIBUTE, TENANT_ATTRIBUTE
 from schedules import tenants
+from schedules.sync.plan import runtime_attributes
 from tests.integration.runtime import (
     audit_clean,
     dispatcher,
@@ -110,3 +112,23 @@ async def test_a_delete_never_interrupts_a_run(
         (at(1), "completed")
     ]
     await audit_clean(database_url, client, task_queue, at(0), at(3), late=LATE)
+
+
+async def test_a_trigger_given_a_client_starts_at_once_and_is_found_by_tenant(
+    db, database_url, client, task_queue, start_workers
+):
+    start_workers(1)
+    fresh_ids(db)
+    await runtime_attributes(client, register=True)
+    made = (await tenants.create(database_url, every_minute("now"))).schedule
+    await tenants.pause(database_url, made.id, "triggered only")
+    done = await tenants.trigger(database_url, made.id, client=client, task_queue=task_queue)
+    assert done.started == [done.recorded[0].workflow_id]  # no tick needed
+    await settled(db, 1)
+    (row,) = slot_rows(db, made.id)
+    assert (row["status"], row["origin"]) == ("completed", "manual")
+    described = await client.get_workflow_handle(done.started[0]).describe()
+    attributes = described.typed_search_attributes
+    assert attributes.get(TENANT_ATTRIBUTE) == "acme"
+    assert attributes.get(SCHEDULE_ATTRIBUTE) == "now"
+    assert attributes.get(KIND_ATTRIBUTE) == "test-noop"
