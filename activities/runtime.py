@@ -3,10 +3,14 @@
 A slot of a runtime schedule is claimed exactly as a catalog job's (`claim_in`: the
 `job_executions` row `rt-<id>` at the slot, its origin, the run that holds it) and worked by
 its kind's own activity under the fencing token (`activities.chunked`). Kinds that opt in
-(`JobKind.batch`) run in batches instead: one activity works many light slots, each in ONE
-transaction of its own that claims the slot, takes it over (the attempt's fencing token, in
-the take-over order of `activities.executions.Attempt`), does the kind's work, writes its
-outbox rows, journals and completes: each slot still under its own ledger row and token.
+(`RuntimeKind.batch`, `JobKind.slot_work`) run in batches instead: one activity call works
+up to `SLOTS_PER_ACTIVITY` light slots in ONE transaction (one commit, not one per slot),
+each slot in a savepoint of its own that claims the slot, takes it over (the attempt's
+fencing token, in the take-over order of `activities.executions.Attempt`), does the kind's
+work, writes its outbox rows, journals and completes: each slot still under its own ledger
+row and token. A slot whose work raises rolls back to its savepoint and is recorded
+`failed`; a stale attempt (`StaleAttemptError`) or a lost database rolls the whole call
+back, and the activity's retry does it again.
 """
 
 from __future__ import annotations
@@ -141,65 +145,69 @@ class RuntimeActivities:
 
     @activity.defn
     async def run_runtime_batch(self, batch: BatchInput) -> BatchResult:
-        """Work the next `SLOTS_PER_ACTIVITY` slots of a batch, each in one transaction."""
+        """Work the next `SLOTS_PER_ACTIVITY` slots of a batch in one transaction, each slot
+        in a savepoint of its own (see the module)."""
         info = activity.info()
         result = BatchResult(handled=batch.after)
-        async with self.pool.connection() as conn:
+        begin = _BatchClaim(info.workflow_id, info.workflow_run_id)
+        attempt = Attempt.current()
+        await pass_chunk_gate(self.pool, batch.after)  # test-only; a no-op unless set
+        completed: list[tuple[str, str, float]] = []
+        async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
                 _Q["batch_slots"],
                 {"batch_id": batch.batch_id, "after": batch.after, "limit": SLOTS_PER_ACTIVITY},
             )
             slots = await cur.fetchall()
-        attempt = Attempt.current()
-        for schedule_id, slot, origin, kind, params, deleted_at in slots:
-            await pass_chunk_gate(self.pool, result.handled)  # test-only; a no-op unless set
-            begin = _BatchClaim(info.workflow_id, info.workflow_run_id)
-            outcome = await self._batch_slot(
-                begin, schedule_id, slot, origin, kind, params, deleted_at, attempt
-            )
-            setattr(result, outcome, getattr(result, outcome) + 1)
-            result.handled += 1
-            activity.heartbeat(result.handled)
+            for schedule_id, slot, origin, kind, params, _ in slots:
+                what = (ledger_name(schedule_id), slot, origin, kind)
+                with runtime_kind(kind):
+                    outcome = await self._batch_slot(conn, what, begin, params, attempt)
+                if isinstance(outcome, float):
+                    completed.append((what[0], kind, outcome))
+                    outcome = "completed"
+                setattr(result, outcome, getattr(result, outcome) + 1)
+                result.handled += 1
+                activity.heartbeat(result.handled)
+        for job, kind, duration in completed:  # after the commit: counted once
+            with runtime_kind(kind):
+                record_completed(job, duration)
         result.done = len(slots) < SLOTS_PER_ACTIVITY
         return result
 
     async def _batch_slot(
         self,
+        conn: AsyncConnection,
+        what: tuple[str, datetime, Origin, str],
         begin: _BatchClaim,
-        schedule_id: int,
-        slot: datetime,
-        origin: Origin,
-        kind: str,
         params: Any,
-        deleted_at: datetime | None,
         attempt: Attempt | None,
-    ) -> str:
-        """One slot of a batch: claim, take over, work, complete, in ONE transaction."""
-        job = ledger_name(schedule_id)
+    ) -> str | float:
+        """One slot of a batch, in a savepoint: claim, take over, work, complete. Its
+        duration when it completed, else what happened ("already", "skipped", "failed")."""
+        job, slot, origin, kind = what
         work = self.kinds.batch.get(kind)
-        with runtime_kind(kind):
-            try:
-                async with self.pool.connection() as conn, conn.transaction():
-                    cur = await conn.execute(_Q["settled"], {"job_name": job, "scheduled_at": slot})
-                    if await cur.fetchone() is not None:
-                        return "already"
-                    if work is None:  # a slot decided before the schedule's deletion runs
-                        why = f"kind {kind} does not run in batches on this worker"
-                        skip = RuntimeBegin.model_construct(
-                            run=_Run(origin), workflow_id=begin.workflow_id, run_id=begin.run_id
-                        )
-                        await self._skip(conn, job, slot, skip, why)
-                        return "skipped"
-                    return await self._work_slot(
-                        conn, (job, slot, origin, kind), begin, params, attempt
+        try:
+            async with conn.transaction():
+                cur = await conn.execute(_Q["settled"], {"job_name": job, "scheduled_at": slot})
+                if await cur.fetchone() is not None:
+                    return "already"
+                if work is None:
+                    why = f"kind {kind} does not run in batches on this worker"
+                    skip = RuntimeBegin.model_construct(
+                        run=_Run(origin), workflow_id=begin.workflow_id, run_id=begin.run_id
                     )
-            except StaleAttemptError:
-                raise  # a newer attempt of this batch holds its slots: this one stops
-            except psycopg.OperationalError:
-                raise  # the database is away: the activity is retried
-            except Exception as exc:  # the kind's work failed for this slot alone
-                await self._fail_slot(job, slot, origin, begin, exc)
-                return "failed"
+                    await self._skip(conn, job, slot, skip, why)
+                    return "skipped"
+                return await self._work_slot(conn, what, begin, params, attempt)
+        except StaleAttemptError:
+            raise  # a newer attempt of this batch holds its slots: this one commits nothing
+        except psycopg.OperationalError:
+            raise  # the database is away: the activity is retried
+        except Exception as exc:  # the kind's work failed for this slot alone
+            async with conn.transaction():
+                await self._fail_slot(conn, what, begin, exc)
+            return "failed"
 
     async def _work_slot(
         self,
@@ -208,7 +216,7 @@ class RuntimeActivities:
         begin: _BatchClaim,
         params: Any,
         attempt: Attempt | None,
-    ) -> str:
+    ) -> str | float:
         job, slot, origin, kind = what
         claim = await claim_in(
             conn,
@@ -226,30 +234,33 @@ class RuntimeActivities:
         counts = await self.kinds.batch[kind](conn, execution, params)
         duration = await taken.complete(conn, {"counts": counts}, {"counts": counts})
         await journal.record(conn, taken.execution_id, taken.token, "complete")
-        record_completed(job, duration)
-        return "completed"
+        return duration
 
     async def _fail_slot(
-        self, job: str, slot: datetime, origin: Origin, begin: _BatchClaim, exc: Exception
+        self,
+        conn: AsyncConnection,
+        what: tuple[str, datetime, Origin, str],
+        begin: _BatchClaim,
+        exc: Exception,
     ) -> None:
-        """Record one slot of a batch failed (a fresh transaction: the work's rolled back)."""
+        """Record one slot of a batch failed (its work's savepoint was rolled back)."""
+        job, slot, origin, _ = what
         activity.logger.warning("batch slot failed", extra={"job": job, "slot": slot.isoformat()})
-        async with self.pool.connection() as conn, conn.transaction():
-            claim = await claim_in(
-                conn,
-                self._claim(job, slot, origin, begin),
-                server_now=activity.info().current_attempt_scheduled_time,
-                now=self.clock(),
+        claim = await claim_in(
+            conn,
+            self._claim(job, slot, origin, begin),
+            server_now=activity.info().current_attempt_scheduled_time,
+            now=self.clock(),
+        )
+        if claim.outcome == "claimed":
+            await conn.execute(
+                _EXECUTIONS["fail"],
+                {
+                    "id": claim.execution_id,
+                    "run_id": begin.run_id,
+                    "error": redact.scrub(f"{type(exc).__name__}: {exc}"),
+                },
             )
-            if claim.outcome == "claimed":
-                await conn.execute(
-                    _EXECUTIONS["fail"],
-                    {
-                        "id": claim.execution_id,
-                        "run_id": begin.run_id,
-                        "error": redact.scrub(f"{type(exc).__name__}: {exc}"),
-                    },
-                )
 
 
 class _BatchClaim:

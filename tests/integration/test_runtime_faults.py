@@ -96,7 +96,9 @@ async def test_dispatcher_killed_mid_dispatch_loses_and_doubles_nothing(
         "SELECT count(*), count(DISTINCT job_name), sum(duplicate_runs) FROM job_executions"
         " WHERE job_name LIKE 'rt-%%' AND status = 'completed'"
     ).fetchone()
-    assert done == (len(mine), len(mine), 0)
+    assert done == (len(mine), len(mine), 0), db.execute(
+        "SELECT id, job_name, status, origin, error FROM job_executions ORDER BY id"
+    ).fetchall()
     await audit_clean(
         database_url, client, task_queue, minute, minute + timedelta(minutes=1),
         now=minute + timedelta(minutes=1),
