@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from devstack.payments import PaymentProviderServer  # noqa: E402
 from schedules.catalog.model import JobSpec, RetrySpec, default_catalog  # noqa: E402
-from schedules.sync.plan import runtime_attributes  # noqa: E402
+from schedules.sync.attributes import runtime_attributes  # noqa: E402
 from tests.helpers.worker import WorkerProcess  # noqa: E402
 from tests.integration import test_monthly_billing as billing  # noqa: E402
 from tests.integration.chunk_gate import ChunkGate  # noqa: E402

@@ -46,7 +46,8 @@ from chaos import Stack  # noqa: E402
 from activities.dispatch import Dispatcher  # noqa: E402
 from jobs.runtime_dispatch.activities import batch_kinds  # noqa: E402
 from schedules.catalog.model import default_catalog  # noqa: E402
-from schedules.sync.plan import runtime_attributes, sync  # noqa: E402
+from schedules.sync.apply import sync  # noqa: E402
+from schedules.sync.attributes import runtime_attributes  # noqa: E402
 from tests.helpers.worker import WorkerProcess  # noqa: E402
 
 SHARDS = 4

@@ -4,7 +4,7 @@ For each `--jobs` size (several in one run, e.g. `--jobs 1000 10000`, so the gro
 as a ratio), on a fresh headless Temporal dev server on a free port and a database of its
 own in one embedded PostgreSQL (migrated with `worker.migrate.apply_migrations`):
 
-1. first sync: `schedules.sync.plan.sync` in-process over a generated catalog
+1. first sync: `schedules.sync.apply.sync` in-process over a generated catalog
    (`bench/sync_schedules.py`'s `--catalog mixed|nightly-dst`): every schedule created;
    then the wait until schedule listing shows them all (visibility lag; timed on its own);
 2. no-change sync right after: the report must name no create, update or delete, and no
@@ -68,7 +68,7 @@ from activities.catchup import MAX_CONSIDERED, PlanInput, _decide_for, plan_in
 from devstack import EmbeddedPostgres, free_port
 from schedules.catalog.model import load_catalog
 from schedules.health.verify import DEFAULT_DAYS
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from timing import Timing
 from worker.migrate import apply_migrations
 from worker.settings import Settings
@@ -297,7 +297,7 @@ async def plan_costs(url: str, sizes: list[int], repeat: int) -> list[PlanCost]:
 
 
 ROWS = (
-    ("first", "(1) first sync: N creates (`schedules.sync.plan.sync` in-process)"),
+    ("first", "(1) first sync: N creates (`schedules.sync.apply.sync` in-process)"),
     ("listed", "wait until listing shows all N (visibility lag; no command's time)"),
     ("resync", "(2) no-change sync right after: zero writes"),
     ("describe", "for reference: this script describing the sampled schedules (16 in flight)"),

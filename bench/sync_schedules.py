@@ -4,7 +4,7 @@ Each round starts its own headless Temporal dev server on a free port (in memory
 SQLite file with `--sqlite`), generates `--jobs` valid catalog entries with `parse_catalog`
 (kind invoice-reminders, distinct ids; `--catalog mixed`: varied daily / weekday / weekly /
 monthly crons at every hour in eight IANA time zones; `--catalog nightly-dst`: every job at
-02:MM in a zone whose 02:xx is skipped at DST, the spec compiler's slowest path) and times, through `schedules.sync.plan.sync` itself (the code path of
+02:MM in a zone whose 02:xx is skipped at DST, the spec compiler's slowest path) and times, through `schedules.sync.apply.sync` itself (the code path of
 `python -m schedules sync`, without the process start-up):
 
 1. the first sync: every schedule created;
@@ -61,7 +61,9 @@ from devstack.temporal import temporal_binary
 from schedules.catalog.compile import compile_schedule
 from schedules.catalog.model import parse_catalog
 from schedules.health.verify import depends_on_server_zones
-from schedules.sync.plan import _CONCURRENCY, SyncReport, managed_schedule_ids, sync
+from schedules.sync.apply import sync
+from schedules.sync.plan import CONCURRENCY, managed_schedule_ids
+from schedules.sync.report import SyncReport
 from worker.settings import Settings
 
 HERE = Path(__file__).resolve().parent
@@ -222,7 +224,7 @@ def expect_report(report: SyncReport, created=(), updated=(), deleted=(), what: 
 
 async def last_updated(client: Client, ids: list[str]) -> dict[str, datetime | None]:
     """Each schedule's `info.last_updated_at`, described with sync's own concurrency."""
-    limit = asyncio.Semaphore(_CONCURRENCY)
+    limit = asyncio.Semaphore(CONCURRENCY)
 
     async def one(job_id: str) -> tuple[str, datetime | None]:
         async with limit:
@@ -455,7 +457,7 @@ def summary_table(rounds: list[Round], args: argparse.Namespace) -> tuple[str, l
         ("resync", "(2) no-change re-sync, right away: 0 creates/updates/deletes", TARGET_RESYNC),
         ("idle", f"(2b) no-change re-sync after {args.idle:g} s idle: 0 changes", TARGET_RESYNC),
         ("changes", f"(3) re-sync after {k} cron edits: {k} updates", None),
-        ("describe", f"for reference: describe {n} schedules ({_CONCURRENCY} in flight)", None),
+        ("describe", f"for reference: describe {n} schedules ({CONCURRENCY} in flight)", None),
         ("list", f"for reference: list the {n} managed schedules (sync's prune step)", None),
     ]
     lines = [
@@ -536,14 +538,14 @@ Checks (every one passed, or there would be no figures):
 - Each time is the median of {args.repeat} round(s); every round starts a fresh headless
   Temporal dev server (state in {store}) on a free port on this machine, so client,
   server and other work share its {machine["CPUs (nproc)"]} CPUs.
-- Syncs call `schedules.sync.plan.sync` in-process (what `python -m schedules sync` runs, minus
+- Syncs call `schedules.sync.apply.sync` in-process (what `python -m schedules sync` runs, minus
   interpreter start-up, catalog file parsing and the client connection), task queue
   `{TASK_QUEUE}`, with prune on: each sync compiles every job once, lists the schedules
   once, describes only the jobs whose listed digest (search attribute
-  `ScheduledJobsDigest`) is missing or differs ({_CONCURRENCY} in flight; "described" in
-  the checks), and applies creates/updates/deletes ({_CONCURRENCY} in flight). It then
+  `ScheduledJobsDigest`) is missing or differs ({CONCURRENCY} in flight; "described" in
+  the checks), and applies creates/updates/deletes ({CONCURRENCY} in flight). It then
   checks each schedule it wrote in calendars of a zone other than UTC on the server
-  (`schedules.health.verify`: one `ListScheduleMatchingTimes` over 396 days each, {_CONCURRENCY}
+  (`schedules.health.verify`: one `ListScheduleMatchingTimes` over 396 days each, {CONCURRENCY}
   in flight); {rounds[0].checked:,} of the first sync's {args.jobs:,} creates were.
 - Generated jobs (`--catalog {args.catalog}`): kind invoice-reminders, distinct ids and
   params; {CATALOG_TEXT[args.catalog]} {rounds[0].utc_compiled:,} of the {args.jobs:,}

@@ -29,7 +29,8 @@ from devstack.postgres import EmbeddedPostgres
 from devstack.temporal import TemporalDevServer
 from devstack.webhooks import WebhookSink
 from schedules.catalog.model import load_catalog
-from schedules.sync.plan import format_report, sync
+from schedules.sync.apply import sync
+from schedules.sync.report import format_report
 from worker.client import connect
 from worker.migrate import apply_migrations
 from worker.process import exit_process

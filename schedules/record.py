@@ -16,6 +16,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from core import redact
+from core.errors import first_line
 from core.sql import queries as named_queries
 from schedules.server.state import OperationError
 
@@ -39,7 +40,7 @@ def database_hint() -> str:
 
 def _redacted(exc: Exception, url: str) -> str:
     """The first line of a psycopg error, with the URL's password (if any) masked."""
-    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    text = first_line(exc)
     try:
         password = conninfo_to_dict(url).get("password")
     except psycopg.Error:

@@ -61,7 +61,7 @@ class Settings(BaseSettings):
     # `python -m schedules backfill` starts at most this many runs without --yes.
     backfill_max_runs: int = Field(default=50, ge=1)
     # `python -m schedules sync` holds the namespace's sync lock at most this long: the
-    # lease a crashed sync leaves behind runs out after it (schedules/sync_lock.py).
+    # lease a crashed sync leaves behind runs out after it (schedules/server/sync_lock.py).
     sync_lock_seconds: float = Field(default=300.0, ge=30, le=3600)
     # Runtime schedules (schedules/tenants/quota.py): how many one tenant may keep, and the
     # shortest period between two fire times (60: every minute is allowed).

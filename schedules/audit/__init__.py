@@ -6,7 +6,7 @@ witnesses, every slot that was lost, late, unexpected, duplicated, written by a 
 attempt, left with an orphan effect, or inconsistent between Temporal and the ledger. Its
 fire times (`oracle.py`) are computed without `timing/`. Read-only.
 
-`run_audit(conninfo, client, jobs, ...)` is the library entry; `schedules/audit_cli.py` the
+`run_audit(conninfo, client, jobs, ...)` is the library entry; `schedules/cli/audit.py` the
 command on top of it.
 """
 
@@ -23,7 +23,7 @@ from temporalio.client import Client
 from schedules.audit.checks import NOT_VIOLATIONS, Finding, JobScope, judge
 from schedules.audit.history import Window, read_ledger, read_visibility, recheck
 from schedules.audit.runtime import audit_runtime
-from schedules.health.check import describe_states
+from schedules.health.check_run import describe_states
 
 DEFAULT_SETTLE = timedelta(minutes=15)
 DEFAULT_LATE = timedelta(minutes=5)

@@ -23,15 +23,16 @@ from schedules.cli.context import (
     positive_seconds,
 )
 from schedules.cli.format import table
-from schedules.health.check import (
+from schedules.health.check_run import run_check
+from schedules.health.status import (
     DEFAULT_LOOKBACK,
     HISTORY,
     SLOW_FACTOR,
     CheckReport,
     Execution,
     Kind,
-    run_check,
 )
+from worker.client import connect
 from worker.settings import load_settings
 
 logger = logging.getLogger(__name__)
@@ -98,7 +99,13 @@ async def run(args: argparse.Namespace, ctx: Context | None = None) -> int:
         settings = load_settings()
         jobs = load_catalog(getattr(args, "catalog", None))
         report = await run_check(
-            settings, jobs, datetime.now(UTC), lookback=args.lookback, timeout=args.timeout
+            lambda: connect(settings),
+            settings.database_url.get_secret_value(),
+            jobs,
+            datetime.now(UTC),
+            lookback=args.lookback,
+            timeout=args.timeout,
+            address=settings.temporal_address,
         )
     except SchedulerError as exc:  # bad settings or catalog: cannot tell
         print(f"error: {redact.scrub(str(exc))}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """`python -m schedules explain JOB [--at TIME]`: did a fire time run and, if not, why.
 
 Fails fast: Temporal and PostgreSQL get `--timeout` seconds (default 5) before the command
-says it cannot tell (exit 2). The evidence is `schedules.health.evidence.gather`, the
+says it cannot tell (exit 2). The evidence is `schedules.health.evidence.gather_evidence`, the
 verdict `schedules.health.explain.explain`.
 """
 
@@ -21,7 +21,7 @@ from schedules.cli.context import (
     database_url,
     positive_seconds,
 )
-from schedules.health.evidence import gather, latest_fire_time
+from schedules.health.evidence import gather_evidence, latest_fire_time
 from schedules.health.explain import as_json, explain, format_verdict
 
 NAME = "explain"
@@ -73,7 +73,7 @@ async def run(args: argparse.Namespace, ctx: Context) -> int:
         if fire is None:
             raise BadInputError(f"{job.id} has no fire time before now to explain")
     ctx.wait_seconds = args.timeout
-    evidence = await gather(
+    evidence = await gather_evidence(
         ctx.client,
         database_url(ctx),
         job,

@@ -10,7 +10,9 @@ from schedules import progress
 from schedules.catalog.model import load_catalog
 from schedules.cli.context import Context, add_cluster_wait, command, non_negative_seconds
 from schedules.cli.verify import verdict_lines
-from schedules.sync.plan import compile_jobs, format_report, sync
+from schedules.sync.apply import sync
+from schedules.sync.plan import compile_jobs
+from schedules.sync.report import format_report
 from schedules.sync.safety import DEFAULT_MAX_PRUNE, SyncIncompleteError, check_prune
 
 NAME = "sync"

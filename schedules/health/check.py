@@ -13,179 +13,49 @@ last run, last success, next due, and an alert for each of
   median of the 20 completed runs before it, and at least a minute more;
 - `backfill_skipped`: slots of a backfill requested during the lookback that the server
   skipped under its overlap policy (the Web UI dialog's default, Skip) and that nothing has
-  run since (`schedules/backfills.py` names them);
+  run since (`schedules.server.backfills` names them);
 - `dead_outbox`: outbox messages the relay gave up on;
 - `schedule_not_registered`: the job has no schedule on Temporal (or one this project does
   not manage).
 
 `evaluate` is a pure function of rows, schedule states and `now`, so every alert and every DST
-case is unit-tested without servers; `run_check` loads the inputs from PostgreSQL and
-Temporal. Fire times are the job's `Timing` (classic cron DST semantics). A fire time
+case is unit-tested without servers; `run_check` (`schedules.health.check_run`) loads the
+inputs from PostgreSQL and Temporal. Fire times are the job's `Timing` (classic cron DST semantics). A fire time
 is "covered" by any row scheduled between it and the next fire time, which absorbs jitter,
 manual triggers and DST compensation.
-
-The schedules are read from one listing (paged) where it can vouch for them: a schedule
-`sync` wrote carries `ScheduledJobsTiming` (since when its timing has been in force, and a
-fingerprint of that timing), so a listed managed schedule whose fingerprint matches the
-catalog's timing needs no describe. Every other job (not listed yet, not managed, written
-by an older sync, its timing pending or changed since) is described, as before. The listing
-comes from visibility, which lags the server by about a second: a pause or the next action
-time of the last moment may show a moment late; the timing floor never comes from another
-timing than the catalog's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import bisect
-import dataclasses
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
-import psycopg
-from psycopg.rows import dict_row
-from temporalio.service import RPCError
-
-from core import redact
-from core.sql import queries
-from schedules.catalog.compile import (
-    MANAGED_MEMO_KEY,
-    MANAGED_MEMO_VALUE,
-    TIMING_ATTRIBUTE,
-    read_timing_stamp,
+from schedules.health.status import (
+    COMPENSATED,
+    COMPLETED,
+    DEFAULT_GRACE,
+    DEFAULT_LOOKBACK,
+    FAILED,
+    HISTORY,
+    MAX_FIRES,
+    MIN_HISTORY,
+    RUNNING,
+    SKIPPED,
+    SLOW_FACTOR,
+    SLOW_MIN_EXCESS,
+    Alert,
+    CheckReport,
+    Execution,
+    JobStatus,
+    Kind,
+    OutboxState,
+    ScheduleState,
 )
-from schedules.health.runtime import runtime_alerts
-from schedules.server.backfills import DroppedSlot, backfill_requests, dropped_slots
-from schedules.server.found import schedule_or_none
-from schedules.server.retry import transport_cause
+from schedules.server.backfills import DroppedSlot
 from timing import Timing
-from worker.client import connect
-from workflows import JobRun
-
-DEFAULT_GRACE = timedelta(minutes=15)
-DEFAULT_LOOKBACK = timedelta(hours=24)
-# Duration baseline: the completed runs before the one judged.
-HISTORY = 20
-MIN_HISTORY = 5
-SLOW_FACTOR = 1.5
-# Seconds-long jobs vary by more than 50% for no reason anyone should be paged about.
-SLOW_MIN_EXCESS = timedelta(minutes=1)
-# Fire times examined per job: bounds the work for a job that fires every few seconds.
-MAX_FIRES = 1000
-CATCHUP_GAP_PREFIX = "catch-up gap"
-# A recent action started this long after its slot came from a backfill (or a catch-up).
-BACKFILL_LATENESS = timedelta(minutes=5)
-
-COMPLETED, FAILED, SKIPPED, RUNNING = "completed", "failed", "skipped", "running"
-COMPENSATED = "compensated"  # a workflow job's run that failed and undid its steps
-
-
-class Kind(StrEnum):
-    NOT_COMPLETED = "not_completed"
-    LAST_RUN_FAILED = "last_run_failed"
-    MISSED_RUNS = "missed_runs"
-    CATCHUP_GAP = "catchup_gap"
-    SLOW_RUN = "slow_run"
-    BACKFILL_SKIPPED = "backfill_skipped"
-    DEAD_OUTBOX = "dead_outbox"
-    SCHEDULE_NOT_REGISTERED = "schedule_not_registered"
-
-
-@dataclass(frozen=True)
-class Execution:
-    """One `job_executions` row, as much of it as the check reads."""
-
-    job_name: str
-    scheduled_at: datetime
-    status: str
-    started_at: datetime
-    finished_at: datetime | None = None
-    error: str | None = None
-    attempt: int = 0
-
-    @property
-    def duration(self) -> timedelta | None:
-        return self.finished_at - self.started_at if self.finished_at else None
-
-    @property
-    def catchup_gap(self) -> bool:
-        return self.status == SKIPPED and (self.error or "").startswith(CATCHUP_GAP_PREFIX)
-
-
-@dataclass(frozen=True)
-class ScheduleState:
-    """What Temporal says about a job's schedule."""
-
-    exists: bool
-    managed: bool = True
-    paused: bool = False
-    next_action_times: tuple[datetime, ...] = ()
-    created_at: datetime | None = None
-    # Since when the schedule's current timing has been in force (set by `sync`).
-    timing_since: datetime | None = None
-    # A sign that a backfill may have dropped slots: the server's skipped-overlap count
-    # (described schedules) or a recent action started long after its slot (listed ones).
-    backfilled: bool = False
-    # The slots of the schedule's recent actions: started, if not recorded yet.
-    started: tuple[datetime, ...] = ()
-    # Backfilled slots the server skipped and nothing ran since (filled by `run_check`).
-    dropped: tuple[DroppedSlot, ...] = ()
-
-
-@dataclass(frozen=True)
-class OutboxState:
-    dead: int
-    oldest_dead_at: datetime | None = None
-    newest_dead_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Alert:
-    kind: Kind
-    job: str  # a job id, or "outbox"
-    message: str
-
-
-@dataclass
-class JobStatus:
-    job: str
-    schedule: str  # the cron text or "every <interval>"
-    timezone: str
-    state: str  # active | paused | not registered | not managed | unknown
-    last_run: Execution | None = None
-    last_success: Execution | None = None
-    next_due: datetime | None = None
-    next_due_source: str | None = None  # temporal | catalog
-    alerts: list[Alert] = field(default_factory=list)
-
-
-@dataclass
-class CheckReport:
-    checked_at: datetime
-    jobs: list[JobStatus]
-    outbox: OutboxState | None
-    outbox_alerts: list[Alert] = field(default_factory=list)
-    runtime_alerts: list[Alert] = field(default_factory=list)  # by kind (`health.runtime`)
-    # Why the check cannot tell (a server it could not reach); any makes the status unknown.
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def alerts(self) -> list[Alert]:
-        return (
-            [a for job in self.jobs for a in job.alerts] + self.outbox_alerts + self.runtime_alerts
-        )
-
-    @property
-    def status(self) -> str:
-        return "unknown" if self.errors else "alert" if self.alerts else "ok"
-
-    @property
-    def exit_code(self) -> int:
-        return {"ok": 0, "alert": 1, "unknown": 2}[self.status]
 
 
 def _when(value: datetime | None) -> str:
@@ -488,227 +358,3 @@ def evaluate(
         outbox_alerts=evaluate_outbox(outbox),
         errors=list(errors),
     )
-
-
-# --- loading -------------------------------------------------------------------------------
-
-
-async def load_database(
-    conninfo: str, job_ids: Sequence[str], now: datetime, lookback: timedelta, timeout: float
-) -> tuple[list[Execution], OutboxState]:
-    """Read the rows `evaluate` needs and the dead outbox count, in a read-only session."""
-    q = queries("schedules.sql", "check")
-    async with await psycopg.AsyncConnection.connect(
-        conninfo, connect_timeout=max(2, int(timeout)), row_factory=dict_row
-    ) as conn:
-        await conn.set_read_only(True)  # one READ ONLY transaction, committed on exit
-        cur = await conn.execute(
-            q["executions"],
-            {
-                "jobs": list(job_ids),
-                "since": now - lookback,
-                "max_rows": MAX_FIRES * 2,
-                "history": HISTORY + 1,
-                "gap_pattern": CATCHUP_GAP_PREFIX + "%",
-            },
-        )
-        rows = [Execution(**row) for row in await cur.fetchall()]
-        dead = await (await conn.execute(q["dead_outbox"])).fetchone()
-    return rows, OutboxState(dead["dead"], dead["oldest"], dead["newest"])
-
-
-async def load_schedules(
-    client: Any, jobs: Sequence[Any], timeout: float | None = None
-) -> dict[str, ScheduleState]:
-    """Each job's schedule state: from the listing where it vouches for it, else described;
-    each call to the server within `timeout`."""
-    listed = await listed_states(client, jobs, timeout)
-    described = await describe_states(client, [j.id for j in jobs if j.id not in listed], timeout)
-    return {job.id: listed.get(job.id) or described[job.id] for job in jobs}
-
-
-async def listed_states(
-    client: Any, jobs: Sequence[Any], timeout: float | None = None
-) -> dict[str, ScheduleState]:
-    """The states the schedule listing vouches for: managed schedules whose
-    `ScheduledJobsTiming` was written for the timing the catalog has now."""
-    by_id = {job.id: job for job in jobs}
-    found: dict[str, ScheduleState] = {}
-    entries = (await client.list_schedules()).__aiter__()
-    while True:
-        async with asyncio.timeout(timeout):  # each page, not the whole listing
-            try:
-                entry = await anext(entries)
-            except StopAsyncIteration:
-                break
-        job = by_id.get(entry.id)
-        if job is None or entry.schedule is None or entry.info is None:
-            continue
-        if await entry.memo_value(MANAGED_MEMO_KEY, default=None) != MANAGED_MEMO_VALUE:
-            continue
-        since = read_timing_stamp(entry.typed_search_attributes.get(TIMING_ATTRIBUTE), job)
-        if since is None:
-            continue
-        found[job.id] = ScheduleState(
-            exists=True,
-            managed=True,
-            paused=entry.schedule.state.paused,
-            next_action_times=tuple(entry.info.next_action_times),
-            timing_since=since,
-            backfilled=any(
-                a.started_at - a.scheduled_at > BACKFILL_LATENESS for a in entry.info.recent_actions
-            ),
-            started=tuple(a.scheduled_at for a in entry.info.recent_actions),
-        )
-    return found
-
-
-async def describe_states(
-    client: Any, job_ids: Sequence[str], timeout: float | None = None
-) -> dict[str, ScheduleState]:
-    """Describe each job's schedule, each call within `timeout`; a missing one is
-    `ScheduleState(exists=False)`."""
-    limit = asyncio.Semaphore(16)
-
-    async def one(job_id: str) -> ScheduleState:
-        async with limit, asyncio.timeout(timeout):
-            described = await schedule_or_none(client, job_id)
-        if described is None:
-            return ScheduleState(exists=False)
-        managed = await described.memo_value(MANAGED_MEMO_KEY, default=None) == MANAGED_MEMO_VALUE
-        timing_since = None
-        args = getattr(described.schedule.action, "args", None)
-        if managed and args:
-            try:
-                (run,) = await client.data_converter.decode(args, [JobRun])
-                timing_since = getattr(run, "timing_since", None)
-                if run.timing_pending:  # not stamped yet: in force since the last write
-                    info = described.info
-                    timing_since = info.last_updated_at or info.created_at
-            except Exception:  # an older payload without it: fall back to the rows
-                timing_since = None
-        return ScheduleState(
-            exists=True,
-            managed=managed,
-            paused=described.schedule.state.paused,
-            next_action_times=tuple(described.info.next_action_times),
-            created_at=described.info.created_at,
-            timing_since=timing_since,
-            backfilled=described.info.num_actions_skipped_overlap > 0,
-            started=tuple(a.scheduled_at for a in described.info.recent_actions),
-        )
-
-    states = await asyncio.gather(*(one(job_id) for job_id in job_ids))
-    return dict(zip(job_ids, states, strict=True))
-
-
-async def with_dropped_slots(
-    client: Any,
-    settings: Any,
-    jobs: Sequence[Any],
-    states: dict[str, ScheduleState],
-    since: datetime,
-    timeout: float | None = None,
-) -> dict[str, ScheduleState]:
-    """`states`, each job that shows a sign of a backfill given the backfilled slots the
-    server skipped (requested since `since`) that have no ledger row."""
-    conninfo = settings.database_url.get_secret_value()
-    recorded_q = queries("schedules.sql", "check")["recorded_in_range"]
-    limit = asyncio.Semaphore(8)
-
-    async def one(job: Any) -> tuple[str, tuple[DroppedSlot, ...]]:
-        try:
-            return job.id, await dropped_of(job)
-        except (psycopg.Error, OSError):  # the database's own read reports it
-            return job.id, ()
-
-    async def dropped_of(job: Any) -> tuple[DroppedSlot, ...]:
-        async with limit, asyncio.timeout(timeout):
-            requests = [
-                r for r in await backfill_requests(client, job.id) if r.requested_at >= since
-            ]
-            if not requests:
-                return ()
-            start, end = min(r.start for r in requests), max(r.end for r in requests)
-            async with await psycopg.AsyncConnection.connect(
-                conninfo, connect_timeout=max(2, int(timeout or 10))
-            ) as conn:
-                cur = await conn.execute(recorded_q, {"job": job.id, "start": start, "end": end})
-                recorded = [row[0] for row in await cur.fetchall()]
-        recorded += states[job.id].started
-        return tuple(dropped_slots(job.timing, requests, recorded, getattr(job, "overlap", "skip")))
-
-    hinted = [job for job in jobs if job.id in states and states[job.id].backfilled]
-    for job_id, dropped in await asyncio.gather(*(one(job) for job in hinted)):
-        if dropped:
-            states[job_id] = dataclasses.replace(states[job_id], dropped=dropped)
-    return states
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-async def run_check(
-    settings: Any,
-    jobs: Sequence[Any],
-    now: datetime,
-    lookback: timedelta = DEFAULT_LOOKBACK,
-    timeout: float = 10.0,
-) -> CheckReport:
-    """Load from PostgreSQL and Temporal at once, then `evaluate`. `timeout` bounds the
-    database read, connecting to Temporal and each call to it (one per job).
-
-    A source that cannot be read becomes an entry in `errors` (status unknown, exit 2);
-    the rest is still evaluated and reported.
-    """
-    job_ids = [job.id for job in jobs]
-
-    async def database() -> tuple[list[Execution], OutboxState]:
-        async with asyncio.timeout(timeout):
-            return await load_database(
-                settings.database_url.get_secret_value(), job_ids, now, lookback, timeout
-            )
-
-    async def temporal() -> dict[str, ScheduleState]:
-        # Each call is bounded, not the pass: describing 10,000 schedules takes far longer
-        # than a server that does not answer may keep the check waiting.
-        async with asyncio.timeout(timeout):
-            client = await connect(settings)
-        states = await load_schedules(client, jobs, timeout)
-        return await with_dropped_slots(client, settings, jobs, states, now - lookback, timeout)
-
-    async def runtime() -> list[Alert]:
-        async with asyncio.timeout(timeout):
-            found = await runtime_alerts(
-                settings.database_url.get_secret_value(), now, lookback, timeout
-            )
-        return [Alert(Kind(kind), subject, message) for kind, subject, message in found]
-
-    db, tp, rt = await asyncio.gather(database(), temporal(), runtime(), return_exceptions=True)
-    errors = []
-    executions: list[Execution] | None = None
-    outbox: OutboxState | None = None
-    if isinstance(db, BaseException):
-        if not isinstance(db, psycopg.Error | OSError | TimeoutError):
-            raise db
-        why = "timed out" if isinstance(db, TimeoutError) else _first_line(db)
-        errors.append(redact.scrub(f"cannot read the database: {why}"))
-    else:
-        executions, outbox = db
-    schedules: dict[str, ScheduleState] | None = None
-    if isinstance(tp, BaseException):
-        if not isinstance(tp, RPCError | RuntimeError | OSError | TimeoutError):
-            raise tp  # a bug, not an unreachable server
-        why = f"no answer within {timeout:g}s" if isinstance(tp, TimeoutError) else None
-        why = why or (transport_cause(tp) if isinstance(tp, RuntimeError) else _first_line(tp))
-        errors.append(redact.scrub(f"cannot reach Temporal at {settings.temporal_address}: {why}"))
-    else:
-        schedules = tp
-    report = evaluate(jobs, executions, schedules, outbox, now, lookback, errors)
-    if not isinstance(rt, BaseException):
-        report.runtime_alerts = rt
-    elif not isinstance(rt, psycopg.Error | OSError | TimeoutError):
-        raise rt
-    return report

@@ -1,6 +1,6 @@
 """The evidence `explain` judges: what the record and the server say about one fire time.
 
-`gather` reads the slot's `job_executions` row (PostgreSQL, by connection string) and the
+`gather_evidence` reads the slot's `job_executions` row (PostgreSQL, by connection string) and the
 server's side (the schedule's state, the slot's workflow, the workers polling the task
 queue, a backfill that covered it); what cannot be read is noted in the evidence, so the
 verdict can say "cannot tell" instead of guessing.
@@ -54,7 +54,7 @@ async def covering_backfill(client: Client, job: JobSpec, fire: datetime) -> Bac
     return covering[-1] if covering else None
 
 
-async def gather(
+async def gather_evidence(
     client: Client | Callable[[], Awaitable[Client]],
     conninfo: str,
     job: JobSpec,

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from temporalio.service import RPCError
 
 from core import redact
-from core.errors import SchedulerError
+from core.errors import SchedulerError, first_line
 from schedules.server.retry import transient_rpc
 from schedules.server.sync_lock import SyncLockError
 
@@ -83,8 +83,7 @@ def error_text(err: BaseException) -> str:
     if isinstance(err, RPCError):
         status = err.status.name if err.status is not None else "error"
         return redact.scrub(f"{status}: {err.message}")
-    lines = str(err).strip().splitlines()
-    return redact.scrub(f"{type(err).__name__}: {lines[0] if lines else ''}".rstrip(": "))
+    return redact.scrub(f"{type(err).__name__}: {first_line(err, '')}".rstrip(": "))
 
 
 def check_prune(deleted: list[str], managed: int, max_prune: float) -> None:

@@ -83,31 +83,36 @@ async def apply(
         quotas.check_period(new)
     quotas.check_count(tenant, 0, len(wanted))
     now = clock()
-    report = ApplyReport()
     async with store.transaction(db) as conn:
         await conn.execute(store.Q["lock_tenant"], {"tenant": tenant})
         rows = await store.all_rows(conn, "tenant_live", {"tenant": tenant})
         stored = {row["name"]: Schedule.of_row(row) for row in rows}
-        for name, new in sorted(wanted.items()):
-            current = stored.get(name)
-            if current is None:
-                report.created.append(name)
-                if not dry_run:
-                    await _create(conn, new, now, by)
-                continue
-            differs = _differences(current, new)
-            if not differs:
-                report.unchanged.append(name)
-                continue
+        report = _plan(stored, wanted)
+        if dry_run:
+            return report
+        for name in report.created:
+            await _create(conn, wanted[name], now, by)
+        for name in report.updated:
+            await _update(conn, stored[name], wanted[name], now, by)
+        for name in report.deleted:
+            current = stored[name]
+            gone = current.model_copy(update={"deleted_at": now, "next_fire_at": None})
+            await store.write_logged(conn, current, gone, "delete", now=now, by=by)
+    return report
+
+
+def _plan(stored: dict[str, Schedule], wanted: dict[str, Definition]) -> ApplyReport:
+    """What makes `stored` into `wanted`, by name."""
+    report = ApplyReport()
+    for name, new in sorted(wanted.items()):
+        current = stored.get(name)
+        if current is None:
+            report.created.append(name)
+        elif differs := _differences(current, new):
             report.updated[name] = differs
-            if not dry_run:
-                await _update(conn, current, new, now, by)
-        for name, current in sorted(stored.items()):
-            if name not in wanted:
-                report.deleted.append(name)
-                if not dry_run:
-                    gone = current.model_copy(update={"deleted_at": now, "next_fire_at": None})
-                    await store.write_logged(conn, current, gone, "delete", now=now, by=by)
+        else:
+            report.unchanged.append(name)
+    report.deleted = sorted(set(stored) - set(wanted))
     return report
 
 

@@ -49,33 +49,35 @@ def _refusal(problems: list[str], total: int) -> str:
     )
 
 
+def _parse_line(number: int, text: str) -> Definition | str:
+    """One line as a `Definition`, or its problem (`line N: ...`)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"line {number}: not JSON: {exc.msg} at column {exc.colno}"
+    if not isinstance(data, dict):
+        return f"line {number}: must be a JSON object, got {text.strip()[:60]}"
+    try:
+        return Definition.model_validate(data)
+    except ValidationError as exc:
+        return f"line {number}: {validation_line(data, exc)}"
+
+
 def parse_lines(lines: Iterable[str], quotas: Quotas) -> list[tuple[int, Definition]]:
     """Every non-blank line as a validated `Definition` with its line number, or one
     `InvalidScheduleError` (`QuotaError` when only quotas refuse) listing the problems."""
     parsed: list[tuple[int, Definition]] = []
     problems: list[str] = []
-    quota_only = True
+    quota_problems = 0
     seen: dict[tuple[str, str], int] = {}
     total = 0
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
         total += 1
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.append(f"line {number}: not JSON: {exc.msg} at column {exc.colno}")
-            quota_only = False
-            continue
-        if not isinstance(data, dict):
-            problems.append(f"line {number}: must be a JSON object, got {text.strip()[:60]}")
-            quota_only = False
-            continue
-        try:
-            new = Definition.model_validate(data)
-        except ValidationError as exc:
-            problems.append(f"line {number}: {validation_line(data, exc)}")
-            quota_only = False
+        new = _parse_line(number, text)
+        if isinstance(new, str):
+            problems.append(new)
             continue
         key = (new.tenant, new.name)
         if key in seen:
@@ -83,17 +85,17 @@ def parse_lines(lines: Iterable[str], quotas: Quotas) -> list[tuple[int, Definit
                 f"line {number}: schedule {new.tenant!r}/{new.name!r}: name: already on "
                 f"line {seen[key]}"
             )
-            quota_only = False
             continue
         seen[key] = number
         try:
             quotas.check_period(new)
         except QuotaError as exc:
             problems.append(f"line {number}: {str(exc).removesuffix('; nothing was written')}")
+            quota_problems += 1
             continue
         parsed.append((number, new))
     if problems:
-        error = QuotaError if quota_only else InvalidScheduleError
+        error = QuotaError if quota_problems == len(problems) else InvalidScheduleError
         raise error(_refusal(problems, total))
     return parsed
 

@@ -17,7 +17,7 @@ from temporalio.api.workflowservice.v1 import PatchScheduleRequest
 from temporalio.client import Client
 
 from schedules.catalog.model import JobSpec, RetrySpec, default_catalog
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from tests.helpers import assert_eventually
 from workflows import ScheduledJobWorkflow
 

@@ -17,7 +17,7 @@ from activities.dispatch import Dispatcher, TickCounts
 from jobs.runtime_dispatch.activities import batch_kinds
 from schedules.audit.history import Window
 from schedules.audit.runtime import RuntimeAudit, audit_runtime
-from schedules.sync.plan import runtime_attributes
+from schedules.sync.attributes import runtime_attributes
 from tests.helpers import assert_eventually
 
 SHARDS = 4

@@ -12,7 +12,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from schedules.catalog.model import parse_catalog
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 
 

@@ -21,8 +21,8 @@ from jobs.invoice_reminders.activities import remind_chunk, reminder_window
 from schedules.audit import run_audit
 from schedules.catalog.compile import compile_schedule
 from schedules.catalog.model import default_catalog, parse_catalog
-from schedules.health.check import ScheduleState
-from schedules.sync.plan import sync
+from schedules.health.status import ScheduleState
+from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 from tests.integration.jobs import (

@@ -17,7 +17,7 @@ from pathlib import Path
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
 from schedules.catalog.model import load_catalog
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 

@@ -33,7 +33,7 @@ import pytest
 from core import redact
 from schedules.catalog.model import parse_catalog
 from schedules.cli.main import main as schedules_main
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from tests.helpers import ROOT, TEMPLATE_DB
 from tests.helpers.worker import settings_env
 from tests.integration.schedule_state import snapshot

@@ -18,7 +18,7 @@ from devstack import TemporalDevServer, free_port
 from schedules.audit import run_audit
 from schedules.catalog.compile import compile_schedule
 from schedules.catalog.model import parse_catalog
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from tests.helpers import assert_eventually
 from tests.integration.jobs import executions, fire_once, fired, grid_after, wait_until
 from workflows import ScheduledJobWorkflow

@@ -11,8 +11,8 @@ import uuid
 from datetime import UTC, datetime
 
 from schedules.catalog.model import parse_catalog
-from schedules.health.check import describe_states, listed_states, load_schedules
-from schedules.sync.plan import sync
+from schedules.health.check_run import describe_states, listed_states, load_schedules
+from schedules.sync.apply import sync
 
 
 def tables(prefix: str, yearly_cron: str) -> dict[str, dict]:

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from schedules.catalog.model import load_catalog
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from tests.helpers import ROOT
 from tests.helpers.worker import settings_env
 

@@ -23,7 +23,8 @@ from temporalio.client import (
 )
 
 from schedules.catalog.model import parse_catalog
-from schedules.sync.plan import plan, sync
+from schedules.sync.apply import sync
+from schedules.sync.plan import plan
 from tests.helpers import assert_eventually
 from timing.calendars import compile_spec, compiled_until, next_fire_times
 

@@ -20,7 +20,7 @@ from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from devstack import free_port
 from devstack.payments import PaymentProviderServer
 from schedules.catalog.model import load_catalog
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 from tests.integration.jobs import executions, wait_until

@@ -14,8 +14,9 @@ import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 from schedules.catalog.model import load_catalog
-from schedules.server.state import OperationError, trigger
-from schedules.sync.plan import sync
+from schedules.server.actions import trigger
+from schedules.server.state import OperationError
+from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 from tests.integration.jobs import executions

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from schedules.catalog.model import load_catalog
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from tests.helpers import ROOT
 from tests.helpers.worker import settings_env
 

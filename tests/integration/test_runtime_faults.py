@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from schedules.catalog.model import default_catalog
-from schedules.sync.plan import runtime_attributes
+from schedules.sync.attributes import runtime_attributes
 from tests.helpers import assert_eventually
 from tests.integration.jobs import FAST_RETRY, executions, registered
 from tests.integration.runtime import audit_clean, fresh_ids, insert_schedule, settled

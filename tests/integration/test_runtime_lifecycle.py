@@ -10,7 +10,7 @@ import pytest
 
 from activities.runtime_models import KIND_ATTRIBUTE, SCHEDULE_ATTRIBUTE, TENANT_ATTRIBUTE
 from schedules import tenants
-from schedules.sync.plan import runtime_attributes
+from schedules.sync.attributes import runtime_attributes
 from tests.integration.runtime import (
     audit_clean,
     dispatcher,

@@ -117,6 +117,19 @@ def test_the_cli_writes_reads_and_refuses_with_its_exit_codes(database_url):
 
     runs = cli(database_url, "runs", str(sid), "--json")
     assert runs.returncode == 0 and runs.stdout == ""
+    slot = times[0]["at"]
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO job_executions (job_name, scheduled_at, status, attempt, origin)"
+            " VALUES (%s, %s, 'failed', 2, 'scheduled')",
+            (f"rt-{sid}", slot),
+        )
+    runs = cli(database_url, "runs", str(sid), "--json")
+    (run,) = [json.loads(line) for line in runs.stdout.splitlines()]
+    assert (run["status"], run["attempt"], run["origin"]) == ("failed", 2, "scheduled")
+    told = cli(database_url, "explain", str(sid), slot.replace("+00:00", "Z"))
+    assert told.returncode == 0
+    assert told.stdout.strip().endswith(": failed (scheduled, attempt 2)")
     down = cli("postgresql://nobody@127.0.0.1:1/none", "list")
     assert down.returncode == 1
     assert one_error_line(down).startswith("error: PostgreSQL is unavailable: ")

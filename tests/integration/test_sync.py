@@ -24,12 +24,13 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
 
-import schedules.sync.plan
+import schedules.sync.apply
 from activities.catchup import CatchupActivities, PlanInput, PlanResult
 from core.errors import CatalogError
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
 from schedules.catalog.model import JobSpec, load_catalog, parse_catalog
-from schedules.sync.plan import managed_schedule_ids, plan, sync
+from schedules.sync.apply import sync
+from schedules.sync.plan import managed_schedule_ids, plan
 from schedules.sync.safety import SyncIncompleteError
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
@@ -345,7 +346,7 @@ async def test_without_the_digest_attribute_sync_describes_every_job(
     async def unusable(client, register):  # a hosted namespace without operator permissions
         return False
 
-    monkeypatch.setattr("schedules.sync.plan.digest_attribute", unusable)
+    monkeypatch.setattr("schedules.sync.apply.digest_attribute", unusable)
     jobs = load_catalog(
         catalog(tmp_path, *[(f"plain-{i}", f"0 {i} * * *", "UTC") for i in range(3)])
     )
@@ -468,14 +469,14 @@ async def test_a_sync_stopped_between_its_two_writes_is_finished_by_the_next(
     client, task_queue, pool, clean, monkeypatch
 ):
     job = ticking_job()
-    write = schedules.sync.plan._update
+    write = schedules.sync.apply._update
 
     async def stop_before_stamping(client, target, stamp, *, stamp_timing=False):
         if stamp_timing:
             raise RuntimeError("sync stopped")
         await write(client, target, stamp)
 
-    monkeypatch.setattr("schedules.sync.plan._update", stop_before_stamping)
+    monkeypatch.setattr("schedules.sync.apply._update", stop_before_stamping)
     # The failure is reported as a sync that stopped part-way, which the next one finishes.
     with pytest.raises(
         SyncIncompleteError, match="create ticking failed: RuntimeError: sync stopped"

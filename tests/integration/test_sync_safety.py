@@ -20,7 +20,7 @@ from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 from tests.integration.schedule_state import snapshot
 
-# As schedules/sync_lock.py names them.
+# As schedules/server/sync_lock.py names them.
 LOCK_WORKFLOW_ID = "scheduled-jobs-sync-lock"
 LOCK_WORKFLOW_TYPE = "ScheduledJobsSyncLock"
 LOCK_TASK_QUEUE = "scheduled-jobs-sync-lock"

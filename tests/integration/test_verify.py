@@ -28,7 +28,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from devstack import TemporalDevServer, free_port
 from schedules.catalog.model import load_catalog, parse_catalog
 from schedules.health.verify import verify_job
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from tests.helpers import ROOT
 from tests.integration.namespaces import fresh_namespace
 from timing.zones import zoneinfo_dir

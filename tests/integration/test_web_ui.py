@@ -23,7 +23,7 @@ import pytest
 from playwright.async_api import Page, async_playwright
 
 from schedules.catalog.model import load_catalog
-from schedules.sync.plan import sync
+from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 

@@ -16,7 +16,7 @@ import yaml
 from core import metric_names
 from schedules.catalog.compile import job_run
 from schedules.catalog.model import load_catalog
-from schedules.health.check import DEFAULT_GRACE, Kind
+from schedules.health.status import DEFAULT_GRACE, Kind
 from timing.firetimes import fire_times
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"

@@ -10,7 +10,9 @@ jobs never import the process or the CLI. Imports under `if TYPE_CHECKING:` coun
 
 from __future__ import annotations
 
+import argparse
 import ast
+import inspect
 from collections import defaultdict
 from pathlib import Path
 
@@ -152,3 +154,124 @@ def test_the_conftest_check_sees_an_import():
     assert conftest_imports("from .. import conftest") == ["conftest"]
     assert conftest_imports("import tests.conftest") == ["tests.conftest"]
     assert conftest_imports("from tests.helpers import ROOT") == []
+
+
+# --- the library and its CLI (issue 19) ----------------------------------------------------
+
+CLI = "schedules.cli"
+ENTRY_POINT = "schedules.__main__"  # `python -m schedules`: three lines calling the CLI
+MAX_LINES = 400
+
+
+def _in_cli(module: str) -> bool:
+    return module == CLI or module.startswith(CLI + ".")
+
+
+def test_nothing_outside_the_cli_imports_it():
+    """`schedules.cli` sits on top: the library under it never reaches up into it (tests and
+    benchmarks may drive it)."""
+    offenders = {
+        module: sorted(t for t in targets if _in_cli(t))
+        for module, targets in GRAPH.items()
+        if not _in_cli(module) and module != ENTRY_POINT and any(_in_cli(t) for t in targets)
+    }
+    assert not offenders, offenders
+
+
+def context_parameters(source: str) -> list[str]:
+    """The functions in `source` that take the CLI's context: a parameter named `ctx` or
+    annotated with `Context` (bare, dotted or as a string)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        args = node.args
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is None:
+                continue
+            annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+            if arg.arg == "ctx" or "Context" in annotation.replace("'", "").split(" | "):
+                found.append(f"{getattr(node, 'name', 'lambda')}({arg.arg})")
+            elif annotation.endswith((".Context", ".Context'", '.Context"')):
+                found.append(f"{getattr(node, 'name', 'lambda')}({arg.arg})")
+    return found
+
+
+def test_no_function_outside_the_cli_takes_its_context():
+    """Library functions take a Temporal `Client` or a connection string, so they can be
+    called from Python without building the CLI."""
+    offenders = {
+        module: found
+        for module, path in MODULES.items()
+        if not _in_cli(module) and (found := context_parameters(path.read_text()))
+    }
+    assert not offenders, offenders
+
+
+def test_the_context_check_sees_a_parameter():
+    assert context_parameters("async def f(ctx, job): ...") == ["f(ctx)"]
+    assert context_parameters("def f(c: Context): ...") == ["f(c)"]
+    assert context_parameters("def f(c: 'Context | None' = None): ...") == ["f(c)"]
+    assert context_parameters("def f(c: cli.Context): ...") == ["f(c)"]
+    assert context_parameters("def f(client: Client, retry: Retry): ...") == []
+
+
+def test_every_command_is_registered_in_the_one_tuple():
+    """`python -m schedules`'s commands are exactly `COMMANDS`, each a module of
+    `schedules.cli` with its own `configure` and `run`; every such module is in it."""
+    from schedules.cli.main import COMMANDS, build_parser
+
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list(subparsers.choices) == [module.NAME for module in COMMANDS]
+    for module in COMMANDS:
+        assert module.__name__.startswith(CLI + "."), module
+        assert callable(module.configure) and inspect.iscoroutinefunction(module.run), module
+        handler = subparsers.choices[module.NAME].get_default("handler")
+        assert handler is module.run, module.NAME
+    commands = {
+        name
+        for name, path in MODULES.items()
+        if _in_cli(name)
+        and {"configure", "run"}
+        <= {
+            node.name
+            for node in ast.parse(path.read_text()).body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+    }
+    assert commands == {module.__name__ for module in COMMANDS}
+
+
+def test_no_command_registers_itself_another_way():
+    """One registry: no side-effect imports appending to a list, no `add_*_command`."""
+    for name, path in MODULES.items():
+        if not name.startswith("schedules"):
+            continue
+        text = path.read_text()
+        assert "_EXTRA_COMMANDS" not in text, name
+        tree = ast.parse(text)
+        defs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+        assert not [d for d in defs if d.startswith("add_") and d.endswith("_command")], name
+
+
+def test_the_entry_point_only_calls_the_cli():
+    source = MODULES[ENTRY_POINT].read_text()
+    code = [line for line in source.splitlines() if line.strip() and not line.startswith('"""')]
+    assert len(code) <= 6, code
+    assert "add_parser" not in source
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("schedules")))
+def test_no_schedules_module_is_over_400_lines(module):
+    lines = len(MODULES[module].read_text().splitlines())
+    assert lines <= MAX_LINES, f"{module}: {lines} lines (at most {MAX_LINES})"
+
+
+def test_the_public_api_is_named_and_resolves():
+    import schedules
+
+    assert schedules.__all__, "schedules/__init__.py names its public API"
+    missing = [name for name in schedules.__all__ if not hasattr(schedules, name)]
+    assert not missing, missing
+    assert not [name for name in schedules.__all__ if name.startswith("_")]

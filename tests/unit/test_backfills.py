@@ -1,4 +1,4 @@
-"""Naming the slots a backfill's overlap policy dropped (schedules/backfills.py)."""
+"""Naming the slots a backfill's overlap policy dropped (schedules/server/backfills.py)."""
 
 from __future__ import annotations
 

@@ -8,14 +8,8 @@ import pytest
 
 from schedules.catalog.model import load_catalog
 from schedules.cli.check import format_report, to_json
-from schedules.health.check import (
-    Execution,
-    Kind,
-    OutboxState,
-    ScheduleState,
-    evaluate,
-    evaluate_job,
-)
+from schedules.health.check import evaluate, evaluate_job
+from schedules.health.status import Execution, Kind, OutboxState, ScheduleState
 from timing.firetimes import fire_times
 
 NOW = datetime(2027, 11, 10, 12, 0, tzinfo=UTC)
