@@ -152,6 +152,57 @@ class Intent:
     kind: str
 
 
+class Decisions:
+    """One decide transaction's decisions, as the arrays its three set-based statements
+    take: intents (a batch kind's slots grouped into batches of BATCH_SLOTS), skipped
+    slots, next fire times."""
+
+    def __init__(self, batch_kinds: frozenset[str]) -> None:
+        self.batch_kinds = batch_kinds
+        self.intents: dict[str, list] = {"ids": [], "slots": [], "workflow_ids": [], "origins": []}
+        self.skipped: dict[str, list] = {"ids": [], "slots": [], "workflow_ids": [], "reasons": []}
+        self.advance: dict[str, list] = {"ids": [], "nexts": []}
+        self.batches: dict[str, list[tuple[int, datetime, Origin]]] = {}
+
+    def add(self, sid: int, kind: str, slots: Slots) -> None:
+        for slot, origin in slots.run:
+            if kind in self.batch_kinds:
+                self.batches.setdefault(kind, []).append((sid, slot, origin))
+            else:
+                self._intent(sid, slot, origin, slot_workflow_id(sid, slot))
+        for slot, reason in slots.skip:
+            for key, value in zip(
+                self.skipped, (sid, slot, slot_workflow_id(sid, slot), reason), strict=True
+            ):
+                self.skipped[key].append(value)
+        self.advance["ids"].append(sid)
+        self.advance["nexts"].append(slots.next_fire_at)
+
+    def _intent(self, sid: int, slot: datetime, origin: Origin, workflow_id: str) -> None:
+        for key, value in zip(self.intents, (sid, slot, workflow_id, origin), strict=True):
+            self.intents[key].append(value)
+
+    async def record(self, conn: Any, now: datetime, counts: TickCounts) -> None:
+        """The three statements, in the decide transaction."""
+        for members in self.batches.values():
+            for i in range(0, len(members), BATCH_SLOTS):
+                chunk = members[i : i + BATCH_SLOTS]
+                batch_id = batch_workflow_id(*chunk[0][:2])
+                for sid, slot, origin in chunk:
+                    self._intent(sid, slot, origin, batch_id)
+        if self.intents["ids"]:
+            cur = await conn.execute(_Q["record_intents"], self.intents | {"now": now})
+            counts.intents += len(await cur.fetchall())
+            counts.statements += 1
+        if self.skipped["ids"]:
+            await conn.execute(_Q["record_skipped"], self.skipped)
+            counts.skipped += len(self.skipped["ids"])
+            counts.statements += 1
+        if self.advance["ids"]:
+            await conn.execute(_Q["advance"], self.advance)
+            counts.statements += 1
+
+
 @dataclass
 class Dispatcher:
     """One shard's ticks. `batch_kinds`: the kinds whose slots run in batches."""
@@ -180,52 +231,21 @@ class Dispatcher:
 
     async def decide(self, shard: int, now: datetime, counts: TickCounts) -> int:
         """One transaction: lock up to DECIDE_BATCH due rows, record their decisions."""
-        intents: dict[str, list] = {"ids": [], "slots": [], "workflow_ids": [], "origins": []}
-        skipped: dict[str, list] = {"ids": [], "slots": [], "workflow_ids": [], "reasons": []}
-        advance: dict[str, list] = {"ids": [], "nexts": []}
-        batches: dict[str, list[tuple[int, datetime, Origin]]] = {}
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(_Q["due"], {"shard": shard, "now": now, "limit": DECIDE_BATCH})
             rows = await cur.fetchall()
             counts.statements += 1
-            for row in rows:
-                sid, kind, cron, zone, catchup, max_missed, start_at, end_at, nxt, since = row
-                timing = Timing(cron=cron, timezone=zone, start_at=start_at, end_at=end_at)
-                slots = decide_slots(timing, catchup, nxt, since, now, max_missed)
-                for slot, origin in slots.run:
-                    if kind in self.batch_kinds:
-                        batches.setdefault(kind, []).append((sid, slot, origin))
-                    else:
-                        intents["ids"].append(sid)
-                        intents["slots"].append(slot)
-                        intents["workflow_ids"].append(slot_workflow_id(sid, slot))
-                        intents["origins"].append(origin)
-                for slot, reason in slots.skip:
-                    skipped["ids"].append(sid)
-                    skipped["slots"].append(slot)
-                    skipped["workflow_ids"].append(slot_workflow_id(sid, slot))
-                    skipped["reasons"].append(reason)
-                advance["ids"].append(sid)
-                advance["nexts"].append(slots.next_fire_at)
-            for members in batches.values():
-                for i in range(0, len(members), BATCH_SLOTS):
-                    chunk = members[i : i + BATCH_SLOTS]
-                    batch_id = batch_workflow_id(*chunk[0][:2])
-                    intents["ids"] += [sid for sid, _, _ in chunk]
-                    intents["slots"] += [slot for _, slot, _ in chunk]
-                    intents["origins"] += [origin for _, _, origin in chunk]
-                    intents["workflow_ids"] += [batch_id] * len(chunk)
-            if intents["ids"]:
-                cur = await conn.execute(_Q["record_intents"], intents | {"now": now})
-                counts.intents += len(await cur.fetchall())
-                counts.statements += 1
-            if skipped["ids"]:
-                await conn.execute(_Q["record_skipped"], skipped)
-                counts.skipped += len(skipped["ids"])
-                counts.statements += 1
-            if advance["ids"]:
-                await conn.execute(_Q["advance"], advance)
-                counts.statements += 1
+            decisions = Decisions(self.batch_kinds)
+            decided: dict[tuple, Slots] = {}  # a herd shares a few timings: each decided once
+            for sid, kind, *key in rows:
+                if (slots := decided.get(tuple(key))) is None:
+                    cron, zone, catchup, max_missed, start_at, end_at, nxt, since = key
+                    timing = Timing(cron=cron, timezone=zone, start_at=start_at, end_at=end_at)
+                    slots = decided[tuple(key)] = decide_slots(
+                        timing, catchup, nxt, since, now, max_missed
+                    )
+                decisions.add(sid, kind, slots)
+            await decisions.record(conn, now, counts)
         counts.due += len(rows)
         self.heartbeat(counts.as_dict())
         return len(rows)
