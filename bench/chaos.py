@@ -691,6 +691,7 @@ def runtime_schedules(trial: Trial, shard: int, count: int = 40) -> tuple[dateti
             kind="weekly-report" if i // 4 % 2 else "test-noop",
             params={"customer_id": 1} if i // 4 % 2 else {},
             cron="* * * * *", timezone="UTC", next_fire_at=minute, timing_since=minute,
+            end_at=minute,  # one fire time: a tick in the next minute finds only this one
         )  # fmt: skip
         if sid % 4 != shard:
             trial.db.execute("DELETE FROM runtime_schedules WHERE id = %s", (sid,))

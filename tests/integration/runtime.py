@@ -47,6 +47,7 @@ def insert_schedule(
     catchup: str = "latest",
     max_missed: int | None = None,
     paused: bool = False,
+    end_at: datetime | None = None,
 ) -> int:
     """One runtime schedule row, as the API writes it (its shard: id % SHARDS)."""
     return db.execute(
@@ -54,8 +55,8 @@ def insert_schedule(
         WITH n AS (SELECT nextval('runtime_schedules_id_seq') AS id)
         INSERT INTO runtime_schedules
             (id, tenant, name, kind, cron, timezone, params, catchup, max_missed, paused,
-             shard, next_fire_at, timing_since)
-        SELECT id, %s, %s, %s, %s, %s, %s, %s, %s, %s, id %% %s, %s, %s FROM n
+             shard, next_fire_at, timing_since, end_at)
+        SELECT id, %s, %s, %s, %s, %s, %s, %s, %s, %s, id %% %s, %s, %s, %s FROM n
         RETURNING id
         """,
         (
@@ -71,6 +72,7 @@ def insert_schedule(
             SHARDS,
             next_fire_at,
             timing_since,
+            end_at,
         ),
     ).fetchone()[0]
 

@@ -90,8 +90,8 @@ async def test_dst_days_in_five_zones(db, database_url, client, task_queue, star
                 max_missed=1000,
                 next_fire_at=start,
                 timing_since=start,
+                end_at=end,
             )
-            db.execute("UPDATE runtime_schedules SET end_at = %s WHERE id = %s", (end, sid))
             plans.append((sid, cron, zone, start, end))
     expected = {sid: oracle(cron, zone, start, end) for sid, cron, zone, start, end in plans}
     async with dispatcher(database_url, client, task_queue) as d:

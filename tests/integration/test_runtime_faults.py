@@ -55,6 +55,7 @@ async def test_dispatcher_killed_mid_dispatch_loses_and_doubles_nothing(
             timezone="UTC",
             next_fire_at=minute,
             timing_since=minute,
+            end_at=minute,  # one fire time: a tick in the next minute finds only this one
         )
         for i in range(40)
     ]
