@@ -2,8 +2,8 @@
 user would write instead of this project.
 
 One workflow, one activity, one PostgreSQL transaction: insert the execution row
-`ON CONFLICT DO NOTHING`, do the job's work (invoice reminders: the same set-based
-statement as the catalog job's), mark the row completed, commit. No catch-up, no fencing
+`ON CONFLICT DO NOTHING`, do the job's work (nightly-reconcile: the same statement as the
+catalog job's, `reconcile_day`), mark the row completed, commit. No catch-up, no fencing
 token, no chunks, no outbox relay bookkeeping: what the guarantees of this project cost is
 the difference between this side and ours.
 
@@ -31,7 +31,11 @@ from temporalio.worker import Worker
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 with workflow.unsafe.imports_passed_through():
-    from jobs.invoice_reminders.activities import remind_chunk, reminder_window
+    from jobs.nightly_reconcile.activities import (
+        ReconcileParams,
+        previous_local_day,
+        reconcile_day,
+    )
     from worker.run import workflow_runner
 
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
@@ -42,6 +46,7 @@ VALUES (%(job)s, %(slot)s, 'running', 'scheduled', %(workflow_id)s, %(run_id)s)
 ON CONFLICT (job_name, scheduled_at) DO NOTHING
 RETURNING id
 """
+PARAMS = ReconcileParams(threshold_cents=100)  # the catalog's nightly-reconcile
 COMPLETE = "UPDATE job_executions SET status = 'completed', finished_at = now() WHERE id = %s"
 
 
@@ -58,8 +63,9 @@ class SeedActivities:
 
     @activity.defn
     async def run_seed_job(self, job: SeedInput) -> int:
-        """Claim, work and complete in one transaction; how many invoices were reminded."""
-        window = reminder_window(job.job_name, job.scheduled_at, 7)
+        """Claim, work and complete in one transaction; how many alerts were raised."""
+        window = previous_local_day(job.scheduled_at, PARAMS.ledger_timezone)
+        slot = {"job_name": job.job_name, "scheduled_at": job.scheduled_at}
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
                 CLAIM,
@@ -73,12 +79,9 @@ class SeedActivities:
             row = await cur.fetchone()
             if row is None:
                 return 0  # already claimed: done once
-            (upto,) = await (
-                await conn.execute("SELECT coalesce(max(id), 0) FROM invoices")
-            ).fetchone()
-            reminded, _ = await remind_chunk(conn, window, 0, upto)
+            counts = await reconcile_day(conn, window, PARAMS, slot)
             await conn.execute(COMPLETE, (row[0],))
-            return reminded
+            return counts["alerts"]
 
 
 @workflow.defn

@@ -3,7 +3,7 @@
 Counted, not timed, so a loaded machine moves them little:
 
 - from each sampled run's history: events, workflow tasks, activity tasks, local
-  activities (marker events), payload bytes in (the workflow's input, activities' inputs)
+  activities (marker events), payload bytes in (the workflow's input and memo, activities' inputs)
   and out (activities' results, markers, the workflow's result);
 - from PostgreSQL, as deltas over the side's window: transactions of the side's database
   (`pg_stat_database`) and statements (`pg_stat_statements`, which the bench preloads);
@@ -110,9 +110,9 @@ def history_cost(history) -> HistoryCost:
         if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
             cost.workflow_tasks += 1
         elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-            cost.payload_in += _size(
-                event.workflow_execution_started_event_attributes.input.payloads
-            )
+            started = event.workflow_execution_started_event_attributes
+            # The memo too: a schedule's action memo (the catalog entry) is copied to each run.
+            cost.payload_in += _size(started.input.payloads) + _size(started.memo.fields.values())
         elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             cost.activities += 1
             cost.payload_in += _size(event.activity_task_scheduled_event_attributes.input.payloads)

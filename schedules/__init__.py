@@ -26,8 +26,11 @@ from schedules.server.actions import backfill, pause, resume, trigger
 from schedules.server.retry import Retry
 from schedules.server.runs import RunOutcome, wait_for_run
 from schedules.server.state import OperationError, ServerState, schedule_state, usable_state
-from schedules.sync.apply import sync
-from schedules.sync.plan import compile_jobs, plan
+
+# Named apart from the `schedules.sync` package, which a plain `sync` would hide.
+from schedules.sync.apply import sync as apply_sync
+from schedules.sync.plan import compile_jobs
+from schedules.sync.plan import plan as plan_sync
 from schedules.sync.report import Change, SyncReport, format_report
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "RunOutcome",
     "ServerState",
     "SyncReport",
+    "apply_sync",
     "backfill",
     "compile_jobs",
     "explain",
@@ -51,13 +55,12 @@ __all__ = [
     "load_catalog",
     "parse_catalog",
     "pause",
-    "plan",
+    "plan_sync",
     "recent_executions",
     "resume",
     "run_audit",
     "run_check",
     "schedule_state",
-    "sync",
     "trigger",
     "usable_state",
     "verify_jobs",

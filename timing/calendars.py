@@ -47,8 +47,8 @@ from itertools import pairwise
 
 from temporalio.client import ScheduleCalendarSpec, ScheduleRange, ScheduleSpec
 
-from timing.cron import ALL_DAYS, ALL_HOURS, ALL_MONTHS, ALL_WEEKDAYS, LAST_YEAR, Cron, parse_cron
-from timing.firetimes import cron_fires, fixed_hour, instants, next_fire_time
+from timing.cron import ALL_DAYS, ALL_HOURS, ALL_MONTHS, ALL_WEEKDAYS, LAST_YEAR, Cron
+from timing.firetimes import cron_fires, instants
 from timing.temporal_model import Model
 from timing.zones import TZDATA_VERSION, ZoneInfo, offset_changes_between, zone
 
@@ -68,38 +68,8 @@ UTC_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/Universal", "Etc/Zulu", "Universal
 Box = tuple[frozenset[int], ...]
 
 
-def is_fixed_time(cron: str) -> bool:
-    """Whether the job keeps its wall-clock time across DST changes (its hour field names
-    hours outright: no `*`, no step), as `timing.cron` decides it."""
-    return fixed_hour(cron)
-
-
-def next_fire_times(
-    cron: str,
-    timezone: str,
-    after: datetime,
-    count: int,
-    *,
-    start_at: datetime | None = None,
-    end_at: datetime | None = None,
-) -> list[datetime]:
-    """The next `count` fire times (UTC) strictly after `after`, within the optional
-    `start_at` / `end_at` bounds (inclusive, as Temporal's). Pure: the clock is `after`.
-    A thin wrapper kept for the first version's callers: `timing.Timing.upcoming`."""
-    if start_at is not None:
-        after = max(_utc(after), _utc(start_at) - timedelta(seconds=1))
-    found: list[datetime] = []
-    while len(found) < count:
-        following = next_fire_time(cron, timezone, after)
-        if following is None or (end_at is not None and following > end_at):
-            break
-        found.append(following)
-        after = following
-    return found
-
-
 def compile_spec(
-    cron: str,
+    cron: Cron,
     timezone: str,
     *,
     start_at: datetime | None = None,
@@ -110,13 +80,13 @@ def compile_spec(
 ) -> ScheduleSpec:
     """The `ScheduleSpec` whose fire times are `timing.firetimes`' for this job.
 
-    Pure: `now` (with `start_at`) only places the horizon. `utc` skips the local form.
+    Pure: `now` (with `start_at`) only places the horizon. `utc` skips the local form. The
+    cron comes parsed (`timing.Timing.expression`): it is never read from its text again.
 
     Raises:
-        CronError: the cron expression is outside the grammar (`timing.cron`).
         UnknownZoneError: the time zone is not in the database (`timing.zones`).
     """
-    expr, tz = parse_cron(cron), zone(timezone)
+    expr, tz = cron, zone(timezone)
     begin = max(_utc(now), _utc(start_at)) if start_at else _utc(now)
     first, last = _window(timezone, begin, end_at)
     spec = ScheduleSpec(start_at=start_at, end_at=end_at, jitter=jitter or None)
@@ -131,7 +101,7 @@ def compile_spec(
         minute_shift = _common_minute_offset(timezone, first, last)
     if not utc and (
         not changing
-        or (minute_shift is None and local_is_right(cron, timezone, start_at, end_at, first, last))
+        or (minute_shift is None and local_is_right(expr, timezone, start_at, end_at, first, last))
     ):
         boxes = {(expr.years or frozenset(), *rule, *clock) for rule in expr.day_rules}
         spec.time_zone_name, comment = timezone, f"({timezone}{version})"
@@ -146,7 +116,7 @@ def compile_spec(
         comment = f"({timezone}{version}) as UTC until {last.isoformat()}{forced}"
     spec.calendars = [_calendar(box) for box in sorted(boxes, key=_box_order)]
     if spec.calendars:
-        spec.calendars[0].comment = _comment(cron, comment)
+        spec.calendars[0].comment = _comment(expr.text, comment)
     return spec
 
 
@@ -217,7 +187,7 @@ def local_midnight(day: date, timezone: str) -> datetime:
 
 @lru_cache(maxsize=8192)
 def local_is_right(
-    cron: str,
+    expr: Cron,
     timezone: str,
     start_at: datetime | None,
     end_at: datetime | None,
@@ -236,7 +206,6 @@ def local_is_right(
     windows = change_windows(timezone, first, last)
     if not windows:
         return True
-    expr = parse_cron(cron)
     model = Model(
         ScheduleSpec(
             calendars=[

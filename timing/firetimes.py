@@ -18,9 +18,8 @@ are the day's wall-clock times moved by its one offset; only the days of a chang
 resolved time by time. Fire times of successive days never interleave, so a range is read
 day by day in either direction and stops as soon as it has what it needs.
 
-`timing.Timing` is the API; the module-level `fire_times`, `next_fire_time` and
-`fixed_hour` are thin wrappers kept for the engine (`activities/`, `jobs/`) until it carries
-a `Timing` itself.
+These take the parsed cron (`timing.cron.Cron`), never its text: `timing.Timing` is the API,
+and it parses its cron once.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 
-from timing.cron import LAST_YEAR, Cron, parse_cron
+from timing.cron import LAST_YEAR, Cron
 from timing.zones import ZoneInfo, changes_in_year, plain_offset, zone
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -147,56 +146,3 @@ def interval_fires(
 
 def next_interval_fire(every: timedelta, after: datetime) -> datetime:
     return EPOCH + ((after - EPOCH) // every + 1) * every
-
-
-# --- the engine's entry points (thin wrappers over the above) ------------------------------
-
-
-def fixed_hour(cron: str) -> bool:
-    """Whether the cron names its hours outright (classic cron's "fixed-time" jobs)."""
-    return parse_cron(cron).fixed_hour
-
-
-def fire_times(
-    cron: str | None,
-    timezone: str,
-    start: datetime | None,
-    end: datetime,
-    *,
-    interval: timedelta | None = None,
-    limit: int | None = None,
-) -> list[datetime]:
-    """The fire times in `[start, end)`, oldest first; with `limit`, only the newest `limit`.
-
-    Give `cron` (read in `timezone`) or `interval`. `start=None` needs a `limit`.
-    Kept for `activities/` and `jobs/`; new code uses `timing.Timing.fire_times`.
-    """
-    if start is None and limit is None:
-        raise ValueError("fire_times needs a start or a limit")
-    if limit is not None and limit <= 0:
-        return []
-    if interval is not None:
-        return interval_fires(interval, start, end, limit, newest=True)
-    if cron is None:
-        raise ValueError("fire_times needs a cron or an interval")
-    expr = parse_cron(cron)
-    if limit is None:
-        assert start is not None
-        return cron_fires(expr, timezone, start, end)
-    return cron_fires_newest(expr, timezone, start, end, limit)
-
-
-def next_fire_time(
-    cron: str | None,
-    timezone: str,
-    after: datetime,
-    *,
-    interval: timedelta | None = None,
-) -> datetime | None:
-    """The first fire time strictly after `after` (None if the cron never fires again).
-    Kept for callers of the first version; new code uses `timing.Timing.next_after`."""
-    if interval is not None:
-        return next_interval_fire(interval, after)
-    if cron is None:
-        raise ValueError("next_fire_time needs a cron or an interval")
-    return next_cron_fire(parse_cron(cron), timezone, after)

@@ -14,8 +14,8 @@ from datetime import date, timedelta
 from functools import lru_cache
 from itertools import pairwise
 
-from timing.cron import parse_cron
-from timing.firetimes import fire_times
+from timing.cron import Cron
+from timing.firetimes import cron_fires
 from timing.zones import changes_in_year
 
 # Wider than any offset change (Lord Howe's is 30 minutes, the largest in use today 1 hour;
@@ -25,10 +25,9 @@ _DAY = timedelta(days=1)
 
 
 @lru_cache(maxsize=4096)
-def longest_gap(cron: str, timezone: str, year: int) -> timedelta | None:
+def longest_gap(expr: Cron, timezone: str, year: int) -> timedelta | None:
     """The longest time between a fire time in `year` (local dates) and the next one,
     offset changes included; None if the job fires fewer than twice from `year` on."""
-    expr = parse_cron(cron)
     seconds = [h * 3600 + m * 60 + s for h, m, s in expr.times]
     if not seconds:
         return None
@@ -47,6 +46,6 @@ def longest_gap(cron: str, timezone: str, year: int) -> timedelta | None:
     local = max(gaps)
     for change in changes_in_year(timezone, year):
         start, end = change.at - local - _SLACK, change.at + local + _SLACK
-        around = fire_times(cron, timezone, start, end)
+        around = cron_fires(expr, timezone, start, end)
         local = max([local, *(b - a for a, b in pairwise(around))])
     return local

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Self
+from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 from temporalio.client import ScheduleIntervalSpec, ScheduleSpec
 
 from timing.calendars import compile_spec
-from timing.cron import Cron, parse_cron
+from timing.cron import Cron, CronError, parse_cron
 from timing.firetimes import (
     cron_fires,
     cron_fires_newest,
@@ -31,9 +31,53 @@ from timing.firetimes import (
     next_cron_fire,
     next_interval_fire,
 )
+from timing.gaps import longest_gap
 from timing.zones import zone
 
 _TICK = timedelta(microseconds=1)
+
+# Times a job's bounds may name: Temporal's calendars match no later year, and nothing in
+# this project ran before 1970.
+FIRST_YEAR, LAST_YEAR = 1970, 2100
+
+
+class TimingProblems(ValueError):
+    """Every problem of one timing across its fields, each "field: message"."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def _valid_cron(value: str) -> str:
+    try:
+        parse_cron(value)
+    except CronError as exc:  # the message names the cron's field and value
+        raise ValueError(exc.detail) from None
+    return value
+
+
+def _valid_zone(value: str) -> str:
+    try:
+        zone(value)
+    except (ValueError, OSError):  # UnknownZoneError is a ValueError
+        raise ValueError(f"is not a known IANA time zone: {value[:80]!r}") from None
+    return value
+
+
+def _valid_instant(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError(f"needs a UTC offset, e.g. 2027-01-01T00:00:00Z, got {value}")
+    if not FIRST_YEAR <= value.year <= LAST_YEAR:
+        raise ValueError(f"must lie in the years {FIRST_YEAR} to {LAST_YEAR}, got {value}")
+    return value
+
+
+# The field types of a timing, shared with the catalog (`schedules` `JobSpec`), so a job's
+# fields are refused with the same words as its `Timing`'s.
+CronText = Annotated[str, AfterValidator(_valid_cron)]
+ZoneName = Annotated[str, AfterValidator(_valid_zone)]
+Instant = Annotated[datetime, AfterValidator(_valid_instant)]
 
 
 class Timing(BaseModel):
@@ -42,39 +86,26 @@ class Timing(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    cron: str | None = None
+    cron: CronText | None = None
     interval: timedelta | None = None
-    timezone: str = "UTC"
-    start_at: datetime | None = None
-    end_at: datetime | None = None
+    timezone: ZoneName = "UTC"
+    start_at: Instant | None = None
+    end_at: Instant | None = None
     jitter: timedelta = timedelta(0)
 
-    @field_validator("cron")
-    @classmethod
-    def _cron(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_cron(value)  # CronError is a ValueError: it names field and value
-        return value
-
-    @field_validator("timezone")
-    @classmethod
-    def _zone(cls, value: str) -> str:
-        zone(value)  # UnknownZoneError is a ValueError
-        return value
-
-    @field_validator("start_at", "end_at")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError(f"needs a UTC offset, e.g. 2027-01-01T00:00:00Z, got {value}")
-        return value
-
     @model_validator(mode="after")
-    def _one_kind(self) -> Self:
+    def _consistent(self) -> Self:
+        problems = []
         if (self.cron is None) == (self.interval is None):
-            raise ValueError("give exactly one of cron and interval")
-        if self.interval is not None and self.interval < timedelta(seconds=1):
-            raise ValueError(f"interval must be at least 1s, got {self.interval}")
+            problems.append("cron / interval: give exactly one of them")
+        elif self.interval is not None and self.interval < timedelta(seconds=1):
+            problems.append(f"interval: must be at least 1s, got {self.interval}")
+        elif self.jitter >= (period := self.period()):
+            problems.append(f"jitter: {self.jitter} is not shorter than the period {period}")
+        if self.start_at and self.end_at and self.start_at >= self.end_at:
+            problems.append(f"start_at: {self.start_at} is not before end_at {self.end_at}")
+        if problems:
+            raise TimingProblems(problems)
         return self
 
     # --- what it is ----------------------------------------------------------------------
@@ -94,6 +125,14 @@ class Timing(BaseModel):
     def text(self) -> str:
         """`30 2 * * *` or `every 0:00:30`."""
         return self.cron if self.cron is not None else f"every {self.interval}"
+
+    def longest_gap(self, year: int) -> timedelta | None:
+        """The longest time between a fire time in `year` (local dates) and the next, DST
+        included (`timing.gaps`); None if the job fires fewer than twice from `year` on."""
+        if self.interval is not None:
+            return self.interval
+        assert self.expression is not None
+        return longest_gap(self.expression, self.timezone, year)
 
     def period(self) -> timedelta:
         """The shortest gap between two fire times by the wall clock (DST aside)."""
@@ -178,9 +217,9 @@ class Timing(BaseModel):
                 end_at=self.end_at,
                 jitter=self.jitter,
             )
-        assert self.cron is not None
+        assert self.expression is not None
         return compile_spec(
-            self.cron,
+            self.expression,
             self.timezone,
             start_at=self.start_at,
             end_at=self.end_at,

@@ -76,14 +76,6 @@ class JobRun(BaseModel):
     timing: Timing | None = None
     catchup: Literal["skip", "latest", "all"] = "latest"
     max_missed: int | None = None
-    # The same timing, flat, for workers of the previous release during a rolling deploy;
-    # this release reads `timing` only (and builds it from these when a schedule written
-    # by the previous release's sync carries no `timing`). Deprecated in v5, removed in v6
-    # (docs/architecture.md, Compatibility shims and patches).
-    cron: str | None = None
-    interval_seconds: float | None = None
-    timezone: str = "UTC"
-    jitter_seconds: float = 0.0
     # How long after the last success the next one is overdue: the longest gap between
     # fire times + jitter + alert_grace. Recorded with each claim and exported as a metric.
     alert_after_seconds: float | None = None
@@ -93,12 +85,17 @@ class JobRun(BaseModel):
     # that time (it does so in a second write); runs meanwhile count no missed time.
     timing_since: datetime | None = None
     timing_pending: bool = False
-    # The catalog entry this schedule was built from, so sync can diff field by field.
-    definition: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
     def _timing_of_previous_release(cls, data: Any) -> Any:
+        """Read an input of an earlier release: a schedule written by a `v2` sync has the
+        timing only flat (`cron`, `interval_seconds`, `timezone`, `jitter_seconds`, and the
+        bounds in `definition`); a `v3`/`v4` one has `timing` beside those flat fields and
+        the whole catalog entry (`definition`). The flat fields and `definition` are
+        ignored once `timing` is there (unknown fields are dropped), and this release
+        writes neither. Deprecated in v6, removed in v7 (docs/architecture.md).
+        """
         if not isinstance(data, dict) or data.get("timing") is not None:
             return data
         if data.get("cron") is None and data.get("interval_seconds") is None:

@@ -20,13 +20,17 @@ from temporalio.common import SearchAttributeKey
 
 from schedules.catalog.limits import MAX_DETAILS_BYTES, MAX_NOTE_BYTES, MAX_SUMMARY_BYTES, fit
 from schedules.catalog.model import JobSpec
-from timing.gaps import longest_gap
 from timing.zones import zone
 from workflows import JobRun, ScheduledJobWorkflow
 
 # Marks schedules this project owns, so sync never touches anyone else's.
 MANAGED_MEMO_KEY = "managed-by"
 MANAGED_MEMO_VALUE = "scheduled-jobs"
+# The catalog entry a schedule was built from, in its action's memo (`compile_schedule`),
+# so sync can diff field by field. Not in the run input: the run never reads it. (The
+# schedule's own memo cannot be updated on a workflow-backed schedule: the server refuses
+# it, so the action's memo, which every update replaces, carries it.)
+CATALOG_MEMO_KEY = "catalog-entry"
 
 # A Keyword search attribute on each schedule: the digest of what sync last set it to
 # (`schedule_digest`), read from the schedule listing so an unchanged job needs no describe.
@@ -37,7 +41,7 @@ DIGEST_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsDigest")
 TIMING_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsTiming")
 # Part of every digest: bump it when the digest's inputs change meaning, so the next sync
 # describes every job once and stamps the new digest.
-DIGEST_VERSION = 1
+DIGEST_VERSION = 2  # 2: the catalog entry moved from the run input to the action's memo
 
 OVERLAP = {
     "skip": ScheduleOverlapPolicy.SKIP,
@@ -62,12 +66,10 @@ def alert_after(job: JobSpec, now: datetime) -> timedelta | None:
     in the schedule until the next sync, so a sync in one year must not give the next
     year's longer gap (monthly-billing's October 2026, 31 days and an hour, say) a
     threshold an hour short, which pages while the run is on time."""
-    if job.interval:
-        gap: timedelta | None = job.interval
-    else:
-        year = now.astimezone(zone(job.timezone)).year
-        gaps = [longest_gap(job.cron, job.timezone, y) for y in (year, year + 1)]
-        gap = max((g for g in gaps if g is not None), default=None)
+    timing = job.timing
+    year = now.astimezone(zone(timing.timezone)).year
+    gaps = [timing.longest_gap(y) for y in (year, year + 1)]
+    gap = max((g for g in gaps if g is not None), default=None)
     return None if gap is None else gap + job.jitter + job.alert_grace
 
 
@@ -79,7 +81,8 @@ def job_run(
     timing_pending: bool = False,
 ) -> JobRun:
     """The workflow input every run of `job` receives (`now` picks the years its alert
-    threshold is computed for; `timing_pending`: see `JobRun.timing_pending`)."""
+    threshold is computed for; `timing_pending`: see `JobRun.timing_pending`): ids, the
+    work's options and the timing once; the catalog entry travels in the action's memo."""
     overdue = alert_after(job, now or datetime.now(UTC))
     return JobRun(
         job_name=job.id,
@@ -93,16 +96,11 @@ def job_run(
         ),
         retry=job.retry.settings(),
         timing=job.timing,
-        cron=job.cron,
-        interval_seconds=job.interval.total_seconds() if job.interval else None,
-        timezone=job.timezone,
         catchup=job.catchup,
         max_missed=job.max_missed,
-        jitter_seconds=job.jitter.total_seconds(),
         timing_since=timing_since,
         alert_after_seconds=overdue.total_seconds() if overdue else None,
         timing_pending=timing_pending,
-        definition=job.model_dump(mode="json"),
     )
 
 
@@ -128,6 +126,7 @@ def compile_schedule(
             job_run(job, timing_since, now, timing_pending=timing_pending),
             id=job.id,
             task_queue=task_queue,
+            memo={CATALOG_MEMO_KEY: job.model_dump(mode="json")},
             # Shown by the Temporal UI on the schedule and on every run it starts; cut to
             # Temporal's user-metadata limits (the run input has the whole description).
             static_summary=fit(
@@ -164,7 +163,7 @@ def intent_note(job: JobSpec) -> str:
 
 def schedule_digest(schedule: Schedule) -> str:
     """A fingerprint of everything sync sets on a schedule: workflow, id, task queue, the UI
-    summary and details, the job's run input (its catalog definition included), spec,
+    summary and details, the job's run input, the catalog entry (the action's memo), spec,
     policy and the catalog's paused / note. The run's `timing_since` is left out: sync keeps
     it from the server. `timing_pending` is in: a schedule sync left pending never matches a
     finished one, so the next sync looks at it and finishes it.
@@ -183,6 +182,7 @@ def schedule_digest(schedule: Schedule) -> str:
         "task_queue": action.task_queue,
         "summary": [action.static_summary, action.static_details],
         "run": run.model_dump(mode="json", exclude={"timing_since"}),
+        "memo": action.memo,
         "spec": schedule.spec,
         "policy": schedule.policy,
         "state": {"paused": schedule.state.paused, "note": schedule.state.note},

@@ -84,13 +84,15 @@ def id_problem(job_id: str) -> str | None:
 
 
 def schedule_bytes(schedule: Schedule) -> int:
-    """About how many bytes the schedule takes on the wire: the run input and the UI
-    metadata as the worker's data converter encodes them, the spec, policy and state."""
+    """About how many bytes the schedule takes on the wire: the run input, the action's
+    memo (the catalog entry) and the UI metadata as the worker's data converter encodes
+    them, the spec, policy and state."""
     action = schedule.action
     assert isinstance(action, ScheduleActionStartWorkflow)
     converter = pydantic_data_converter.payload_converter
+    memo = list((action.memo or {}).values())
     payloads = converter.to_payloads(
-        [*action.args, action.static_summary or "", action.static_details or ""]
+        [*action.args, *memo, action.static_summary or "", action.static_details or ""]
     )
     spec = schedule.spec._to_proto().ByteSize()  # the SDK's own encoding of it
     note = len((schedule.state.note or "").encode())
@@ -113,5 +115,5 @@ def size_problem(definition: dict[str, Any], schedule: Schedule) -> str | None:
     return (
         f"its schedule is {size:,} bytes, more than the {MAX_SCHEDULE_BYTES:,} a schedule may "
         f"take (Temporal warns above {BLOB_SIZE_WARN:,} and refuses {BLOB_SIZE_ERROR:,} per "
-        f"payload; every run carries it); largest: {largest}"
+        f"payload); largest: {largest}"
     )

@@ -20,8 +20,8 @@ from core.errors import CatalogError
 from jobs import KINDS
 from schedules.catalog import limits
 from schedules.catalog.durations import Duration
-from timing import Timing, UnknownZoneError, zone
-from timing.cron import CronError, parse_cron
+from timing import Timing
+from timing.value import CronText, Instant, TimingProblems, ZoneName
 from workflows import RetrySettings
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -30,10 +30,6 @@ Overlap = Literal[
     "skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"
 ]
 Catchup = Literal["skip", "latest", "all"]
-
-# Times in the catalog (start_at, end_at) lie in these years: Temporal's calendars match no
-# later year, and nothing in this project ran before 1970.
-FIRST_YEAR, LAST_YEAR = 1970, 2100
 
 
 class Problems(ValueError):
@@ -90,11 +86,12 @@ class JobSpec(BaseModel):
     owner: str = ""
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
-    cron: str | None = None
+    # The timing's fields, refused by the `Timing`'s own types (`timing.value`).
+    cron: CronText | None = None
     interval: Duration | None = None
-    timezone: str
-    start_at: datetime | None = None
-    end_at: datetime | None = None
+    timezone: ZoneName
+    start_at: Instant | None = None
+    end_at: Instant | None = None
     jitter: Duration = timedelta(0)
     overlap: Overlap = "skip"
     catchup: Catchup = "latest"
@@ -118,40 +115,11 @@ class JobSpec(BaseModel):
             raise ValueError(too_long)
         return value
 
-    @field_validator("cron")
-    @classmethod
-    def _cron(cls, value: str | None) -> str | None:
-        # The one grammar (timing/cron.py): the message names the cron's field and value.
-        if value is not None:
-            try:
-                parse_cron(value)
-            except CronError as exc:
-                raise ValueError(exc.detail) from None
-        return value
-
-    @field_validator("timezone")
-    @classmethod
-    def _zone(cls, value: str) -> str:
-        try:
-            zone(value)
-        except (UnknownZoneError, ValueError, OSError):
-            raise ValueError(f"is not a known IANA time zone: {value[:80]!r}") from None
-        return value
-
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, value: str) -> str:
         if value not in KINDS:
             raise ValueError(f"unknown job kind {value!r}; known kinds: {', '.join(sorted(KINDS))}")
-        return value
-
-    @field_validator("start_at", "end_at")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError(f"needs a UTC offset, e.g. 2027-01-01T00:00:00Z, got {value}")
-        if value is not None and not FIRST_YEAR <= value.year <= LAST_YEAR:
-            raise ValueError(f"must lie in the years {FIRST_YEAR} to {LAST_YEAR}, got {value}")
         return value
 
     @field_validator("catchup_window")
@@ -180,36 +148,23 @@ class JobSpec(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> JobSpec:
-        problems = []
-        if (self.cron is None) == (self.interval is None):
-            problems.append("cron / interval: give exactly one of them")
-        if self.interval is not None and self.interval < timedelta(seconds=1):
-            problems.append(f"interval: must be at least 1s, got {self.interval}")
+        problems = _timing_problems(self)
         if self.catchup == "all" and (self.max_missed is None or self.max_missed < 1):
             problems.append(
                 f"max_missed: catchup 'all' needs max_missed >= 1, got {self.max_missed}"
             )
         if self.catchup != "all" and self.max_missed is not None:
             problems.append(f"max_missed: only applies to catchup 'all', not {self.catchup!r}")
-        if self.start_at and self.end_at and self.start_at >= self.end_at:
-            problems.append(f"start_at: {self.start_at} is not before end_at {self.end_at}")
         if self.heartbeat is not None and self.heartbeat > self.timeout:
             problems.append(f"heartbeat: {self.heartbeat} exceeds timeout {self.timeout}")
-        period = self.period()
-        if period is not None and self.jitter >= period:
-            problems.append(f"jitter: {self.jitter} is not shorter than the period {period}")
         problems += _params_problems(self.kind, self.params)
         if problems:
             raise Problems(problems)
         return self
 
-    def period(self) -> timedelta | None:
-        """The shortest gap between two fire times (None if it cannot be told)."""
-        if self.interval is not None:
-            return self.interval
-        if self.cron is None:
-            return None
-        return parse_cron(self.cron).shortest_gap()
+    def period(self) -> timedelta:
+        """The shortest gap between two fire times by the wall clock (`Timing.period`)."""
+        return self.timing.period()
 
     @property
     def timing(self) -> Timing:
@@ -234,6 +189,24 @@ class JobSpec(BaseModel):
     @property
     def schedule_text(self) -> str:
         return self.cron if self.cron else f"every {self.interval}"
+
+
+def _timing_problems(job: JobSpec) -> list[str]:
+    """The problems of the job's timing as a whole, found by building it: the `Timing`
+    refuses what it cannot be (both or neither of cron and interval, bounds out of order,
+    a jitter as long as the period). Its fields were checked already, by the same types."""
+    try:
+        job.timing  # noqa: B018 - built for its validation
+    except ValidationError as exc:
+        found = []
+        for err in exc.errors():
+            cause = (err.get("ctx") or {}).get("error")
+            if isinstance(cause, TimingProblems):
+                found += cause.problems
+            else:
+                found.append(err["msg"].removeprefix("Value error, "))
+        return found
+    return []
 
 
 def _params_problems(kind: str, params: dict[str, Any]) -> list[str]:

@@ -22,18 +22,19 @@ from schedules.audit import (
 from schedules.audit.format import render, utc
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import load_catalog
-from schedules.cli.context import (
-    Context,
-    add_json,
-    command,
-    database_url,
-    duration_type,
-    positive_seconds,
-)
+from schedules.cli import context as cli
 
 logger = logging.getLogger(__name__)
 
 NAME = "audit"
+HELP = "judge the recorded history: lost, duplicated, unexpected, stale slots..."
+DESCRIPTION = (
+    "Read the ledger, the commit journal, the outbox and Temporal's "
+    "visibility for a window of scheduled times and print every finding, one line "
+    "each with its kind, job, slot (UTC and the job's local time) and witnesses, then "
+    "a summary line. Its fire times are computed independently of the engine's. "
+    "Read-only."
+)
 EXIT_AUDIT = (
     "exit codes: 0 no finding (inconclusive ones alone included); 1 at least one finding; "
     "2 could not read (bad arguments, an unknown job, an invalid catalog or settings, "
@@ -57,13 +58,14 @@ KINDS_HELP = """findings (docs/operating.md, Auditing the history):
 Runtime schedules (schedules tenants) are judged too, each as the job rt-<id>, unless
 --job names catalog jobs or --no-runtime is given.
 """
+EPILOG = KINDS_HELP + "\n" + EXIT_AUDIT
 
 
 class AuditInputError(SchedulerError):
     """An argument `audit` cannot use."""
 
 
-_duration = duration_type(allow_zero=True, example="a duration like '15m' or '0s'")
+_duration = cli.duration_type(allow_zero=True, example="a duration like '15m' or '0s'")
 
 
 def _instant(text: str) -> datetime | timedelta:
@@ -86,18 +88,7 @@ def _resolve(value: datetime | timedelta | None, now: datetime) -> datetime | No
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "judge the recorded history: lost, duplicated, unexpected, stale slots...",
-        "Read the ledger, the commit journal, the outbox and Temporal's "
-        "visibility for a window of scheduled times and print every finding, one line "
-        "each with its kind, job, slot (UTC and the job's local time) and witnesses, then "
-        "a summary line. Its fire times are computed independently of the engine's. "
-        "Read-only.",
-        KINDS_HELP + "\n" + EXIT_AUDIT,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EPILOG, raw=True)
     parser.add_argument("--job", action="append", metavar="JOB", help="audit only JOB (repeat)")
     parser.add_argument(
         "--from",
@@ -137,18 +128,16 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
         action="store_false",
         help="judge the catalog's jobs only, not the runtime schedules",
     )
-    add_json(parser, help="JSON Lines: one object a line")
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=30.0,
-        metavar="SECONDS",
-        help="give up on a read that has not answered within this long: exit 2 (default 30)",
+    cli.add_json(parser, help="JSON Lines: one object a line")
+    cli.add_timeout(
+        parser,
+        30.0,
+        "give up on a read that has not answered within this long: exit 2 (default 30)",
     )
     return parser
 
 
-async def run(args: argparse.Namespace, ctx: Context) -> int:
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     """The `audit` command: print the findings and the summary; its exit code."""
     try:
         return await _audit(args, ctx)
@@ -161,7 +150,7 @@ async def run(args: argparse.Namespace, ctx: Context) -> int:
         return 2
 
 
-async def _audit(args: argparse.Namespace, ctx: Context) -> int:
+async def _audit(args: argparse.Namespace, ctx: cli.Context) -> int:
     now = datetime.now(UTC)
     jobs = load_catalog(getattr(args, "catalog", None))
     by_id = {job.id: job for job in jobs}
@@ -177,7 +166,7 @@ async def _audit(args: argparse.Namespace, ctx: Context) -> int:
         raise AuditInputError(f"--from: {utc(start)} is not before --to {utc(end)}")
     client = await ctx.client()
     report = await run_audit(
-        database_url(ctx),
+        cli.database_url(ctx),
         client,
         chosen,
         task_queue=ctx.settings.temporal_task_queue,

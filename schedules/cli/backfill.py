@@ -8,18 +8,7 @@ from datetime import UTC, datetime
 
 from schedules import progress
 from schedules.catalog.times import local_text, utc_text
-from schedules.cli.context import (
-    COMMON_EXIT,
-    BadInputError,
-    Context,
-    add_cluster_wait,
-    add_job,
-    catalog_job,
-    command,
-    count,
-    job_time,
-    positive_seconds,
-)
+from schedules.cli import context as cli
 from schedules.cli.wait import WAITED_EXIT, outcome_line, print_summary
 from schedules.server.actions import backfill, trigger_each
 from schedules.server.runs import DEFAULT_WAIT_SECONDS, run_ids, wait_for_slots
@@ -29,34 +18,32 @@ from schedules.server.times import server_times
 NAME = "backfill"
 # Temporal buffers the starts of a trigger burst; past about a thousand it drops them.
 BACKFILL_HARD_LIMIT = 1000
+HELP = "start the runs of the fire times in a past range"
+DESCRIPTION = (
+    "Start one run per fire time in [--start, --end) under the job's own DST rules "
+    "(the range must end by now: future times run on schedule), "
+    "overlap BUFFER_ALL (one after another; none is dropped). The count is printed "
+    "first; more than the maximum (--max, else BACKFILL_MAX_RUNS, default 50) needs "
+    f"--yes, and more than {BACKFILL_HARD_LIMIT} is refused. A slot that already "
+    "completed is a recorded no-op. Times without a UTC offset are in the job's zone. "
+    "With --wait, wait until every run has finished, printing one line per run as it "
+    "ends (slot, origin, status, duration, counts, error) and a count at the end."
+)
 EXIT_CODES = (
     "exit codes: 0 the runs were requested (or there were none); 1 the server did not take "
     "the request up, Temporal unreachable, "
-    f"the job has no schedule; {COMMON_EXIT}, a bad range, more runs than the maximum "
+    f"the job has no schedule; {cli.COMMON_EXIT}, a bad range, more runs than the maximum "
     f"without --yes; {WAITED_EXIT}"
 )
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "start the runs of the fire times in a past range",
-        "Start one run per fire time in [--start, --end) under the job's own DST rules "
-        "(the range must end by now: future times run on schedule), "
-        "overlap BUFFER_ALL (one after another; none is dropped). The count is printed "
-        "first; more than the maximum (--max, else BACKFILL_MAX_RUNS, default 50) needs "
-        f"--yes, and more than {BACKFILL_HARD_LIMIT} is refused. A slot that already "
-        "completed is a recorded no-op. Times without a UTC offset are in the job's zone. "
-        "With --wait, wait until every run has finished, printing one line per run as it "
-        "ends (slot, origin, status, duration, counts, error) and a count at the end.",
-        EXIT_CODES,
-    )
-    add_job(parser)
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
+    cli.add_job(parser)
     parser.add_argument("--start", required=True, metavar="TIME", help="first time (inclusive)")
     parser.add_argument("--end", required=True, metavar="TIME", help="end (exclusive)")
     parser.add_argument(
-        "--max", type=count, default=None, metavar="N", help="most runs without --yes"
+        "--max", type=cli.count, default=None, metavar="N", help="most runs without --yes"
     )
     parser.add_argument("--yes", action="store_true", help="start more than the maximum")
     parser.add_argument(
@@ -65,52 +52,52 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
         help="wait until every run has finished, printing one line per run as it ends: "
         "slot, origin, status, duration, counts (and the error of a failed one)",
     )
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=None,
-        metavar="SECONDS",
-        help=f"with --wait: how long to wait for all the runs (default {DEFAULT_WAIT_SECONDS:g})",
+    cli.add_timeout(
+        parser,
+        None,
+        f"with --wait: how long to wait for all the runs (default {DEFAULT_WAIT_SECONDS:g})",
     )
-    add_cluster_wait(parser)
+    cli.add_cluster_wait(parser)
     return parser
 
 
 def _range(args: argparse.Namespace, job, now: datetime) -> tuple[datetime, datetime]:
-    start = job_time(args.start, job, now, "--start")
-    end = job_time(args.end, job, now, "--end")
+    start = cli.job_time(args.start, job, now, "--start")
+    end = cli.job_time(args.end, job, now, "--end")
     if start >= end:
-        raise BadInputError(f"--start {utc_text(start)} is not before --end {utc_text(end)}")
+        raise cli.BadInputError(f"--start {utc_text(start)} is not before --end {utc_text(end)}")
     if end > now:
         # Temporal starts a backfilled future time at once: work done for a slot whose time
         # has not come (invoices not yet due), and the slot then counts as done.
         which = "--start" if start > now else "--end"
-        raise BadInputError(
+        raise cli.BadInputError(
             f"{which} {utc_text(start if start > now else end)} is after now "
             f"({utc_text(now)}): backfill runs past fire times only (the next ones run on "
             "schedule); give --end now or an earlier time"
         )
     if args.timeout is not None and not args.wait:
-        raise BadInputError("--timeout: applies only with --wait (how long to wait for the runs)")
+        raise cli.BadInputError(
+            "--timeout: applies only with --wait (how long to wait for the runs)"
+        )
     return start, end
 
 
 def _check_count(job_id: str, times: list[datetime], span: str, maximum: int, yes: bool) -> None:
     if len(times) > BACKFILL_HARD_LIMIT:
-        raise BadInputError(
+        raise cli.BadInputError(
             f"backfill of {job_id!r} over {span} would start more than "
             f"{BACKFILL_HARD_LIMIT} runs, the most one backfill may start: split the range"
         )
     if len(times) > maximum and not yes:
-        raise BadInputError(
+        raise cli.BadInputError(
             f"backfill of {job_id!r} over {span} would start {len(times)} runs, more than "
             f"the maximum of {maximum}: pass --yes (or --max {len(times)}) to start all "
             f"{len(times)}, or give a shorter range"
         )
 
 
-async def run(args: argparse.Namespace, ctx: Context) -> int:
-    job = catalog_job(args.catalog, args.job)
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
+    job = cli.catalog_job(args.catalog, args.job)
     now = datetime.now(UTC)
     start, end = _range(args, job, now)
     timeout = args.timeout if args.timeout is not None else DEFAULT_WAIT_SECONDS

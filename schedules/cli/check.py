@@ -14,14 +14,7 @@ from core import redact
 from core.errors import SchedulerError
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import load_catalog
-from schedules.cli.context import (
-    FAIL_FAST_SECONDS,
-    Context,
-    add_json,
-    command,
-    duration_type,
-    positive_seconds,
-)
+from schedules.cli import context as cli
 from schedules.cli.format import table
 from schedules.health.check_run import run_check
 from schedules.health.status import (
@@ -38,6 +31,11 @@ from worker.settings import load_settings
 logger = logging.getLogger(__name__)
 
 NAME = "check"
+HELP = "report each job's last run, last success and next due time, with alerts"
+DESCRIPTION = (
+    "For every job in the catalog: last run, last success and next due time\n"
+    "(from its Temporal schedule), and an alert for each problem below. Read-only."
+)
 EXIT_CODES = (
     "exit codes: 0 healthy; 1 at least one alert; 2 cannot tell (PostgreSQL or Temporal "
     "unreachable, invalid settings or catalog). Fit for a Kubernetes CronJob or a "
@@ -61,39 +59,30 @@ _ALERTS = (
 ALERTS_HELP = "alerts (see docs/observability.md, Checking health and alerts):\n" + "\n".join(
     f"  {kind:<24} {text}" for kind, text in _ALERTS
 )
+EPILOG = ALERTS_HELP + "\n\n" + textwrap.fill(EXIT_CODES, 79)
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "report each job's last run, last success and next due time, with alerts",
-        "For every job in the catalog: last run, last success and next due time\n"
-        "(from its Temporal schedule), and an alert for each problem below. Read-only.",
-        ALERTS_HELP + "\n\n" + textwrap.fill(EXIT_CODES, 79),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_json(parser)
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EPILOG, raw=True)
+    cli.add_json(parser)
     parser.add_argument(
         "--lookback",
-        type=duration_type(allow_zero=False, example="a positive duration like '24h'"),
+        type=cli.duration_type(allow_zero=False, example="a positive duration like '24h'"),
         default=DEFAULT_LOOKBACK,
         metavar="DURATION",
         help="how far back to look for missed runs and catch-up gaps (default 24h)",
     )
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=FAIL_FAST_SECONDS,
-        metavar="SECONDS",
-        help="give up on PostgreSQL, or on a call to Temporal, that has not answered "
+    cli.add_timeout(
+        parser,
+        cli.FAIL_FAST_SECONDS,
+        "give up on PostgreSQL, or on a call to Temporal, that has not answered "
         "within this long: exit 2 "
-        f"(default {FAIL_FAST_SECONDS:g})",
+        f"(default {cli.FAIL_FAST_SECONDS:g})",
     )
     return parser
 
 
-async def run(args: argparse.Namespace, ctx: Context | None = None) -> int:
+async def run(args: argparse.Namespace, ctx: cli.Context | None = None) -> int:
     """The `check` command: print the report and return its exit code (never 1 on a crash)."""
     try:
         settings = load_settings()

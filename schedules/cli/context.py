@@ -199,9 +199,11 @@ def command(
     help: str,
     description: str,
     epilog: str,
-    **options: Any,
+    raw: bool = False,
 ) -> argparse.ArgumentParser:
-    """The parser of one command, its help, description and exit codes."""
+    """The parser of one command, its help, description and exit codes; `raw` keeps the
+    description's and epilog's line breaks."""
+    options = {"formatter_class": argparse.RawDescriptionHelpFormatter} if raw else {}
     return subparsers.add_parser(name, help=help, description=description, epilog=epilog, **options)
 
 
@@ -262,3 +264,10 @@ def job_time(text: str, job: JobSpec, now: datetime, option: str) -> datetime:
         return parse_time(text, job.timezone, now)
     except ValueError as exc:
         raise BadInputError(f"{option}: {exc}") from None
+
+
+def add_timeout(parser: argparse.ArgumentParser, default: float | None, help: str) -> None:
+    """`--timeout SECONDS`: how long the command waits for what it asked for."""
+    parser.add_argument(
+        "--timeout", type=positive_seconds, default=default, metavar="SECONDS", help=help
+    )

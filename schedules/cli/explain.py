@@ -12,19 +12,19 @@ import json
 from datetime import UTC, datetime
 
 from schedules.catalog.times import parse_time
-from schedules.cli.context import (
-    BadInputError,
-    Context,
-    add_json,
-    catalog_job,
-    command,
-    database_url,
-    positive_seconds,
-)
+from schedules.cli import context as cli
 from schedules.health.evidence import gather_evidence, latest_fire_time
 from schedules.health.explain import as_json, explain, format_verdict
 
 NAME = "explain"
+HELP = "did a fire time run and, if not, why (from the record and the server)"
+DESCRIPTION = (
+    "For one fire time of a job (default: the latest due), say whether it "
+    "ran and, if not, why: paused, before the timing took effect, outside start/end, "
+    "skipped by the catch-up policy or the starting deadline, the repeated DST hour, "
+    "failed after N attempts, still running, no worker polling, Temporal unreachable, "
+    "never started. Read-only."
+)
 EXIT_CODES = (
     "exit codes: 0 it ran (completed); 1 it did not, and why is printed; 2 cannot tell "
     "(Temporal or PostgreSQL unreachable) or bad input (an unknown job, a time it cannot read)"
@@ -32,50 +32,36 @@ EXIT_CODES = (
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "did a fire time run and, if not, why (from the record and the server)",
-        "For one fire time of a job (default: the latest due), say whether it "
-        "ran and, if not, why: paused, before the timing took effect, outside start/end, "
-        "skipped by the catch-up policy or the starting deadline, the repeated DST hour, "
-        "failed after N attempts, still running, no worker polling, Temporal unreachable, "
-        "never started. Read-only.",
-        EXIT_CODES,
-    )
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
     parser.add_argument("job", help="the job id")
     parser.add_argument(
         "--at",
         metavar="TIME",
         help="the fire time: 2026-11-20T02:30 (the job's zone) or ...Z (default: the latest due)",
     )
-    add_json(parser)
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=5.0,
-        metavar="SECONDS",
-        help="give up on an unreachable Temporal or PostgreSQL after this long (default 5)",
+    cli.add_json(parser)
+    cli.add_timeout(
+        parser, 5.0, "give up on an unreachable Temporal or PostgreSQL after this long (default 5)"
     )
     return parser
 
 
-async def run(args: argparse.Namespace, ctx: Context) -> int:
-    job = catalog_job(args.catalog, args.job)
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
+    job = cli.catalog_job(args.catalog, args.job)
     now = datetime.now(UTC)
     if args.at:
         try:
             fire = parse_time(args.at, job.timezone, now)
         except ValueError as exc:
-            raise BadInputError(f"--at: {exc}") from None
+            raise cli.BadInputError(f"--at: {exc}") from None
     else:
         fire = latest_fire_time(job, now)
         if fire is None:
-            raise BadInputError(f"{job.id} has no fire time before now to explain")
+            raise cli.BadInputError(f"{job.id} has no fire time before now to explain")
     ctx.wait_seconds = args.timeout
     evidence = await gather_evidence(
         ctx.client,
-        database_url(ctx),
+        cli.database_url(ctx),
         job,
         fire,
         now,

@@ -13,35 +13,33 @@ import psycopg
 from activities.outbox import format_messages, recent_messages
 from core import redact
 from core.errors import first_line
-from schedules.cli.context import BadInputError, Context, add_json, command, database_url
+from schedules.cli import context as cli
 from schedules.record import DatabaseUnavailableError, database_hint
 
 NAME = "outbox"
+HELP = "the outbox: counts by type and state (pending, dispatched, dead), newest messages"
+DESCRIPTION = (
+    "Count the outbox's messages by type and state (pending, dispatched, "
+    "dead), then list the newest ones (no customer data). Read-only."
+)
 EXIT_CODES = "exit codes: 0 shown; 1 PostgreSQL unreachable; 2 bad input (--limit out of range)"
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "the outbox: counts by type and state (pending, dispatched, dead), newest messages",
-        "Count the outbox's messages by type and state (pending, dispatched, "
-        "dead), then list the newest ones (no customer data). Read-only.",
-        EXIT_CODES,
-    )
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
     parser.add_argument(
         "--limit", type=int, default=20, metavar="N", help="newest messages to list (default 20)"
     )
-    add_json(parser)
+    cli.add_json(parser)
     return parser
 
 
-async def run(args: argparse.Namespace, ctx: Context) -> int:
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     if not 1 <= args.limit <= 10_000:
-        raise BadInputError(f"--limit: must be between 1 and 10000, got {args.limit}")
+        raise cli.BadInputError(f"--limit: must be between 1 and 10000, got {args.limit}")
     try:
         rows, totals, by_type = await asyncio.to_thread(
-            recent_messages, database_url(ctx), args.limit
+            recent_messages, cli.database_url(ctx), args.limit
         )
     except psycopg.Error as exc:
         raise DatabaseUnavailableError(

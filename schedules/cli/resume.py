@@ -6,33 +6,30 @@ import argparse
 import sys
 
 from schedules.catalog.compile import intent_note
-from schedules.cli.context import Context, add_cluster_wait, add_job, catalog_job, command
+from schedules.cli import context as cli
 from schedules.cli.pause import EXIT_CODES
 from schedules.server.actions import resume
 from schedules.server.state import usable_state
 
 NAME = "resume"
+HELP = "resume a paused job's schedule"
+DESCRIPTION = (
+    "Unpause the job's schedule. Runs missed while it was paused can be started with `backfill`."
+)
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "resume a paused job's schedule",
-        "Unpause the job's schedule. Runs missed while it was paused can be started with "
-        "`backfill`.",
-        EXIT_CODES,
-    )
-    add_job(parser)
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
+    cli.add_job(parser)
     parser.add_argument(
         "--note", default=None, metavar="TEXT", help="the note (default: the job's intent)"
     )
-    add_cluster_wait(parser)
+    cli.add_cluster_wait(parser)
     return parser
 
 
-async def run(args: argparse.Namespace, ctx: Context) -> int:
-    job = catalog_job(args.catalog, args.job)
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
+    job = cli.catalog_job(args.catalog, args.job)
     client = await ctx.client()
     state = await usable_state(client, job.id, retry=ctx.retry)
     if not state.paused:

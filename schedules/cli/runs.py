@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import argparse
 
-from schedules.cli.context import (
-    BadInputError,
-    Context,
-    add_json,
-    catalog_job,
-    command,
-    database_url,
-    print_json,
-)
+from schedules.cli import context as cli
 from schedules.cli.format import counts_text, execution_entry, table
 from schedules.record import recent_executions
 
 NAME = "runs"
+HELP = "a job's executions, newest first: origin, status, attempt, duration, counts"
+DESCRIPTION = (
+    "List a job's executions from job_executions, newest first: the slot in "
+    "the job's time zone and in UTC, how the run came about, its status, attempt, how "
+    "long it took, its counts and its error. Read-only."
+)
 EXIT_CODES = (
     "exit codes: 0 listed; 1 PostgreSQL unreachable; 2 bad input (an unknown job, -n out of range)"
 )
@@ -47,29 +45,21 @@ def format_runs(job_id: str, entries: list[dict]) -> str:
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "a job's executions, newest first: origin, status, attempt, duration, counts",
-        "List a job's executions from job_executions, newest first: the slot in "
-        "the job's time zone and in UTC, how the run came about, its status, attempt, how "
-        "long it took, its counts and its error. Read-only.",
-        EXIT_CODES,
-    )
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
     parser.add_argument("job", help="the job id")
     parser.add_argument("--last", type=int, default=20, metavar="N", help="how many (default 20)")
-    add_json(parser)
+    cli.add_json(parser)
     return parser
 
 
-async def run(args: argparse.Namespace, ctx: Context) -> int:
-    job = catalog_job(args.catalog, args.job)
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
+    job = cli.catalog_job(args.catalog, args.job)
     if not 1 <= args.last <= 10_000:
-        raise BadInputError(f"--last: must be between 1 and 10000, got {args.last}")
-    rows = await recent_executions(database_url(ctx), job.id, limit=args.last)
+        raise cli.BadInputError(f"--last: must be between 1 and 10000, got {args.last}")
+    rows = await recent_executions(cli.database_url(ctx), job.id, limit=args.last)
     entries = [execution_entry(row, job.timezone) for row in rows]
     if args.json:
-        print_json({"job": job.id, "executions": entries})
+        cli.print_json({"job": job.id, "executions": entries})
     else:
         print(format_runs(job.id, entries))
     return 0

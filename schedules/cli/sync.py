@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from schedules import progress
 from schedules.catalog.model import load_catalog
-from schedules.cli.context import Context, add_cluster_wait, command, non_negative_seconds
+from schedules.cli import context as cli
 from schedules.cli.verify import verdict_lines
 from schedules.sync.apply import sync
 from schedules.sync.plan import compile_jobs
@@ -16,6 +16,18 @@ from schedules.sync.report import format_report
 from schedules.sync.safety import DEFAULT_MAX_PRUNE, SyncIncompleteError, check_prune
 
 NAME = "sync"
+HELP = "create, update and delete schedules to match the catalog"
+DESCRIPTION = (
+    "Create missing schedules, update only those that differ, and delete "
+    "schedules this project manages that the catalog no longer has (--no-prune keeps "
+    "them). Schedules not managed by this project are never touched. An operator's pause "
+    "is kept and reported as drift unless the catalog itself pauses the job. An invalid "
+    "catalog changes nothing. One sync at a time per namespace (a lock held in "
+    "Temporal); creates and updates go first, deletes last. Every schedule written in "
+    "calendars of the job's zone is then checked on the server, as `verify` does; one "
+    "that fires otherwise there (the server's tz database disagrees) is recompiled to UTC "
+    "calendars and checked again."
+)
 EXIT_CODES = (
     "exit codes: 0 in line with the catalog, every written schedule checked on the server "
     "(or, with --dry-run, the plan shown); 1 Temporal unreachable, another sync holds the "
@@ -40,21 +52,7 @@ def _percent(text: str) -> float:
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "create, update and delete schedules to match the catalog",
-        "Create missing schedules, update only those that differ, and delete "
-        "schedules this project manages that the catalog no longer has (--no-prune keeps "
-        "them). Schedules not managed by this project are never touched. An operator's pause "
-        "is kept and reported as drift unless the catalog itself pauses the job. An invalid "
-        "catalog changes nothing. One sync at a time per namespace (a lock held in "
-        "Temporal); creates and updates go first, deletes last. Every schedule written in "
-        "calendars of the job's zone is then checked on the server, as `verify` does; one "
-        "that fires otherwise there (the server's tz database disagrees) is recompiled to UTC "
-        "calendars and checked again.",
-        EXIT_CODES,
-    )
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
     parser.add_argument(
         "--dry-run", action="store_true", help="print the field-level diff; change nothing"
     )
@@ -74,7 +72,7 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
     )
     parser.add_argument(
         "--lock-wait",
-        type=non_negative_seconds,
+        type=cli.non_negative_seconds,
         default=60.0,
         metavar="SECONDS",
         help="how long to wait while another sync holds the namespace's sync lock "
@@ -86,11 +84,11 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
         help="describe every schedule instead of trusting the digest each one carries; "
         "finds and undoes edits made by other means than sync",
     )
-    add_cluster_wait(parser)
+    cli.add_cluster_wait(parser)
     return parser
 
 
-async def run(args: argparse.Namespace, ctx: Context) -> int:
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     jobs = load_catalog(args.catalog)  # validated before anything reaches Temporal,
     compile_jobs(jobs, ctx.settings.temporal_task_queue, datetime.now(UTC))  # and compiled
     client = await ctx.client()

@@ -7,64 +7,52 @@ import time
 from datetime import UTC, datetime
 
 from schedules.catalog.times import local_text, utc_text
-from schedules.cli.context import (
-    COMMON_EXIT,
-    Context,
-    add_cluster_wait,
-    add_job,
-    catalog_job,
-    command,
-    positive_seconds,
-)
+from schedules.cli import context as cli
 from schedules.cli.wait import WAITED_EXIT, outcome_line, print_summary
 from schedules.server.actions import trigger
 from schedules.server.runs import DEFAULT_WAIT_SECONDS, wait_for_run
 from schedules.server.state import usable_state
 
 NAME = "trigger"
+HELP = "start one run now and check that it started"
+DESCRIPTION = (
+    "Start one run of the job now, overlap ALLOW_ALL (it runs beside one in flight), and "
+    "wait until Temporal reports it started. Two triggers in the same second share a "
+    "workflow id and Temporal drops the second: that is reported, with exit 1. With "
+    "--wait, also wait until the run has finished and print one line: its slot in the "
+    "job's time zone and UTC, its origin (manual), status, duration and counts, and its "
+    "error if it failed."
+)
 # How long `trigger` waits for its run to start (the server drops a same-second trigger).
 START_TIMEOUT = 10.0
 EXIT_CODES = (
     "exit codes: 0 the run started; 1 it did not start within --timeout (Temporal drops a "
     "second trigger in the same second), Temporal unreachable, the job has no schedule; "
-    f"{COMMON_EXIT}; {WAITED_EXIT}"
+    f"{cli.COMMON_EXIT}; {WAITED_EXIT}"
 )
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "start one run now and check that it started",
-        "Start one run of the job now, overlap ALLOW_ALL (it runs beside one in flight), and "
-        "wait until Temporal reports it started. Two triggers in the same second share a "
-        "workflow id and Temporal drops the second: that is reported, with exit 1. With "
-        "--wait, also wait until the run has finished and print one line: its slot in the "
-        "job's time zone and UTC, its origin (manual), status, duration and counts, and its "
-        "error if it failed.",
-        EXIT_CODES,
-    )
-    add_job(parser)
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
+    cli.add_job(parser)
     parser.add_argument(
         "--wait",
         action="store_true",
         help="wait until the run has finished, then print its slot, origin, status, "
         "duration and counts (and its error if it failed)",
     )
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=None,
-        metavar="SECONDS",
-        help=f"how long to wait for the run to start (default {START_TIMEOUT:g}), or with "
+    cli.add_timeout(
+        parser,
+        None,
+        f"how long to wait for the run to start (default {START_TIMEOUT:g}), or with "
         f"--wait for it to finish (default {DEFAULT_WAIT_SECONDS:g})",
     )
-    add_cluster_wait(parser)
+    cli.add_cluster_wait(parser)
     return parser
 
 
-async def run(args: argparse.Namespace, ctx: Context) -> int:
-    job = catalog_job(args.catalog, args.job)
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
+    job = cli.catalog_job(args.catalog, args.job)
     timeout = args.timeout
     if timeout is None:
         timeout = DEFAULT_WAIT_SECONDS if args.wait else START_TIMEOUT

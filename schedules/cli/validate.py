@@ -7,26 +7,24 @@ from datetime import UTC, datetime
 
 from core.errors import CatalogError
 from schedules.catalog.model import load_catalog
-from schedules.cli.context import Context, command
+from schedules.cli import context as cli
 from schedules.sync.plan import compile_jobs
 from worker.settings import Settings
 
 NAME = "validate"
+HELP = "check the catalog and list every problem; touches nothing"
+DESCRIPTION = (
+    "Validate the whole catalog. Every problem is listed with its job, field and value. "
+    "Nothing is sent to Temporal."
+)
 EXIT_CODES = "exit codes: 0 valid; 2 invalid (a catalog without jobs included)"
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    return command(
-        subparsers,
-        NAME,
-        "check the catalog and list every problem; touches nothing",
-        "Validate the whole catalog. Every problem is listed with its job, field and value. "
-        "Nothing is sent to Temporal.",
-        EXIT_CODES,
-    )
+    return cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
 
 
-async def run(args: argparse.Namespace, ctx: Context) -> int:
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     jobs = load_catalog(args.catalog)
     if not jobs:  # valid TOML, but a sync of it would delete every managed schedule
         raise CatalogError(

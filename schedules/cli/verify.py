@@ -11,11 +11,20 @@ from core.errors import SchedulerError, TemporalUnreachableError
 from schedules import progress
 from schedules.catalog.model import JobSpec, load_catalog
 from schedules.catalog.times import utc_text
-from schedules.cli.context import Context, command
+from schedules.cli import context as cli
 from schedules.health.verify import DEFAULT_DAYS, FULL_CHECK, Divergence, Verdict, verify_jobs
 from timing import TZDATA_VERSION, zone
 
 NAME = "verify"
+HELP = "compare the server's own fire times with the catalog's; print every divergence"
+DESCRIPTION = (
+    "For each job (default: all), ask the Temporal server for the times its "
+    "schedule fires (ListScheduleMatchingTimes) over the next --days and compare them "
+    "with the catalog's intended fire times (the project's DST rules, its tz database). "
+    f"Every divergence is printed with its local date. A job with more than {FULL_CHECK:,} "
+    "fire times in the range is compared on the days around its zone's offset changes "
+    "and the 1st of each month."
+)
 EXIT_CODES = (
     "exit codes: 0 the server fires every intended time and no other; 1 at least one "
     "divergence; 2 cannot tell (bad input, an invalid catalog, an unknown job, a job "
@@ -112,7 +121,7 @@ def _jobs(args: argparse.Namespace) -> list[JobSpec]:
     return [catalog[job_id] for job_id in args.jobs] if args.jobs else list(catalog.values())
 
 
-async def run(args: argparse.Namespace, ctx: Context) -> int:
+async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     if not 1 <= args.days <= MAX_DAYS:
         raise CannotTellError(f"--days: must be between 1 and {MAX_DAYS}, got {args.days}")
     jobs = _jobs(args)
@@ -128,18 +137,7 @@ async def run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "compare the server's own fire times with the catalog's; print every divergence",
-        "For each job (default: all), ask the Temporal server for the times its "
-        "schedule fires (ListScheduleMatchingTimes) over the next --days and compare them "
-        "with the catalog's intended fire times (the project's DST rules, its tz database). "
-        f"Every divergence is printed with its local date. A job with more than {FULL_CHECK:,} "
-        "fire times in the range is compared on the days around its zone's offset changes "
-        "and the 1st of each month.",
-        EXIT_CODES,
-    )
+    parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
     parser.add_argument("jobs", nargs="*", metavar="JOB", help="job ids (default: every job)")
     parser.add_argument(
         "--days",

@@ -22,29 +22,30 @@ from schedules.record import DatabaseUnavailableError, execution_at
 from schedules.server.backfills import BackfillRequest, backfill_requests
 from schedules.server.retry import Retry
 from schedules.server.state import OperationError, pollers, schedule_state, workflow_status
-from timing.firetimes import fire_times, next_fire_time
+from timing import Timing
 
 _TICK = timedelta(microseconds=1)
 
 
-def _interval(job: JobSpec) -> timedelta | None:
-    return job.interval
+def _grid(job: JobSpec) -> Timing:
+    """The job's fire times without its bounds: explain judges a time against the grid
+    and the bounds apart, so it can say "after the schedule's end_at"."""
+    return job.timing.model_copy(update={"start_at": None, "end_at": None})
 
 
 def latest_fire_time(job: JobSpec, now: datetime) -> datetime | None:
     """The job's newest fire time at or before `now`."""
-    found = fire_times(job.cron, job.timezone, None, now + _TICK, interval=_interval(job), limit=1)
-    return found[0] if found else None
+    return _grid(job).last_before(now + _TICK)
 
 
 def neighbours(job: JobSpec, at: datetime) -> tuple[datetime | None, datetime | None]:
-    before = fire_times(job.cron, job.timezone, None, at, interval=_interval(job), limit=1)
-    after = next_fire_time(job.cron, job.timezone, at, interval=_interval(job))
-    return (before[0] if before else None), after
+    """The job's fire times just before and just after `at`."""
+    grid = _grid(job)
+    return grid.last_before(at), grid.next_after(at)
 
 
 def on_grid(job: JobSpec, at: datetime) -> bool:
-    return bool(fire_times(job.cron, job.timezone, at, at + _TICK, interval=_interval(job)))
+    return bool(_grid(job).fire_times(at, at + _TICK))
 
 
 async def covering_backfill(client: Client, job: JobSpec, fire: datetime) -> BackfillRequest | None:

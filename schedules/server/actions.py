@@ -65,30 +65,18 @@ async def pause(
     client: Client, job_id: str, note: str, timeout: float = 10.0, *, retry: Retry | None = None
 ) -> None:
     """Pause the schedule, with `note` saying why; return once the server shows it."""
-    await _until(
-        client,
-        retry,
-        job_id,
-        "pause",
-        lambda: client.get_schedule_handle(job_id).pause(note=note),
-        lambda state: state.paused and state.note == note,
-        timeout,
-    )
+    handle = client.get_schedule_handle(job_id)
+    done = lambda state: state.paused and state.note == note  # noqa: E731
+    await _until(client, retry, job_id, "pause", lambda: handle.pause(note=note), done, timeout)
 
 
 async def resume(
     client: Client, job_id: str, note: str, timeout: float = 10.0, *, retry: Retry | None = None
 ) -> None:
     """Unpause the schedule (`note` becomes its note); return once the server shows it."""
-    await _until(
-        client,
-        retry,
-        job_id,
-        "resume",
-        lambda: client.get_schedule_handle(job_id).unpause(note=note),
-        lambda state: not state.paused,
-        timeout,
-    )
+    handle = client.get_schedule_handle(job_id)
+    done = lambda state: not state.paused  # noqa: E731
+    await _until(client, retry, job_id, "resume", lambda: handle.unpause(note=note), done, timeout)
 
 
 async def _patch_trigger(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from temporalio.client import Client, ScheduleDescription, WorkflowExecutionDescription
 from temporalio.service import RPCError, RPCStatusCode
+
+from schedules.catalog.compile import CATALOG_MEMO_KEY
 
 T = TypeVar("T")
 
@@ -28,3 +30,26 @@ async def schedule_or_none(client: Client, schedule_id: str) -> ScheduleDescript
 async def workflow_or_none(client: Client, workflow_id: str) -> WorkflowExecutionDescription | None:
     """The description of the newest run with this workflow id, or None if there is none."""
     return await _none_if_not_found(client.get_workflow_handle(workflow_id).describe())
+
+
+async def catalog_entry(client: Client, description: ScheduleDescription) -> dict[str, Any] | None:
+    """The catalog entry the schedule was built from (`CATALOG_MEMO_KEY` of its action's
+    memo), or None when it cannot be told.
+
+    A schedule last written by a `v4` sync or older has it in the run input instead
+    (`definition`), read from there. Deprecated in v6, removed in v7 (docs/architecture.md).
+    """
+    action = description.schedule.action
+    converter = client.data_converter.payload_converter
+    memo = getattr(action, "memo", None) or {}
+    try:
+        if CATALOG_MEMO_KEY in memo:
+            entry = memo[CATALOG_MEMO_KEY]
+            return entry if isinstance(entry, dict) else converter.from_payload(entry, dict)
+        args = getattr(action, "args", None)
+        if args:
+            (run,) = converter.from_payloads(list(args), [dict])
+            return run.get("definition") or None
+    except Exception:  # an older or foreign payload: "everything differs"
+        return None
+    return None

@@ -21,7 +21,7 @@ from temporalio.service import RPCError
 
 from core.errors import SchedulerError
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
-from schedules.server.found import schedule_or_none, workflow_or_none
+from schedules.server.found import catalog_entry, schedule_or_none, workflow_or_none
 from schedules.server.retry import Retry
 from workflows import JobRun
 
@@ -86,11 +86,12 @@ async def schedule_state(client: Client, job_id: str, *, retry: Retry | None = N
     definition, since = None, None
     args = getattr(described.schedule.action, "args", None)
     if managed and args:
+        definition = await catalog_entry(client, described)
         try:
             (run,) = await client.data_converter.decode(args, [JobRun])
-            definition, since = run.definition, run.timing_since
+            since = run.timing_since
         except Exception:  # an older payload: the state is still worth showing
-            definition = None
+            since = None
     return ServerState(
         exists=True,
         managed=managed,

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,7 +61,7 @@ from schedules.catalog.limits import size_problem
 from schedules.catalog.model import JobSpec, catalog_error
 from schedules.health.verify import keep_forced_utc
 from schedules.progress import QUIET, Progress
-from schedules.server.found import schedule_or_none
+from schedules.server.found import catalog_entry, schedule_or_none
 from schedules.sync.attributes import digest_attribute
 from schedules.sync.report import Change, SyncReport
 from timing.calendars import describe_spec, spec_outdated
@@ -222,6 +222,19 @@ async def plan(
     return report, targets
 
 
+@dataclass
+class _Pass:
+    """What every job's plan in one pass shares: the server, the clock, whether listed
+    digests are trusted, and the bound on describe calls in flight."""
+
+    client: Client
+    now: datetime
+    full: bool
+    stamp: bool
+    limit: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(CONCURRENCY))
+    described: int = 0
+
+
 async def plan_against_listing(
     client: Client,
     targets: dict[str, Target],
@@ -238,87 +251,119 @@ async def plan_against_listing(
     (an update that cannot rewrite it would leave a stale one behind).
     """
     listed = await list_schedules(client)
-    report = SyncReport()
-    limit = asyncio.Semaphore(CONCURRENCY)
-
-    async def one(target: Target) -> Change:
-        job = target.job
-        entry = listed.get(job.id)
-        if (
-            stamp
-            and not full
-            and entry is not None
-            and entry.managed
-            and entry.digest == target.digest
-            and (entry.paused or not job.paused)  # else the catalog's pause must be applied
-        ):
-            return Change(job.id, "unchanged", drift=_drift(job, entry.paused, entry.note))
-        async with limit:
-            report.described += 1
-            description = await schedule_or_none(client, job.id)
-        if description is None:
-            target.since, target.pending = now, True
-            return Change(job.id, "create")
-        if await description.memo_value(MANAGED_MEMO_KEY, default=None) != MANAGED_MEMO_VALUE:
-            raise CatalogError(
-                f"schedule {job.id!r} exists but is not managed by this project; "
-                "rename the job or delete that schedule"
-            )
-        current = await current_run(client, description)
-        old = current.definition if current else {}
-        fields = _field_changes(old, job.model_dump(mode="json"))
-        task_queue = description.schedule.action.task_queue
-        if task_queue != target.task_queue:
-            fields["task_queue"] = (task_queue, target.task_queue)
-        # A DST-compiled spec is good for about ten years; it is recompiled once a year, and
-        # when the tz database or the compiler changed (timing/calendars.py).
-        stored = description.schedule.spec
-        keep_forced_utc(target, stored, now)  # the server's tz database disagreed before
-        compiled = target.schedule.spec
-        if spec_outdated(stored, compiled):
-            fields["calendars"] = (describe_spec(stored), describe_spec(compiled))
-        state = description.schedule.state
-        if job.paused and not state.paused:
-            fields["paused (on the server)"] = (False, True)
-        timing_changed = any(name in fields for name in TIMING_FIELDS)
-        if timing_changed or current is None:
-            target.since, target.pending = now, True  # `now` stands in until the server says
-        elif current.timing_pending or current.timing_since is None:
-            # A sync that stopped between its two writes, or a schedule from before
-            # timing_since: its timing took effect no later than its last write.
-            target.since = applied_at(description)
-            fields["timing_since"] = ("pending" if current.timing_pending else None, target.since)
-        else:
-            target.since = current.timing_since
-        digest = description.typed_search_attributes.get(DIGEST_ATTRIBUTE)
-        if stamp and not fields and digest != target.digest:
-            # The server reads a schedule's search attributes before it queries the schedule
-            # itself, which waits for writes in flight: right after a write (another sync's
-            # timing stamp, say) they can be older than the rest. Described again, they are not.
-            async with limit:
-                again = await schedule_or_none(client, job.id)
-            if again is not None:
-                digest = again.typed_search_attributes.get(DIGEST_ATTRIBUTE)
-        if stamp and not fields and digest != target.digest:
-            # Nothing the diff shows, yet not what this sync would send (a schedule from
-            # before the digest, or an action this code builds differently): resend it so
-            # the next sync can trust the listing.
-            fields["digest"] = (digest, target.digest)
-        action = "update" if fields else "unchanged"
-        return Change(job.id, action, fields, _drift(job, state.paused, state.note))
+    one = _Pass(client, now, full, stamp)
 
     async def counted(target: Target) -> Change:
         try:
-            return await one(target)
+            return await _plan_job(one, target, listed.get(target.job.id))
         finally:
             progress.advance()
 
     progress.phase("plan", len(targets))
-    report.changes = list(await asyncio.gather(*(counted(t) for t in targets.values())))
+    report = SyncReport(list(await asyncio.gather(*(counted(t) for t in targets.values()))))
     progress.close()
+    report.described = one.described
     managed = {job_id for job_id, entry in listed.items() if entry.managed}
     report.managed = len(managed)
     if prune:
         for job_id in sorted(managed - set(targets)):
             report.changes.append(Change(job_id, "delete"))
     return report
+
+
+async def _plan_job(one: _Pass, target: Target, entry: _Listed | None) -> Change:
+    """One job's change: unchanged on the listing's word where its digest vouches for the
+    schedule, else from its description, field by field."""
+    job = target.job
+    if (
+        one.stamp
+        and not one.full
+        and entry is not None
+        and entry.managed
+        and entry.digest == target.digest
+        and (entry.paused or not job.paused)  # else the catalog's pause must be applied
+    ):
+        return Change(job.id, "unchanged", drift=_drift(job, entry.paused, entry.note))
+    async with one.limit:
+        one.described += 1
+        description = await schedule_or_none(one.client, job.id)
+    if description is None:
+        target.since, target.pending = one.now, True
+        return Change(job.id, "create")
+    if await description.memo_value(MANAGED_MEMO_KEY, default=None) != MANAGED_MEMO_VALUE:
+        raise CatalogError(
+            f"schedule {job.id!r} exists but is not managed by this project; "
+            "rename the job or delete that schedule"
+        )
+    current = await current_run(one.client, description)
+    old = await catalog_entry(one.client, description) or {}
+    fields = _fields(target, description, old, one.now)
+    _choose_since(target, description, current, fields, one.now)
+    if one.stamp and not fields:
+        digest = await _digest(one, job.id, description, target.digest)
+        if digest != target.digest:
+            # Nothing the diff shows, yet not what this sync would send (a schedule from
+            # before the digest, or an action this code builds differently): resend it so
+            # the next sync can trust the listing.
+            fields["digest"] = (digest, target.digest)
+    state = description.schedule.state
+    action = "update" if fields else "unchanged"
+    return Change(job.id, action, fields, _drift(job, state.paused, state.note))
+
+
+def _fields(
+    target: Target, description: ScheduleDescription, old: dict[str, Any], now: datetime
+) -> dict[str, tuple[Any, Any]]:
+    """What differs between the schedule on the server (`old`: the catalog entry it was
+    built from) and the job's target."""
+    job = target.job
+    fields = _field_changes(old, job.model_dump(mode="json"))
+    task_queue = description.schedule.action.task_queue
+    if task_queue != target.task_queue:
+        fields["task_queue"] = (task_queue, target.task_queue)
+    # A DST-compiled spec is good for about ten years; it is recompiled once a year, and
+    # when the tz database or the compiler changed (timing/calendars.py).
+    stored = description.schedule.spec
+    keep_forced_utc(target, stored, now)  # the server's tz database disagreed before
+    compiled = target.schedule.spec
+    if spec_outdated(stored, compiled):
+        fields["calendars"] = (describe_spec(stored), describe_spec(compiled))
+    if job.paused and not description.schedule.state.paused:
+        fields["paused (on the server)"] = (False, True)
+    return fields
+
+
+def _choose_since(
+    target: Target,
+    description: ScheduleDescription,
+    current: JobRun | None,
+    fields: dict[str, tuple[Any, Any]],
+    now: datetime,
+) -> None:
+    """Since when the target's timing is in force: `now` (pending until the server says)
+    for a new timing, the last write for an unstamped one, else what the schedule says."""
+    timing_changed = any(name in fields for name in TIMING_FIELDS)
+    if timing_changed or current is None:
+        target.since, target.pending = now, True  # `now` stands in until the server says
+    elif current.timing_pending or current.timing_since is None:
+        # A sync that stopped between its two writes, or a schedule from before
+        # timing_since: its timing took effect no later than its last write.
+        target.since = applied_at(description)
+        fields["timing_since"] = ("pending" if current.timing_pending else None, target.since)
+    else:
+        target.since = current.timing_since
+
+
+async def _digest(
+    one: _Pass, job_id: str, description: ScheduleDescription, expected: str
+) -> str | None:
+    """The schedule's digest attribute. The server reads a schedule's search attributes
+    before it queries the schedule itself, which waits for writes in flight: right after a
+    write (another sync's timing stamp, say) they can be older than the rest. Described
+    again, they are not."""
+    digest = description.typed_search_attributes.get(DIGEST_ATTRIBUTE)
+    if digest == expected:
+        return digest
+    async with one.limit:
+        again = await schedule_or_none(one.client, job_id)
+    return digest if again is None else again.typed_search_attributes.get(DIGEST_ATTRIBUTE)

@@ -17,7 +17,7 @@ from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, comp
 from schedules.catalog.model import load_catalog
 from tests.helpers import ROOT
 from tests.helpers.worker import settings_env
-from timing.firetimes import fire_times
+from timing import Timing
 
 CATALOG = """
 [{job}]
@@ -74,7 +74,7 @@ def insert_runs(db: psycopg.Connection, job: str, fires: list[datetime], **overr
 
 def hourly_fires(now: datetime) -> list[datetime]:
     """Every hourly fire time of the last two days, up to a minute ago."""
-    return fire_times("0 * * * *", "UTC", now - timedelta(days=2), now - timedelta(minutes=1))
+    return Timing(cron="0 * * * *").fire_times(now - timedelta(days=2), now - timedelta(minutes=1))
 
 
 async def test_check_is_healthy_then_reports_every_alert_kind(

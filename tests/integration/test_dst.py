@@ -26,7 +26,8 @@ from schedules.catalog.model import parse_catalog
 from schedules.sync.apply import sync
 from schedules.sync.plan import plan
 from tests.helpers import assert_eventually
-from timing.calendars import compile_spec, compiled_until, next_fire_times
+from timing import Timing
+from timing.calendars import compiled_until
 
 NY, LONDON = "America/New_York", "Europe/London"
 YEARS = 5
@@ -82,10 +83,11 @@ async def test_compiled_schedules_fire_as_cron_does_across_five_years_of_changes
     created: list = []
 
     async def check(cron: str, zone: str, start_at: datetime) -> str | None:
-        spec = compile_spec(cron, zone, start_at=start_at, now=now)
+        timing = Timing(cron=cron, timezone=zone, start_at=start_at)
+        spec = timing.spec(now)
         async with limit:
             got, stored = await next_times(client, spec, task_queue, created)
-        expected = next_fire_times(cron, zone, now, 10, start_at=start_at)
+        expected = timing.upcoming(now, 10)
         if len(got) != 10 or got != expected:
             return f"{cron!r} {zone} from {start_at:%Y-%m-%d %H:%M}Z: {got} != {expected}"
         # `schedules sync` compares compiled and stored calendars: they must round-trip.
@@ -173,7 +175,7 @@ async def test_sync_recompiles_a_dst_spec_once_its_horizon_is_a_year_short(clien
         assert (await change()).action == "unchanged"
 
         a_year_ago = now - timedelta(days=366)
-        last_year = compile_spec(job.cron, job.timezone, now=a_year_ago)
+        last_year = job.timing.spec(a_year_ago)
         # What a sync a year ago left: last year's spec, and the digest of last year's schedule
         # (which is what makes a sync without --full describe the job again).
         await sync(client, [job], task_queue, prune=False, now=a_year_ago)

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 import psycopg
 from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 
+from schedules.audit import run_audit
 from schedules.catalog.model import JobSpec, default_catalog
 from tests.helpers import assert_eventually
 from tests.integration.jobs import FAST_RETRY, executions, registered, runs_closed
@@ -119,7 +120,7 @@ def spring_forward_day(db: psycopg.Connection) -> None:
 
 
 async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_once(
-    client, db, task_queue, start_workers
+    client, db, database_url, task_queue, start_workers
 ):
     fall_back_day(db)
     spring_forward_day(db)
@@ -175,6 +176,32 @@ async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_o
                 },
             )
         ]
+
+        # The take-over, the work, the alert and the completion were one transaction, and
+        # the audit judges the night clean from the evidence it wrote.
+        journal = db.execute(
+            "SELECT what, attempt, txid FROM commit_journal WHERE execution_id = %s ORDER BY seq",
+            (fall["id"],),
+        ).fetchall()
+        (alert_txid,) = db.execute(
+            "SELECT txid FROM outbox_messages WHERE execution_id = %s", (fall["id"],)
+        ).fetchone()
+        assert [(what, attempt) for what, attempt, _ in journal] == [
+            ("take_over", 1),
+            ("complete", 1),
+        ]
+        assert {txid for *_, txid in journal} == {alert_txid}
+        report = await run_audit(
+            database_url,
+            client,
+            [job],
+            task_queue=task_queue,
+            now=datetime.now(UTC),
+            start=AFTER_FALL_BACK - timedelta(minutes=1),
+            end=AFTER_FALL_BACK + timedelta(seconds=1),
+            settle=timedelta(0),
+        )
+        assert report.exit_code == 0 and report.rows == 1, report.findings
 
         # The same night again: the slot is already completed, a recorded no-op.
         await runs_closed(client, job.id, [AFTER_FALL_BACK])  # else the start is dropped

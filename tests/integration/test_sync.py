@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import os
 import subprocess
 import sys
@@ -24,7 +25,6 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
 
-import schedules.sync.apply
 from activities.catchup import CatchupActivities, PlanInput, PlanResult
 from core.errors import CatalogError
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
@@ -45,6 +45,10 @@ cron = "{cron}"
 timezone = "{tz}"
 catchup = "latest"
 """
+
+# The module, not `schedules.sync`: the public API exports a function `sync` there, which
+# a dotted monkeypatch path would walk into.
+SYNC_APPLY = importlib.import_module("schedules.sync.apply")
 
 
 def catalog(tmp_path: Path, *jobs: tuple[str, str, str], name: str = "jobs.toml") -> Path:
@@ -346,7 +350,7 @@ async def test_without_the_digest_attribute_sync_describes_every_job(
     async def unusable(client, register):  # a hosted namespace without operator permissions
         return False
 
-    monkeypatch.setattr("schedules.sync.apply.digest_attribute", unusable)
+    monkeypatch.setattr(SYNC_APPLY, "digest_attribute", unusable)
     jobs = load_catalog(
         catalog(tmp_path, *[(f"plain-{i}", f"0 {i} * * *", "UTC") for i in range(3)])
     )
@@ -469,14 +473,14 @@ async def test_a_sync_stopped_between_its_two_writes_is_finished_by_the_next(
     client, task_queue, pool, clean, monkeypatch
 ):
     job = ticking_job()
-    write = schedules.sync.apply._update
+    write = SYNC_APPLY._update
 
     async def stop_before_stamping(client, target, stamp, *, stamp_timing=False):
         if stamp_timing:
             raise RuntimeError("sync stopped")
         await write(client, target, stamp)
 
-    monkeypatch.setattr("schedules.sync.apply._update", stop_before_stamping)
+    monkeypatch.setattr(SYNC_APPLY, "_update", stop_before_stamping)
     # The failure is reported as a sync that stopped part-way, which the next one finishes.
     with pytest.raises(
         SyncIncompleteError, match="create ticking failed: RuntimeError: sync stopped"

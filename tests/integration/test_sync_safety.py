@@ -15,6 +15,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
 from devstack import TemporalDevServer, free_port
+from schedules.server.found import catalog_entry
 from schedules.sync.plan import managed_schedule_ids
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
@@ -55,12 +56,13 @@ def run_sync(settings, path: Path, *args: str, **env: str) -> subprocess.Complet
 
 
 async def crons(client: Client, ids: set[str]) -> dict[str, str]:
-    """Each schedule's cron as its catalog entry had it (from the run input it carries)."""
+    """Each schedule's cron as its catalog entry had it (the action's memo)."""
     found = {}
     for job_id in ids:
         described = await client.get_schedule_handle(job_id).describe()
-        (run,) = await client.data_converter.decode(described.schedule.action.args, [dict])
-        found[job_id] = run["definition"]["cron"]
+        entry = await catalog_entry(client, described)
+        assert entry is not None, job_id
+        found[job_id] = entry["cron"]
     return found
 
 

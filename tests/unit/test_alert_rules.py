@@ -17,7 +17,6 @@ from core import metric_names
 from schedules.catalog.compile import job_run
 from schedules.catalog.model import load_catalog
 from schedules.health.status import DEFAULT_GRACE, Kind
-from timing.firetimes import fire_times
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"
 PROMTOOL = shutil.which("promtool")
@@ -123,10 +122,10 @@ def expected_thresholds(year: int) -> dict[str, int]:
         else:
             start = datetime(year, 1, 1, tzinfo=UTC)
             end = datetime(year + 1, 1, 1, tzinfo=UTC)
-            if len(fire_times(job.cron, job.timezone, start, start + timedelta(days=1))) > 24:
+            if len(job.timing.fire_times(start, start + timedelta(days=1))) > 24:
                 assert job.timezone == "UTC", job.id  # the shortcut needs a fixed offset
                 end = start + timedelta(days=2)
-            times = fire_times(job.cron, job.timezone, start, end + timedelta(days=40))
+            times = job.timing.fire_times(start, end + timedelta(days=40))
             gap = max(
                 b - a
                 for a, b in itertools.pairwise(times)

@@ -275,3 +275,12 @@ def test_the_public_api_is_named_and_resolves():
     missing = [name for name in schedules.__all__ if not hasattr(schedules, name)]
     assert not missing, missing
     assert not [name for name in schedules.__all__ if name.startswith("_")]
+
+
+def test_no_public_name_hides_a_module():
+    """`schedules.sync` must stay the package (`mock.patch("schedules.sync.apply.x")`,
+    `import schedules.sync.apply`): no exported name is a submodule's name."""
+    import schedules
+
+    submodules = {name.split(".")[1] for name in MODULES if name.startswith("schedules.")}
+    assert not submodules & set(schedules.__all__)

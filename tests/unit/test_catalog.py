@@ -10,9 +10,10 @@ import pytest
 from temporalio.client import ScheduleOverlapPolicy
 
 from core.errors import CatalogError
-from schedules.catalog.compile import compile_schedule, job_run
+from schedules.catalog.compile import CATALOG_MEMO_KEY, compile_schedule, job_run
 from schedules.catalog.durations import format_duration, parse_duration
 from schedules.catalog.model import default_catalog, load_catalog, parse_catalog
+from workflows import JobRun
 
 GOOD = {
     "kind": "invoice-reminders",
@@ -133,6 +134,26 @@ def test_the_packaged_catalog_is_valid_and_invoice_reminders_compiles():
     assert run.heartbeat_seconds == 60
 
 
+def test_a_run_input_carries_the_timing_once_and_no_catalog_entry():
+    job = load_catalog()[0]
+    sent = job_run(job).model_dump(mode="json")
+    assert "definition" not in sent and not {"cron", "interval_seconds", "jitter_seconds"} & set(
+        sent
+    )
+    assert JobRun.model_validate(sent).timing == job.timing
+    assert compile_schedule(job, "q").action.memo == {CATALOG_MEMO_KEY: job.model_dump(mode="json")}
+
+
+def test_run_inputs_of_earlier_releases_still_decode():
+    job = load_catalog()[0]
+    timing = job.timing.model_dump(mode="json")
+    flat = {"cron": job.cron, "interval_seconds": None, "timezone": job.timezone}
+    v4 = job_run(job).model_dump(mode="json") | flat | {"timing": timing, "definition": {}}
+    assert JobRun.model_validate(v4).timing == job.timing  # the old fields are ignored
+    v2 = {k: v for k, v in v4.items() if k != "timing"} | {"jitter_seconds": 0.0}
+    assert JobRun.model_validate(v2).timing == job.timing  # built from the flat fields
+
+
 @pytest.mark.parametrize(
     ("override", "expected"),
     [
@@ -207,7 +228,8 @@ def test_a_schedule_too_large_for_temporal_is_refused_at_compile_naming_its_fiel
     jobs = parse_catalog({"big": GOOD | {"description": "d" * 600_000}, "fine": GOOD})
     with pytest.raises(CatalogError) as err:
         compile_jobs(jobs, "q", datetime.now(UTC))
-    # The description, in the run input, and its head in the schedule's note (capped at 1 kB).
+    # The description, in the catalog entry (the action's memo), and its head in the
+    # schedule's note (capped at 1 kB).
     assert str(err.value).startswith("job 'big': its schedule is 602,")
     assert "largest: description 600,002 bytes" in str(err.value)
     compile_jobs(jobs[1:], "q", datetime.now(UTC))
@@ -218,4 +240,5 @@ def test_the_ui_summary_and_details_are_cut_to_temporals_metadata_limits():
     action = compile_schedule(job, "q").action
     assert len(action.static_summary.encode()) <= 400 and action.static_summary.endswith("…")
     assert len(action.static_details.encode()) <= 20_000
-    assert job_run(job).definition["description"] == "é" * 1000  # the run keeps it all
+    memo = action.memo[CATALOG_MEMO_KEY]
+    assert memo["description"] == "é" * 1000  # the catalog entry keeps it all

@@ -10,7 +10,6 @@ from schedules.catalog.model import load_catalog
 from schedules.cli.check import format_report, to_json
 from schedules.health.check import evaluate, evaluate_job
 from schedules.health.status import Execution, Kind, OutboxState, ScheduleState
-from timing.firetimes import fire_times
 
 NOW = datetime(2027, 11, 10, 12, 0, tzinfo=UTC)
 SINCE = NOW - timedelta(days=30)
@@ -41,7 +40,7 @@ def run(fire: datetime, took=timedelta(seconds=30), status="completed", **fields
 def history(job, now=NOW, since=SINCE, until=None) -> list[Execution]:
     """A completed run for every fire time of `job` in [since, until or now - 1 min)."""
     end = until or now - timedelta(minutes=1)
-    fires = fire_times(job.cron, job.timezone, since, end)
+    fires = job.timing.fire_times(since, end)
     return [run(f, job_name=job.id) for f in fires]
 
 
@@ -276,7 +275,7 @@ def test_an_hourly_job_on_the_fall_back_night_expects_25_runs():
 
 def test_an_interval_job():
     job = make_job(cron=None, interval=timedelta(minutes=20))
-    fires = fire_times(None, "UTC", SINCE, NOW - timedelta(minutes=1), interval=job.interval)
+    fires = job.timing.fire_times(SINCE, NOW - timedelta(minutes=1))
     rows = [run(f) for f in fires]
     assert evaluate_job(job, rows, REGISTERED, NOW).alerts == []
     assert kinds(evaluate_job(job, rows[:-3], REGISTERED, NOW)) == {

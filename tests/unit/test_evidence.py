@@ -14,7 +14,6 @@ import pytest
 
 from tests.unit.calendar_match import utc_matching_times
 from timing import Timing
-from timing.calendars import compile_spec
 from timing.temporal_model import matching_times
 from timing.zones import changes
 
@@ -71,7 +70,7 @@ def test_daily_and_weekly_jobs_over_a_whole_year(zone):
     start, end = NOW, NOW.replace(year=NOW.year + 1)
     wrong = []
     for cron in DAILY:
-        spec = compile_spec(cron, zone, now=NOW)
+        spec = Timing(cron=cron, timezone=zone).spec(NOW)
         intended = Timing(cron=cron, timezone=zone).fire_times(start, end)
         if served(spec, start, end) != intended:
             wrong.append(f"{cron!r} in {zone} compiled to {spec.time_zone_name}")
@@ -84,7 +83,7 @@ def test_frequent_jobs_over_each_month_with_a_change(zone):
     months.add((2027, 6))  # and one month without a change
     wrong = []
     for cron in FREQUENT:
-        spec = compile_spec(cron, zone, now=NOW)
+        spec = Timing(cron=cron, timezone=zone).spec(NOW)
         for year, month in sorted(months):
             start = datetime(year, month, 1, tzinfo=UTC) - timedelta(days=1)
             end = start + timedelta(days=33)
@@ -104,4 +103,4 @@ def test_frequent_jobs_over_each_month_with_a_change(zone):
     ],
 )
 def test_jobs_temporal_gets_wrong_where_midnight_is_skipped_go_to_utc(cron, zone):
-    assert compile_spec(cron, zone, now=NOW).time_zone_name == "UTC"
+    assert Timing(cron=cron, timezone=zone).spec(NOW).time_zone_name == "UTC"

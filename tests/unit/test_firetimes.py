@@ -1,4 +1,5 @@
-"""Fire times with classic cron DST semantics, computed for any `now`, without servers."""
+"""Fire times with classic cron DST semantics, computed for any `now`, without servers,
+through the one API (`timing.Timing`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,21 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from timing.firetimes import fire_times, fixed_hour, next_fire_time
+from timing import Timing
+
+
+def fire_times(cron, zone, start, end, *, interval=None, limit=None):
+    """The fire times in `[start, end)`; with `limit`, the newest `limit`."""
+    timing = Timing(cron=cron, interval=interval, timezone=zone)
+    return timing.fire_times(start, end, limit=limit, newest=limit is not None)
+
+
+def next_fire_time(cron, zone, after, *, interval=None):
+    return Timing(cron=cron, interval=interval, timezone=zone).next_after(after)
+
+
+def fixed_hour(cron: str) -> bool:
+    return Timing(cron=cron).fixed_hour
 
 
 def utc(*args: int) -> datetime:
@@ -109,5 +124,5 @@ def test_next_fire_time(cron, zone, after, expected):
 
 
 def test_a_start_or_a_limit_is_required():
-    with pytest.raises(ValueError, match="start or a limit"):
-        fire_times("0 * * * *", "UTC", None, utc(2027, 1, 1))
+    with pytest.raises(ValueError, match="without a start needs newest=True and a limit"):
+        Timing(cron="0 * * * *").fire_times(None, utc(2027, 1, 1))

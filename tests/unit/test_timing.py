@@ -17,17 +17,9 @@ from temporalio.client import ScheduleCalendarSpec, ScheduleRange, ScheduleSpec
 from schedules.catalog.compile import compile_schedule
 from schedules.catalog.model import parse_catalog
 from tests.unit.calendar_match import utc_matching_times as matching_times
-from timing.calendars import (
-    HORIZON_YEARS,
-    compile_spec,
-    compiled_until,
-    describe_spec,
-    is_fixed_time,
-    next_fire_times,
-    spec_outdated,
-)
+from timing import Timing
+from timing.calendars import HORIZON_YEARS, compiled_until, describe_spec, spec_outdated
 from timing.cron import CronError, parse_cron
-from timing.firetimes import fire_times
 from timing.zones import TZDATA_VERSION
 
 NOW = datetime(2026, 11, 29, 16, 30, tzinfo=UTC)
@@ -36,6 +28,19 @@ NY, LONDON = "America/New_York", "Europe/London"
 
 def utc(*args: int) -> datetime:
     return datetime(*args, tzinfo=UTC)
+
+
+def compile_spec(cron: str, zone: str, *, now: datetime, **bounds) -> ScheduleSpec:
+    """The job's spec through the one API (`Timing.spec`)."""
+    return Timing(cron=cron, timezone=zone, **bounds).spec(now)
+
+
+def fire_times(cron: str, zone: str, start: datetime, end: datetime) -> list[datetime]:
+    return Timing(cron=cron, timezone=zone).fire_times(start, end)
+
+
+def next_fire_times(cron: str, zone: str, after: datetime, count: int, **bounds) -> list[datetime]:
+    return Timing(cron=cron, timezone=zone, **bounds).upcoming(after, count)
 
 
 def until_instant(spec: ScheduleSpec) -> datetime:
@@ -126,8 +131,9 @@ def test_next_fire_times_respects_start_and_end():
 
 
 def test_fixed_time_is_the_hour_field_named_outright():
-    assert is_fixed_time("30 2 * * *") and is_fixed_time("0 9,17 * * 1-5")
-    assert not is_fixed_time("0 * * * *") and not is_fixed_time("0 0-23/3 * * *")
+    fixed = [Timing(cron=c).fixed_hour for c in ("30 2 * * *", "0 9,17 * * 1-5")]
+    wildcard = [Timing(cron=c).fixed_hour for c in ("0 * * * *", "0 0-23/3 * * *")]
+    assert fixed == [True, True] and wildcard == [False, False]
 
 
 # --- which compilation ------------------------------------------------------------------

@@ -10,7 +10,6 @@ from pydantic import ValidationError
 from schedules.catalog.compile import compile_schedule
 from schedules.catalog.model import parse_catalog
 from timing import Timing
-from timing.firetimes import fire_times, next_fire_time
 
 NY = "America/New_York"
 
@@ -105,7 +104,10 @@ def test_it_travels_as_json_and_compares_by_value():
     ("fields", "message"),
     [
         ({"cron": "0 0 30 2 *"}, "day-of-month '30' never fires"),
-        ({"cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "'Mars/Olympus' is not a known"),
+        (
+            {"cron": "0 9 * * *", "timezone": "Mars/Olympus"},
+            "not a known IANA time zone: 'Mars/Olympus'",
+        ),
         ({"cron": "0 9 * * *", "interval": timedelta(seconds=5)}, "exactly one"),
         ({}, "exactly one"),
         ({"interval": timedelta(milliseconds=10)}, "at least 1s"),
@@ -126,13 +128,3 @@ def test_the_catalog_job_carries_its_timing_and_its_schedule_uses_it():
     assert compile_schedule(job, "q", now=now).spec == job.timing.spec(now)
     # model_copy(update=...) gets the new timing, not the old one.
     assert job.model_copy(update={"cron": "0 3 * * *"}).timing.cron == "0 3 * * *"
-
-
-def test_the_engines_functions_are_thin_wrappers_of_the_same_answer():
-    timing = Timing(cron="30 1 * * *", timezone=NY)
-    start, end = utc(2027, 11, 1), utc(2027, 11, 10)
-    assert fire_times(timing.cron, NY, start, end) == timing.fire_times(start, end)
-    assert fire_times(timing.cron, NY, None, end, limit=3) == timing.fire_times(
-        None, end, limit=3, newest=True
-    )
-    assert next_fire_time(timing.cron, NY, start) == timing.next_after(start)
