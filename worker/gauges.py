@@ -23,6 +23,7 @@ from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
 from core import metric_names
 from core.sql import queries
+from jobs import runtime_kinds
 
 logger = logging.getLogger(__name__)
 
@@ -155,11 +156,15 @@ class DatabaseGauges:
 
 
 def _observe_runtime_of(gauges: DatabaseGauges, pick: Any) -> Any:
+    """A per-kind gauge's callback: every declared runtime kind is reported, 0 when none of
+    its schedules is behind (or failing), so an alert tells 0 from absent."""
+
     def observe(_options: CallbackOptions) -> Iterable[Observation]:
         reading = gauges.read()
         if not reading:
             return []
-        return [Observation(n, {"kind": kind}) for kind, n in sorted(pick(reading).items())]
+        counts = dict.fromkeys(runtime_kinds(), 0) | pick(reading)
+        return [Observation(n, {"kind": kind}) for kind, n in sorted(counts.items())]
 
     return observe
 
