@@ -346,3 +346,20 @@ def test_a_kind_registered_in_process_is_usable_and_names_are_unique():
     assert tenants.Definition.model_validate(WEEKLY | {"kind": "test-registered", "params": {}})
     with pytest.raises(ValueError, match="already registered"):
         tenants.register_kind(tenants.RuntimeKind("test-noop", Params))
+
+
+async def test_list_pages_by_id_and_filters(database_url):
+    for i in range(5):
+        await tenants.create(
+            database_url, WEEKLY | {"name": f"r{i}", "tenant": f"t{i % 2}"}, quotas=QUOTAS
+        )
+    first = await tenants.list_schedules(database_url, limit=2)
+    second = await tenants.list_schedules(database_url, limit=2, after=first.next_after)
+    third = await tenants.list_schedules(database_url, limit=2, after=second.next_after)
+    names = [s.name for page in (first, second, third) for s in page.schedules]
+    assert names == ["r0", "r1", "r2", "r3", "r4"] and third.next_after is None
+    only = await tenants.list_schedules(database_url, tenant="t1", kind="test-noop")
+    assert [s.name for s in only.schedules] == ["r1", "r3"]
+    assert (await tenants.list_schedules(database_url, kind="other")).schedules == []
+    with pytest.raises(InvalidScheduleError, match="limit: must be from 1 to 10000"):
+        await tenants.list_schedules(database_url, limit=0)

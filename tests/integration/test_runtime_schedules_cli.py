@@ -101,6 +101,16 @@ def test_the_cli_writes_reads_and_refuses_with_its_exit_codes(database_url):
     usage = cli(database_url, "pause", "twelve", "--note", "x")
     assert usage.returncode == 2 and "must be a schedule id like 12 or rt-12" in usage.stderr
 
+    cleared = cli(
+        database_url,
+        *("update", str(sid), "--version", "1", "--catchup", "all", "--max-missed", "3"),
+    )
+    assert cleared.returncode == 0 and cleared.stdout.startswith(f"updated rt-{sid} ")
+    back = cli(
+        database_url,
+        *("update", str(sid), "--version", "2", "--catchup", "latest", "--clear", "max_missed"),
+    )
+    assert back.returncode == 0 and back.stdout.startswith(f"updated rt-{sid} ")
     paused = cli(database_url, "pause", str(sid), "--note", "card expired", "--by", "support")
     assert paused.returncode == 0 and "paused: card expired" in paused.stdout
     listed = cli(database_url, "list", "--tenant", "acme", "--json")

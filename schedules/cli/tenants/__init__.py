@@ -15,20 +15,18 @@ from schedules.cli.tenants import bulk, read, slots, write
 from schedules.cli.tenants.common import EXIT_CODES
 
 NAME = "tenants"
+HELP = "runtime schedules: create, update, pause, import ... (schedules.tenants)"
+DESCRIPTION = (
+    "Runtime schedules, the ones an application creates at runtime (one per customer, "
+    "say), kept in PostgreSQL and run by the dispatcher jobs. Every write records who "
+    "(--by, default the login name) in the schedule's change log."
+)
 # In the order `tenants --help` lists them.
 GROUPS = (write, read, slots, bulk)
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = command(
-        subparsers,
-        NAME,
-        "runtime schedules: create, update, pause, import ... (schedules.tenants)",
-        "Runtime schedules, the ones an application creates at runtime (one per customer, "
-        "say), kept in PostgreSQL and run by the dispatcher jobs. Every write records who "
-        "(--by, default the login name) in the schedule's change log.",
-        EXIT_CODES,
-    )
+    parser = command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
     commands = parser.add_subparsers(dest="tenants_command", required=True, metavar="SUBCOMMAND")
     for group in GROUPS:
         group.configure(commands)

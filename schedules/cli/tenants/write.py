@@ -42,8 +42,14 @@ def _definition_options(parser: argparse.ArgumentParser, required: bool) -> None
     parser.add_argument("--end-at", metavar="TIME", help="ISO time with offset")
 
 
+_CLEARABLE = ("max_missed", "start_at", "end_at", "params")
+
+
 def _given(args: argparse.Namespace) -> dict[str, Any]:
-    return {f: getattr(args, f) for f in _FIELDS if getattr(args, f) is not None}
+    given = {f: getattr(args, f) for f in _FIELDS if getattr(args, f) is not None}
+    for name in getattr(args, "clear", ()):
+        given[name] = {} if name == "params" else None
+    return given
 
 
 def configure(commands: argparse._SubParsersAction) -> None:
@@ -63,6 +69,13 @@ def configure(commands: argparse._SubParsersAction) -> None:
     add_id(update)
     update.add_argument("--version", type=int, required=True, help="the version you read")
     _definition_options(update, required=False)
+    update.add_argument(
+        "--clear",
+        action="append",
+        default=[],
+        choices=_CLEARABLE,
+        help="unset an optional field (repeatable; params: back to the kind's defaults)",
+    )
     add_by(update)
 
     pause = subcommand(commands, "pause", "pause a schedule, saying why", _pause)
