@@ -17,7 +17,7 @@ calls the method with them. No job repeats that plumbing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,8 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.models import WorkInput, WorkResult
+from activities.models import ExecutionRef, WorkInput, WorkResult
+from activities.runtime import RuntimeKinds, SlotWork
 from activities.steps import StepInput, step_activity
 
 Work = Callable[[WorkInput, Any], Awaitable[WorkResult]]
@@ -48,6 +49,10 @@ class JobKind:
     # The owner is built as `owner(pool, settings)`, with the worker's settings, not
     # `owner(pool)`: for work that talks to peers outside Postgres (SMTP, HTTP APIs).
     settings: bool = False
+    # A kind whose slot is light may name the owner's method that does one slot's work
+    # inside a given transaction, `(conn, execution, params) -> counts`: runtime schedules
+    # of this kind can then run in batches (`RuntimeKind.batch`, `activities.runtime`).
+    slot_work: str | None = None
 
     def __post_init__(self) -> None:
         if (self.activity is None) == (self.workflow is None):
@@ -102,6 +107,44 @@ def work_activity(kind: JobKind, method: Work) -> Callable[[WorkInput], Awaitabl
     run.__name__ = run.__qualname__ = kind.activity
     run.__doc__ = method.__doc__
     return activity.defn(name=kind.activity)(run)
+
+
+def build_runtime_kinds(
+    kinds: Iterable[JobKind],
+    runtime: Mapping[str, RuntimeKind],
+    pool: Any,
+    settings: Any = None,
+) -> RuntimeKinds:
+    """What runtime schedules' runs need of the runtime kinds (`runtime`, declared by the
+    job families) whose work is one activity (a `JobKind` of the same name): its activity,
+    and for those that run in batches, their in-transaction work (`JobKind.slot_work`)."""
+    owners: dict[type, Any] = {}
+    batch = {}
+    single = [k for k in kinds if k.activity is not None and k.name in runtime]
+    for kind in single:
+        if not runtime[kind.name].batch:
+            continue
+        if kind.slot_work is None:
+            raise ValueError(f"runtime kind {kind.name!r} runs in batches: give slot_work")
+        if kind.owner not in owners:
+            owners[kind.owner] = kind.owner(pool, settings) if kind.settings else kind.owner(pool)
+        batch[kind.name] = _batch_work(kind, getattr(owners[kind.owner], kind.slot_work))
+    return RuntimeKinds(
+        {kind.name: kind.activity for kind in single if kind.activity},
+        {kind.name: kind.params for kind in single},
+        batch,
+    )
+
+
+def _batch_work(kind: JobKind, method: Callable) -> SlotWork:
+    async def work(conn: Any, execution: ExecutionRef, params: Any) -> dict[str, int]:
+        try:
+            parsed = kind.params.model_validate(params or {})
+        except ValidationError as exc:
+            raise ValueError(f"{execution.job_name}: invalid params: {exc}") from None
+        return await method(conn, execution, parsed)
+
+    return work
 
 
 def build_kind_activities(

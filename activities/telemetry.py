@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
@@ -58,6 +59,28 @@ _catchup_gaps = _meter.create_counter(
 
 A = TypeVar("A")
 R = TypeVar("R")
+
+# Runtime schedules (issue 21) are many and named by their customers: their runs' metrics
+# are labelled by kind (`runtime:weekly-report`), never by schedule or tenant.
+_RUNTIME_PREFIX = "rt-"
+_runtime_kind: ContextVar[str | None] = ContextVar("runtime_kind", default=None)
+
+
+@contextmanager
+def runtime_kind(kind: str) -> Iterator[None]:
+    """Label the metrics recorded inside with `kind`, for a runtime schedule's slot."""
+    token = _runtime_kind.set(kind)
+    try:
+        yield
+    finally:
+        _runtime_kind.reset(token)
+
+
+def job_label(job: str) -> str:
+    """The `job` label of a metric: the catalog job's id, or a runtime slot's kind."""
+    if job.startswith(_RUNTIME_PREFIX):
+        return f"runtime:{_runtime_kind.get() or 'unknown'}"
+    return job
 
 
 def _span_attributes(model: Any) -> dict[str, Any]:
@@ -121,7 +144,7 @@ def fenced_span(fence: Any, execution: ExecutionRef | None = None) -> Iterator[N
 
 def record_run(job: str, status: RunStatus) -> None:
     """Count one finished run of `job`."""
-    _runs.add(1, {"job": job, "status": status})
+    _runs.add(1, {"job": job_label(job), "status": status})
 
 
 def record_claim(job: str, execution_id: int, lateness_seconds: float, skipped: bool) -> None:
@@ -130,14 +153,14 @@ def record_claim(job: str, execution_id: int, lateness_seconds: float, skipped: 
     `skipped`: it started past its starting deadline and was recorded skipped instead.
     """
     trace.get_current_span().set_attribute("execution_id", execution_id)
-    _lateness.record(max(lateness_seconds, 0.0), {"job": job})
+    _lateness.record(max(lateness_seconds, 0.0), {"job": job_label(job)})
     if skipped:
         record_skip(job, "starting_deadline")
 
 
 def record_skip(job: str, reason: SkipReason) -> None:
     """A run of `job` was recorded skipped for `reason`: counted as a skip and a run."""
-    _skips.add(1, {"job": job, "reason": reason})
+    _skips.add(1, {"job": job_label(job), "reason": reason})
     record_run(job, "skipped")
 
 
@@ -150,7 +173,7 @@ def record_duplicate(job: str, execution_id: int, status: str) -> None:
 def record_completed(job: str, duration_seconds: float) -> None:
     """A run of `job` completed, `duration_seconds` after its claim."""
     record_run(job, "completed")
-    _duration.record(duration_seconds, {"job": job})
+    _duration.record(duration_seconds, {"job": job_label(job)})
 
 
 def record_failed(job: str | None) -> None:
@@ -163,4 +186,4 @@ def record_failed(job: str | None) -> None:
 def record_catchup_gap(job: str, missed_count: int) -> None:
     """`missed_count` missed fire times of `job` were dropped: more than its catch-up cap."""
     if missed_count > 0:
-        _catchup_gaps.add(missed_count, {"job": job})
+        _catchup_gaps.add(missed_count, {"job": job_label(job)})

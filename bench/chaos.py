@@ -18,6 +18,11 @@ hold), lets the system recover, and is then judged twice:
 It prints one line per trial and a table (trials, slots, findings by kind, domain
 violations) per fault class, and with `--write` appends the table to bench/RESULTS.md.
 Not part of `make test`: a trial takes 20 to 90 s on this machine.
+
+`dispatch-kill` and `dispatch-double` judge the runtime schedules' dispatcher (issue 21):
+its worker killed between a decision's commit and its starts, and two dispatchers of one
+shard ticking at once; every runtime slot of the minute must run once (the audit of the
+runtime schedules, and one completed row and at most one report email per slot).
 """
 
 from __future__ import annotations
@@ -55,11 +60,13 @@ sys.path.insert(0, str(ROOT))
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from devstack.payments import PaymentProviderServer  # noqa: E402
 from schedules.catalog.model import JobSpec, RetrySpec, default_catalog  # noqa: E402
+from schedules.sync.attributes import runtime_attributes  # noqa: E402
 from tests.helpers.worker import WorkerProcess  # noqa: E402
 from tests.integration import test_monthly_billing as billing  # noqa: E402
 from tests.integration.chunk_gate import ChunkGate  # noqa: E402
 from tests.integration.jobs import insert_invoices, registered  # noqa: E402
 from tests.integration.namespaces import fresh_namespace  # noqa: E402
+from tests.integration.runtime import insert_schedule  # noqa: E402
 from worker.migrate import apply_migrations  # noqa: E402
 
 TEMPLATE = "chaos_template"
@@ -670,6 +677,124 @@ async def provider_kill(trial: Trial) -> Verdict:
     return await billing_run(trial, inject, prepare=lambda provider: provider.hold_answers())
 
 
+def runtime_schedules(trial: Trial, shard: int, count: int = 40) -> tuple[datetime, int]:
+    """`count` every-minute runtime schedules of one shard (half per-slot weekly reports,
+    half test-noop in batches), due this minute; returns the minute and how many."""
+    minute = datetime.now(UTC).replace(second=0, microsecond=0)
+    trial.db.execute(
+        "INSERT INTO customers (tenant, name, email, timezone)"
+        " VALUES ('chaos', 'Chaos', 'chaos@example.com', 'UTC')"
+    )
+    for i in range(count * 4):
+        sid = insert_schedule(
+            trial.db, tenant=f"t{i}", name="every-minute",
+            kind="weekly-report" if i // 4 % 2 else "test-noop",
+            params={"customer_id": 1} if i // 4 % 2 else {},
+            cron="* * * * *", timezone="UTC", next_fire_at=minute, timing_since=minute,
+            end_at=minute,  # one fire time: a tick in the next minute finds only this one
+        )  # fmt: skip
+        if sid % 4 != shard:
+            trial.db.execute("DELETE FROM runtime_schedules WHERE id = %s", (sid,))
+    return minute, count
+
+
+def runtime_audit(trial: Trial, minute: datetime) -> tuple[Counter, str | None]:
+    """`schedules audit` of the runtime schedules (and catalog jobs) over this minute."""
+    done = subprocess.run(
+        [sys.executable, "-m", "schedules", "audit", "--settle", "0s", "--json",
+         "--from", f"{minute:%Y-%m-%dT%H:%M:%SZ}",
+         "--to", f"{minute + timedelta(minutes=1):%Y-%m-%dT%H:%M:%SZ}"],
+        cwd=ROOT, env=trial.env(), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if done.returncode not in (0, 1):
+        return Counter(), f"audit could not read (exit {done.returncode}): {done.stderr[-300:]}"
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    kinds = Counter(r["kind"] for r in records if r.get("kind") not in (None, "summary"))
+    if done.returncode == 1 and not kinds:
+        kinds["unparsed"] += 1
+    return kinds, None
+
+
+def runtime_once(trial: Trial, slots: int) -> list[str]:
+    done, distinct, duplicates = trial.db.execute(
+        "SELECT count(*) FILTER (WHERE status = 'completed'), count(DISTINCT job_name),"
+        " coalesce(sum(duplicate_runs), 0) FROM job_executions WHERE job_name ~ '^rt-'"
+    ).fetchone()
+    emails, reports = trial.db.execute(
+        "SELECT (SELECT count(*) FROM outbox_messages WHERE type = 'WeeklyReport'),"
+        " (SELECT count(*) FROM runtime_schedules WHERE kind = 'weekly-report')"
+    ).fetchone()
+    problems = []
+    if (done, distinct) != (slots, slots):
+        problems.append(f"{done} completed rows for {distinct} of {slots} runtime slots")
+    if emails != reports or not reports:
+        problems.append(f"{emails} weekly reports for {reports} report slots")
+    if duplicates:
+        problems.append(f"{duplicates} duplicate runs")
+    return problems
+
+
+def dispatcher_job(shard: int, job_id: str | None = None) -> JobSpec:
+    job = default_catalog()[f"runtime-dispatch-{shard}"]
+    return job.model_copy(
+        update={"id": job_id or job.id, "heartbeat": HEARTBEAT, "retry": RETRY,
+                "paused": True, "note": "chaos: triggered ticks only"}
+    )  # fmt: skip
+
+
+async def dispatch_kill(trial: Trial) -> Verdict:
+    """The dispatcher's worker SIGKILLed between its decision's commit and its starts."""
+    await runtime_attributes(trial.client, register=True)
+    minute, slots = runtime_schedules(trial, shard=1)
+    job = dispatcher_job(1)
+    await trial.start_workers(2)
+    async with registered(trial.client, job, trial.task_queue):
+        await trial.client.get_schedule_handle(job.id).trigger()
+        await trial.gate.reached()
+        os.kill(trial.holder(job.id), signal.SIGKILL)
+        trial.gate.open()
+        await trial.settled(job.id, 1)
+        await eventually(lambda: not runtime_running(trial, slots), 240, "runtime slots settled")
+        findings, note = runtime_audit(trial, minute)
+    v = Verdict(
+        trial.fault, slots, findings, trial.completed(job.id, 1) + runtime_once(trial, slots)
+    )
+    v.error = note
+    return v
+
+
+async def dispatch_double(trial: Trial) -> Verdict:
+    """Two dispatchers of one shard tick at once (a second schedule with the same params)."""
+    await runtime_attributes(trial.client, register=True)
+    minute, slots = runtime_schedules(trial, shard=2)
+    trial.gate.open()
+    await trial.start_workers(2)
+    one, two = dispatcher_job(2), dispatcher_job(2, "runtime-dispatch-2-twin")
+    async with (
+        registered(trial.client, one, trial.task_queue),
+        registered(trial.client, two, trial.task_queue),
+    ):
+        await asyncio.gather(
+            *(trial.client.get_schedule_handle(j.id).trigger() for j in (one, two))
+        )
+        await trial.settled(one.id, 1)
+        await trial.settled(two.id, 1)
+        await eventually(lambda: not runtime_running(trial, slots), 240, "runtime slots settled")
+        findings, note = runtime_audit(trial, minute)
+    problems = trial.completed(one.id, 1) + trial.completed(two.id, 1)
+    v = Verdict(trial.fault, slots, findings, problems + runtime_once(trial, slots))
+    v.error = note
+    return v
+
+
+def runtime_running(trial: Trial, slots: int) -> bool:
+    """Whether any of the `slots` runtime slots is still to settle."""
+    terminal = trial.db.execute(
+        "SELECT count(*) FROM job_executions WHERE job_name ~ '^rt-' AND status <> 'running'"
+    ).fetchone()[0]
+    return terminal < slots
+
+
 def _reopened_gate(trial: Trial) -> ChunkGate:
     """The gate's own session may have been ended with the others: take it anew, open."""
     with contextlib.suppress(Exception):
@@ -690,6 +815,8 @@ FAULTS: dict[str, Callable[[Trial], Awaitable[Verdict]]] = {
     "rolling": rolling,
     "charge-kill": charge_kill,
     "provider-kill": provider_kill,
+    "dispatch-kill": dispatch_kill,
+    "dispatch-double": dispatch_double,
 }
 
 

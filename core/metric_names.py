@@ -24,6 +24,12 @@ CATCHUP_GAPS = "scheduled_job_catchup_gap_runs_total"
 # Gauges: outbox messages waiting for delivery, and those given up on.
 OUTBOX_PENDING = "outbox_messages_pending"
 OUTBOX_DEAD = "outbox_messages_dead"
+# Gauges, per runtime kind (never per tenant or schedule): active runtime schedules whose
+# next slot has been due over 5 minutes (their dispatcher is down or behind), and those
+# whose last run failed. Runtime slots' runs, lateness and duration are the counters and
+# histograms above, labelled job="runtime:<kind>".
+RUNTIME_BEHIND = "scheduled_job_runtime_behind"
+RUNTIME_FAILING = "scheduled_job_runtime_failing"
 
 ALL = (
     RUNS,
@@ -35,4 +41,6 @@ ALL = (
     CATCHUP_GAPS,
     OUTBOX_PENDING,
     OUTBOX_DEAD,
+    RUNTIME_BEHIND,
+    RUNTIME_FAILING,
 )

@@ -21,7 +21,7 @@ import psycopg
 
 from core.errors import SchedulerError
 from core.sql import queries
-from devstack.demo import load_demo_data
+from devstack.demo import load_demo_data, seed_weekly_reports
 from devstack.mailsink import MailSink
 from devstack.payments import PaymentProviderServer
 from devstack.ports import require_free_port
@@ -118,6 +118,8 @@ class LocalStack:
             load_demo_data(conn, datetime.now(UTC))
             (overdue,) = conn.execute(_Q["overdue_invoices"]).fetchone()
         _say(f"demo billing data ready: {overdue} unpaid invoices past due")
+        created = await seed_weekly_reports(url)
+        _say(f"runtime schedules: {created} weekly-report schedules created (1,000 customers)")
 
         _say(f"starting the Temporal dev server on {self.temporal.address}, UI on :{self.ui_port}")
         self.temporal.start()

@@ -8,6 +8,7 @@ itself to load only once.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import psycopg
@@ -25,3 +26,29 @@ def load_demo_data(conn: psycopg.Connection, now: datetime) -> list[str]:
         conn.execute(demo.read_text())
         families.append(family)
     return families
+
+
+async def seed_weekly_reports(url: str) -> int:
+    """Give every demo customer a `weekly-report` runtime schedule, Mondays 08:00 in its
+    zone, through the import of `schedules.tenants` (idempotent per tenant and name, so a
+    second `make run` adds none); the number created."""
+    from schedules import tenants  # the API on top, as an application would call it
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT id, tenant, timezone FROM customers ORDER BY id").fetchall()
+    lines = [
+        json.dumps(
+            {
+                "tenant": tenant,
+                "name": "weekly-report",
+                "kind": "weekly-report",
+                "cron": "0 8 * * 1",
+                "timezone": zone,
+                "params": {"customer_id": customer_id},
+                "catchup": "latest",
+            }
+        )
+        for customer_id, tenant, zone in rows
+    ]
+    report = await tenants.import_lines(url, lines, by="devstack")
+    return report.created

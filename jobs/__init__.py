@@ -17,7 +17,8 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from activities.kinds import JobKind, RuntimeKind, build_kind_activities
+from activities.kinds import JobKind, RuntimeKind, build_kind_activities, build_runtime_kinds
+from activities.runtime import RuntimeKinds
 
 
 def _declared(attribute: str, what: str) -> dict[str, Any]:
@@ -59,6 +60,11 @@ def kind_activities(pool: Any, settings: Any) -> list[Callable]:
     """Every kind's activities bound to `pool` (and the worker's `settings`, for the kinds
     that take them), for the worker to register."""
     return build_kind_activities(kinds().values(), pool, settings)
+
+
+def runtime_work(pool: Any, settings: Any) -> RuntimeKinds:
+    """What runtime schedules' runs need of the kinds (`activities.runtime`), bound to `pool`."""
+    return build_runtime_kinds(kinds().values(), runtime_kinds(), pool, settings)
 
 
 def kind_workflows() -> list[type]:

@@ -16,12 +16,14 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
 from core import metric_names
 from core.sql import queries
+from jobs import runtime_kinds
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +38,9 @@ class Reading:
     last_success: dict[str, float] = field(default_factory=dict)
     # job name -> seconds after its last success that the next one is overdue
     alert_after: dict[str, float] = field(default_factory=dict)
+    # runtime kind -> schedules behind (next slot overdue) / failing (last run failed)
+    runtime_behind: dict[str, int] = field(default_factory=dict)
+    runtime_failing: dict[str, int] = field(default_factory=dict)
 
 
 class DatabaseGauges:
@@ -72,6 +77,16 @@ class DatabaseGauges:
             callbacks=[self._observe_alert_after],
             description="How long after its last success the job's next one is overdue.",
         )
+        meter.create_observable_gauge(
+            metric_names.RUNTIME_BEHIND,
+            callbacks=[self._observe_runtime(lambda r: r.runtime_behind)],
+            description="Runtime schedules of a kind whose next slot is overdue by 5 minutes.",
+        )
+        meter.create_observable_gauge(
+            metric_names.RUNTIME_FAILING,
+            callbacks=[self._observe_runtime(lambda r: r.runtime_failing)],
+            description="Runtime schedules of a kind whose last run failed.",
+        )
 
     def read(self) -> Reading | None:
         """The current values, at most `max_age` seconds old; None if the database is away."""
@@ -103,12 +118,16 @@ class DatabaseGauges:
                 "-c max_parallel_workers_per_gather=0",
                 application_name="scheduled-jobs-metrics",
             )
-        pending, dead, last_success, alert_after = self._conn.execute(_Q["gauges"]).fetchone()
+        pending, dead, last_success, alert_after, behind, failing = self._conn.execute(
+            _Q["gauges"]
+        ).fetchone()
         return Reading(
             int(pending),
             int(dead),
             {k: float(v) for k, v in last_success.items()},
             {k: float(v) for k, v in alert_after.items()},
+            {k: int(v) for k, v in behind.items()},
+            {k: int(v) for k, v in failing.items()},
         )
 
     def _observe_pending(self, _options: CallbackOptions) -> Iterable[Observation]:
@@ -125,11 +144,29 @@ class DatabaseGauges:
             return []
         return [Observation(at, {"job": job}) for job, at in sorted(reading.last_success.items())]
 
+    def _observe_runtime(self, pick: Any) -> Any:
+        """A callback for a per-kind runtime gauge (labelled by kind only)."""
+        return _observe_runtime_of(self, pick)
+
     def _observe_alert_after(self, _options: CallbackOptions) -> Iterable[Observation]:
         reading = self.read()
         if not reading:
             return []
         return [Observation(s, {"job": job}) for job, s in sorted(reading.alert_after.items())]
+
+
+def _observe_runtime_of(gauges: DatabaseGauges, pick: Any) -> Any:
+    """A per-kind gauge's callback: every declared runtime kind is reported, 0 when none of
+    its schedules is behind (or failing), so an alert tells 0 from absent."""
+
+    def observe(_options: CallbackOptions) -> Iterable[Observation]:
+        reading = gauges.read()
+        if not reading:
+            return []
+        counts = dict.fromkeys(runtime_kinds(), 0) | pick(reading)
+        return [Observation(n, {"kind": kind}) for kind, n in sorted(counts.items())]
+
+    return observe
 
 
 def _first_line(exc: Exception) -> str:

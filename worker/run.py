@@ -16,15 +16,17 @@ from activities.begin import BeginActivities
 from activities.catchup import CatchupActivities
 from activities.chunk_gate import set_chunk_gate
 from activities.executions import ExecutionActivities
+from activities.runtime import RuntimeActivities
 from activities.steps import StepsActivities
 from core.sql import queries
-from jobs import kind_activities, kind_workflows
+from jobs import kind_activities, kind_workflows, runtime_work
 from worker.client import connect
 from worker.migrate import apply_migrations
 from worker.scrubbing import ScrubbingInterceptor
 from worker.settings import Settings
 from worker.telemetry import Telemetry, worker_telemetry
 from workflows import ScheduledJobWorkflow
+from workflows.runtime_run import RuntimeBatchWorkflow, RuntimeRunWorkflow
 
 logger = logging.getLogger(__name__)
 _Q = queries("worker.sql", "pool")
@@ -63,6 +65,7 @@ def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
     executions = ExecutionActivities(pool)
     catchup = CatchupActivities(pool)
     steps = StepsActivities(pool)
+    runtime = RuntimeActivities(pool, runtime_work(pool, settings))
     return [
         BeginActivities(pool).begin_run,
         executions.claim_execution,
@@ -71,6 +74,8 @@ def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
         catchup.plan_run,
         steps.finish_steps,
         steps.settle_steps,
+        runtime.begin_runtime_run,
+        runtime.run_runtime_batch,
         *kind_activities(pool, settings),
     ]
 
@@ -79,7 +84,12 @@ def build_worker(client: Client, settings: Settings, pool: AsyncConnectionPool) 
     return Worker(
         client,
         task_queue=settings.temporal_task_queue,
-        workflows=[ScheduledJobWorkflow, *kind_workflows()],
+        workflows=[
+            ScheduledJobWorkflow,
+            RuntimeRunWorkflow,
+            RuntimeBatchWorkflow,
+            *kind_workflows(),
+        ],
         workflow_runner=workflow_runner(),
         activities=build_activities(pool, settings),
         max_concurrent_activities=settings.worker_max_concurrent_activities,

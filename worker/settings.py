@@ -89,7 +89,9 @@ class Settings(BaseSettings):
     smtp_timeout_seconds: float = Field(default=30.0, gt=0)
     webhook_url: SecretStr | None = None
     webhook_timeout_seconds: float = Field(default=10.0, gt=0)
-    outbox_email_types: str = "InvoiceReminder,PaymentReceipt"  # comma-separated message types
+    outbox_email_types: str = (
+        "InvoiceReminder,PaymentReceipt,WeeklyReport"  # comma-separated message types
+    )
     outbox_message_id_domain: str | None = None  # default: SMTP_FROM's domain
     outbox_batch_size: int = Field(default=100, ge=1, le=10_000)
     outbox_concurrency: int = Field(default=10, ge=1, le=500)

@@ -22,6 +22,7 @@ from temporalio.client import Client
 
 from schedules.audit.checks import NOT_VIOLATIONS, Finding, JobScope, judge
 from schedules.audit.history import Window, read_ledger, read_visibility, recheck
+from schedules.audit.runtime import audit_runtime
 from schedules.health.check_run import describe_states
 
 DEFAULT_SETTLE = timedelta(minutes=15)
@@ -38,6 +39,7 @@ class AuditReport:
     rows: int
     runs: int
     facts: dict[str, Any] = field(default_factory=dict)
+    zones: dict[str, str] = field(default_factory=dict)  # runtime schedules' zones
 
     @property
     def exit_code(self) -> int:
@@ -61,6 +63,7 @@ async def run_audit(
     pages_per_second: float = 20.0,
     timeout: float = 30.0,
     states: dict[str, Any] | None = None,
+    runtime: bool = False,
 ) -> AuditReport:
     """Audit `jobs` (catalog entries) over the scheduled times [start, end) as of `now`.
 
@@ -68,8 +71,8 @@ async def run_audit(
     delivery check looks only at the messages of these jobs (else at every message queued
     in the window). `task_queue` is the fleet's: the runs listed are those on it.
     `states` (each job's `schedules.health.check.ScheduleState`: paused, timing_since) default to
-    what Temporal's schedules say now. Raises on a source that cannot be read (the CLI's
-    exit 2).
+    what Temporal's schedules say now. `runtime`: judge the runtime schedules too
+    (`schedules.audit.runtime`). Raises on a source that cannot be read (the CLI's exit 2).
     """
     end = end or now
     window = Window(start or end - DEFAULT_SPAN, end, now, settle, late, outbox_age)
@@ -94,14 +97,17 @@ async def run_audit(
         timeout=timeout,
     )
     findings, scopes = judge(jobs, ledger, visibility, described, window)
+    rows = sum(len(r) for r in ledger.rows.values())
+    runs = sum(len(r) for r in visibility.runs.values())
+    zones: dict[str, str] = {}
+    if runtime:
+        judged = await audit_runtime(
+            conninfo, client, window, task_queue=task_queue, timeout=timeout
+        )
+        findings, scopes = findings + judged.findings, scopes + judged.scopes
+        rows, runs, zones = rows + judged.rows, runs + judged.runs, judged.zones
     findings = await _confirmed(conninfo, findings, timeout)
-    return AuditReport(
-        findings,
-        scopes,
-        window,
-        rows=sum(len(r) for r in ledger.rows.values()),
-        runs=sum(len(r) for r in visibility.runs.values()),
-    )
+    return AuditReport(findings, scopes, window, rows=rows, runs=runs, zones=zones)
 
 
 # Findings about a row's absence or state, read before Temporal was: confirmed after it.

@@ -35,6 +35,7 @@ KINDS = (
     "missing_row",
     "outbox_pending",
     "outbox_dead",
+    "unstarted_intent",
     "inconclusive",
 )
 # Reported, but not a violation: the exit code stays 0 for these alone.

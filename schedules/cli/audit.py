@@ -54,8 +54,13 @@ KINDS_HELP = """findings (docs/operating.md, Auditing the history):
   missing_row     a closed run of the job's schedule with no row for its slot (a run of
                   a future slot, which does nothing by design, excepted)
   outbox_pending  a message pending longer than --outbox-age; outbox_dead: given up
+  unstarted_intent  a runtime schedule's start decided longer than --settle ago that no
+                  run took up
   inconclusive    cannot be told (a run past Temporal's retention; fire times of a
                   schedule paused now with no recorded pause); not counted in exit 1
+
+Runtime schedules (schedules tenants) are judged too, each as the job rt-<id>, unless
+--job names catalog jobs or --no-runtime is given.
 """
 EPILOG = KINDS_HELP + "\n" + EXIT_AUDIT
 
@@ -121,6 +126,12 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
         metavar="DURATION",
         help="an outbox message pending longer is reported (default 15m)",
     )
+    parser.add_argument(
+        "--no-runtime",
+        dest="runtime",
+        action="store_false",
+        help="judge the catalog's jobs only, not the runtime schedules",
+    )
     cli.add_json(parser, help="JSON Lines: one object a line")
     cli.add_timeout(
         parser,
@@ -171,12 +182,10 @@ async def _audit(args: argparse.Namespace, ctx: cli.Context) -> int:
         outbox_age=args.outbox_age,
         only_jobs=bool(args.job),
         timeout=args.timeout,
+        runtime=args.runtime and not args.job,
     )
-    print(
-        render(
-            report.findings, facts(report, args.settle), {j.id: j.timezone for j in jobs}, args.json
-        )
-    )
+    zones = {j.id: j.timezone for j in jobs} | report.zones
+    print(render(report.findings, facts(report, args.settle), zones, args.json))
     return report.exit_code
 
 

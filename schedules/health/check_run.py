@@ -34,14 +34,17 @@ from schedules.catalog.compile import (
     read_timing_stamp,
 )
 from schedules.health.check import evaluate
+from schedules.health.runtime import runtime_alerts
 from schedules.health.status import (
     BACKFILL_LATENESS,
     CATCHUP_GAP_PREFIX,
     DEFAULT_LOOKBACK,
     HISTORY,
     MAX_FIRES,
+    Alert,
     CheckReport,
     Execution,
+    Kind,
     OutboxState,
     ScheduleState,
 )
@@ -234,7 +237,12 @@ async def run_check(
         states = await load_schedules(connected, jobs, timeout)
         return await with_dropped_slots(connected, conninfo, jobs, states, now - lookback, timeout)
 
-    db, tp = await asyncio.gather(database(), temporal(), return_exceptions=True)
+    async def runtime() -> list[Alert]:
+        async with asyncio.timeout(timeout):
+            found = await runtime_alerts(conninfo, now, lookback, timeout)
+        return [Alert(Kind(kind), subject, message) for kind, subject, message in found]
+
+    db, tp, rt = await asyncio.gather(database(), temporal(), runtime(), return_exceptions=True)
     errors = []
     executions: list[Execution] | None = None
     outbox: OutboxState | None = None
@@ -254,4 +262,9 @@ async def run_check(
         errors.append(redact.scrub(f"cannot reach Temporal at {address}: {why}"))
     else:
         schedules = tp
-    return evaluate(jobs, executions, schedules, outbox, now, lookback, errors)
+    report = evaluate(jobs, executions, schedules, outbox, now, lookback, errors)
+    if not isinstance(rt, BaseException):
+        report.runtime_alerts = rt
+    elif not isinstance(rt, psycopg.Error | OSError | TimeoutError):
+        raise rt
+    return report

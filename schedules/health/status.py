@@ -111,12 +111,14 @@ class CheckReport:
     jobs: list[JobStatus]
     outbox: OutboxState | None
     outbox_alerts: list[Alert] = field(default_factory=list)
+    runtime_alerts: list[Alert] = field(default_factory=list)  # by kind (`health.runtime`)
     # Why the check cannot tell (a server it could not reach); any makes the status unknown.
     errors: list[str] = field(default_factory=list)
 
     @property
     def alerts(self) -> list[Alert]:
-        return [a for job in self.jobs for a in job.alerts] + self.outbox_alerts
+        jobs = [a for job in self.jobs for a in job.alerts]
+        return jobs + self.outbox_alerts + self.runtime_alerts
 
     @property
     def status(self) -> str:

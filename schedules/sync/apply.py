@@ -35,6 +35,7 @@ from schedules.server.sync_lock import DEFAULT_LEASE_SECONDS, SyncLock, sync_loc
 from schedules.sync.attributes import (
     digest_attribute,
     refused_digest,
+    runtime_attributes,
     timing_attribute,
     with_digest,
     without_digest,
@@ -100,6 +101,7 @@ async def sync(
         if stamp and await timing_attribute(client, register=True):
             for target in targets.values():
                 target.carry_timing = True
+        await runtime_attributes(client, register=stamp)
         report = await plan_against_listing(
             client, targets, now, prune=prune, full=full, stamp=stamp, progress=progress
         )

@@ -24,6 +24,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.runtime_models import RUNTIME_ATTRIBUTES
 from schedules.catalog.compile import (
     DIGEST_ATTRIBUTE,
     TIMING_ATTRIBUTE,
@@ -54,6 +55,14 @@ async def timing_attribute(client: Client, register: bool) -> bool:
     """Whether schedules can carry `ScheduledJobsTiming` (registered like the digest). Where
     they cannot, `check` describes every schedule instead: correct, slower."""
     return await _keyword_attribute(client, TIMING_ATTRIBUTE.name, register)
+
+
+async def runtime_attributes(client: Client, register: bool) -> bool:
+    """Whether runtime schedules' runs can carry their search attributes (tenant, schedule,
+    kind: `activities.runtime_models`), registered like the digest, so the Temporal UI
+    filters one customer's runs. Where they cannot, the dispatcher starts runs without."""
+    found = [await _keyword_attribute(client, key.name, register) for key in RUNTIME_ATTRIBUTES]
+    return all(found)
 
 
 async def _keyword_attribute(client: Client, name: str, register: bool) -> bool:

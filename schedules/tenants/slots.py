@@ -62,11 +62,18 @@ async def _record(
 
 
 async def trigger(
-    db: Database, schedule_id: int, *, by: str = "", client: Any = None, clock: Clock = utcnow
+    db: Database,
+    schedule_id: int,
+    *,
+    by: str = "",
+    client: Any = None,
+    task_queue: str | None = None,
+    clock: Clock = utcnow,
 ) -> Requested:
     """Run the schedule once now (slot: now, to the second), as a `manual` run, paused or
-    not. The intent is recorded; with a Temporal `client` it is also started at once
-    (`dispatch.start_slot`), else the dispatcher's next tick starts it."""
+    not. The intent is recorded; with a Temporal `client` and the fleet's `task_queue` it
+    is also started at once (`dispatch.start_slot`), else the dispatcher's next tick
+    starts it."""
     now = clock().replace(microsecond=0)
     async with store.transaction(db) as conn:
         schedule = await _live(conn, schedule_id)
@@ -79,7 +86,8 @@ async def trigger(
     started = []
     if client is not None:
         for intent in recorded:
-            if await dispatch.start_slot(client, intent):
+            labels = (schedule.tenant, schedule.name, schedule.kind)
+            if await dispatch.start_slot(client, intent, task_queue=task_queue, labels=labels):
                 started.append(intent.workflow_id)
     return Requested(schedule, recorded, already, started)
 

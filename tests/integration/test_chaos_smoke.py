@@ -4,7 +4,8 @@ default run, one trial per class is). The others have dedicated tests that cause
 fault: a worker SIGKILLed or SIGSTOPped mid-run (`test_faults.py`), a frozen worker woken
 after a take-over and one absorbing every retry (`test_zombie_attempts.py`), the charge
 step's worker killed and the provider killed with charges on the wire
-(`test_monthly_billing.py`)."""
+(`test_monthly_billing.py`), the runtime dispatcher killed mid-dispatch
+(`test_runtime_faults.py`) and two dispatchers on one shard (`test_runtime_dispatch.py`)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,347 @@
+"""The dispatcher of runtime schedules: one tick of one shard (issue 21, part 4).
+
+Runtime schedules live in PostgreSQL (`runtime_schedules`), not as one Temporal schedule
+each. A few catalog jobs (`runtime-dispatch-0..N`, every minute, overlap SKIP) each run one
+tick of their shard, whatever the number of runtime schedules:
+
+1. **Decide**, in ONE transaction per bounded batch: the shard's due rows
+   (`next_fire_at <= now`, `FOR UPDATE SKIP LOCKED`: a second dispatcher on the shard takes
+   other rows or none), each one's slots by its catch-up policy (`decide_slots`), the
+   intents to run them (`runtime_dispatch_intents`, ON CONFLICT DO NOTHING), ledger rows
+   `skipped` for the missed slots the policy does not run, and the next fire time.
+2. **Start**, after the commit: the workflow of every intent not yet started, this tick's
+   and any a dispatcher left behind when it died between its commit and its starts, under
+   its deterministic id. Temporal refuses a second start of one id (reported as already
+   started), so a start repeated by two dispatchers or after a crash is harmless; the
+   ledger row and its fencing token keep one effect per slot even if a slot's workflow
+   ran twice. The intent is then marked started.
+
+The decision needs no fence: the row lock orders concurrent dispatchers, and the next fire
+time moves in the same transaction as the intents, so a slot is decided once.
+
+`dispatch_tick(pool, client, shard, now)` takes its clock as a parameter (the dispatcher
+job passes its own scheduled time): never a run before its time, and tests drive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
+from temporalio import activity
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from activities.models import Origin
+from activities.runtime_models import (
+    BATCH_PREFIX,
+    KIND_ATTRIBUTE,
+    RUNTIME_ATTRIBUTES,
+    SCHEDULE_ATTRIBUTE,
+    TENANT_ATTRIBUTE,
+    BatchRun,
+    RuntimeRun,
+    batch_workflow_id,
+    slot_workflow_id,
+)
+from core.sql import queries
+from timing import Timing
+
+_Q = queries("activities.sql", "dispatch")
+_TICK = timedelta(microseconds=1)
+
+# A slot dispatched within this of its time runs as `scheduled`; later, it was missed
+# (the dispatcher was down) and its schedule's catch-up policy decides.
+GRACE = timedelta(minutes=2)
+# Missed slots a policy looks at, at most, per schedule and tick (older ones are beyond
+# every policy's reach, as for catalog jobs: `activities.catchup.MAX_CONSIDERED`).
+MAX_CONSIDERED = 1000
+DECIDE_BATCH = 500  # rows locked and decided per transaction
+BATCH_SLOTS = 250  # slots per batch workflow (kinds that run in batches)
+START_CONCURRENCY = 64  # workflow starts in flight at once
+
+RUN_WORKFLOW = "RuntimeRunWorkflow"
+BATCH_WORKFLOW = "RuntimeBatchWorkflow"
+
+
+@dataclass(frozen=True)
+class Slots:
+    """One schedule's decision at a tick: slots to run (with their origin), missed slots
+    recorded skipped (with the reason), and the next slot to dispatch."""
+
+    run: list[tuple[datetime, Origin]]
+    skip: list[tuple[datetime, str]]
+    next_fire_at: datetime | None
+
+
+def decide_slots(
+    timing: Timing,
+    catchup: str,
+    next_fire_at: datetime,
+    timing_since: datetime | None,
+    now: datetime,
+    max_missed: int | None = None,
+) -> Slots:
+    """Pure policy: which of the fire times in [next_fire_at, now] run (never one after
+    `now`, never one before `timing_since`: an edit does not invent missed runs).
+
+    The newest due slot is on time when `now` is within `GRACE` of it; the others were
+    missed. As for catalog jobs (`activities.catchup.decide`): `skip` runs only an on-time
+    slot; `latest` runs the newest once; `all` runs the `max_missed` newest missed ones,
+    oldest first, and the on-time slot besides. Every due slot not run is recorded skipped
+    with the reason."""
+    low = max(next_fire_at, timing_since) if timing_since is not None else next_fire_at
+    due = timing.fire_times(low, now + _TICK, limit=MAX_CONSIDERED, newest=True)
+    following = timing.next_after(now)
+    if not due:
+        return Slots([], [], following)
+    newest = due[-1]
+    on_time = now - newest <= GRACE
+
+    def origin(slot: datetime) -> Origin:
+        return "scheduled" if on_time and slot == newest else "catch-up"
+
+    if catchup == "skip":
+        run = [newest] if on_time else []
+        why = "missed: catch-up policy 'skip' runs no missed time"
+    elif catchup == "latest":
+        run = [newest]
+        why = f"missed: catch-up policy 'latest' ran only {newest:%Y-%m-%dT%H:%M:%SZ}"
+    else:
+        keep = max(max_missed or 1, 1)
+        missed = [slot for slot in due if not (on_time and slot == newest)]
+        run = missed[-keep:] + ([newest] if on_time else [])
+        why = f"missed: beyond catch-up policy 'all' (max_missed {keep})"
+    ran = set(run)
+    return Slots(
+        [(slot, origin(slot)) for slot in run],
+        [(slot, why) for slot in due if slot not in ran],
+        following,
+    )
+
+
+@dataclass
+class TickCounts:
+    """What one tick did, for the dispatcher's result and the bench."""
+
+    due: int = 0  # schedules decided
+    intents: int = 0  # new intents recorded
+    skipped: int = 0  # missed slots recorded skipped
+    started: int = 0  # workflows started
+    already_started: int = 0  # starts Temporal refused: started before
+    statements: int = 0  # SQL statements run
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Intent:
+    schedule_id: int
+    scheduled_at: datetime
+    origin: Origin
+    workflow_id: str
+    tenant: str
+    name: str
+    kind: str
+
+
+class Decisions:
+    """One decide transaction's decisions, as the arrays its three set-based statements
+    take: intents (a batch kind's slots grouped into batches of BATCH_SLOTS), skipped
+    slots, next fire times."""
+
+    def __init__(self, batch_kinds: frozenset[str]) -> None:
+        self.batch_kinds = batch_kinds
+        self.intents: dict[str, list] = {"ids": [], "slots": [], "workflow_ids": [], "origins": []}
+        self.skipped: dict[str, list] = {"ids": [], "slots": [], "workflow_ids": [], "reasons": []}
+        self.advance: dict[str, list] = {"ids": [], "nexts": []}
+        self.batches: dict[str, list[tuple[int, datetime, Origin]]] = {}
+
+    def add(self, sid: int, kind: str, slots: Slots) -> None:
+        for slot, origin in slots.run:
+            if kind in self.batch_kinds:
+                self.batches.setdefault(kind, []).append((sid, slot, origin))
+            else:
+                self._intent(sid, slot, origin, slot_workflow_id(sid, slot))
+        for slot, reason in slots.skip:
+            for key, value in zip(
+                self.skipped, (sid, slot, slot_workflow_id(sid, slot), reason), strict=True
+            ):
+                self.skipped[key].append(value)
+        self.advance["ids"].append(sid)
+        self.advance["nexts"].append(slots.next_fire_at)
+
+    def _intent(self, sid: int, slot: datetime, origin: Origin, workflow_id: str) -> None:
+        for key, value in zip(self.intents, (sid, slot, workflow_id, origin), strict=True):
+            self.intents[key].append(value)
+
+    async def record(self, conn: Any, now: datetime, counts: TickCounts) -> None:
+        """The three statements, in the decide transaction."""
+        for members in self.batches.values():
+            for i in range(0, len(members), BATCH_SLOTS):
+                chunk = members[i : i + BATCH_SLOTS]
+                batch_id = batch_workflow_id(*chunk[0][:2])
+                for sid, slot, origin in chunk:
+                    self._intent(sid, slot, origin, batch_id)
+        if self.intents["ids"]:
+            cur = await conn.execute(_Q["record_intents"], self.intents | {"now": now})
+            counts.intents += len(await cur.fetchall())
+            counts.statements += 1
+        if self.skipped["ids"]:
+            await conn.execute(_Q["record_skipped"], self.skipped)
+            counts.skipped += len(self.skipped["ids"])
+            counts.statements += 1
+        if self.advance["ids"]:
+            await conn.execute(_Q["advance"], self.advance)
+            counts.statements += 1
+
+
+@dataclass
+class Dispatcher:
+    """One shard's ticks. `batch_kinds`: the kinds whose slots run in batches."""
+
+    pool: AsyncConnectionPool
+    client: Client
+    task_queue: str
+    batch_kinds: frozenset[str] = frozenset()
+    heartbeat: Callable[..., None] = lambda *_: None
+    # Test-only pause point between a decision's commit and its starts (the chunk gate:
+    # a fault test kills the dispatcher there); a no-op in production.
+    after_decide: Callable[[], Awaitable[None]] | None = None
+    _attributes: bool | None = field(default=None, init=False)
+
+    async def tick(self, shard: int, now: datetime) -> TickCounts:
+        """Decide every due slot of `shard` as of `now`, then start every unstarted intent."""
+        counts = TickCounts()
+        await self.start_unstarted(shard, now, counts)
+        while True:
+            decided = await self.decide(shard, now, counts)
+            if decided and self.after_decide is not None:
+                await self.after_decide()
+            await self.start_unstarted(shard, now, counts)
+            if decided < DECIDE_BATCH:
+                return counts
+
+    async def decide(self, shard: int, now: datetime, counts: TickCounts) -> int:
+        """One transaction: lock up to DECIDE_BATCH due rows, record their decisions."""
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(_Q["due"], {"shard": shard, "now": now, "limit": DECIDE_BATCH})
+            rows = await cur.fetchall()
+            counts.statements += 1
+            decisions = Decisions(self.batch_kinds)
+            decided: dict[tuple, Slots] = {}  # a herd shares a few timings: each decided once
+            for sid, kind, *key in rows:
+                if (slots := decided.get(tuple(key))) is None:
+                    cron, zone, catchup, max_missed, start_at, end_at, nxt, since = key
+                    timing = Timing(cron=cron, timezone=zone, start_at=start_at, end_at=end_at)
+                    slots = decided[tuple(key)] = decide_slots(
+                        timing, catchup, nxt, since, now, max_missed
+                    )
+                decisions.add(sid, kind, slots)
+            await decisions.record(conn, now, counts)
+        counts.due += len(rows)
+        self.heartbeat(counts.as_dict())
+        return len(rows)
+
+    async def start_unstarted(self, shard: int, now: datetime, counts: TickCounts) -> None:
+        """Start the workflow of every intent of `shard` due by `now` not marked started."""
+        while True:
+            async with self.pool.connection() as conn:
+                cur = await conn.execute(
+                    _Q["unstarted"], {"shard": shard, "now": now, "limit": 2000}
+                )
+                found = [Intent(*row) for row in await cur.fetchall()]
+            counts.statements += 1
+            if not found:
+                return
+            by_workflow: dict[str, list[Intent]] = {}
+            for intent in found:
+                by_workflow.setdefault(intent.workflow_id, []).append(intent)
+            await self.start_all(by_workflow, counts)
+            async with self.pool.connection() as conn:
+                await conn.execute(_Q["mark_started"], {"workflow_ids": list(by_workflow)})
+            counts.statements += 1
+            self.heartbeat(counts.as_dict())
+            if len(found) < 2000:
+                return
+
+    async def start_all(self, by_workflow: Mapping[str, list[Intent]], counts: TickCounts) -> None:
+        gate = asyncio.Semaphore(START_CONCURRENCY)
+        attributes = await self.attributes_registered()
+
+        async def one(workflow_id: str, members: list[Intent]) -> None:
+            async with gate:
+                started = await self.start(workflow_id, members[0], attributes)
+            if started:
+                counts.started += 1
+            else:
+                counts.already_started += 1
+
+        await asyncio.gather(*(one(wid, members) for wid, members in by_workflow.items()))
+
+    async def start(self, workflow_id: str, first: Intent, attributes: bool) -> bool:
+        """Start one intent's workflow; False when Temporal says it was started before."""
+        return await start_intent(self.client, self.task_queue, workflow_id, first, attributes)
+
+    async def attributes_registered(self) -> bool:
+        """Whether the namespace has the runtime search attributes (asked once per
+        process once they are; runs start without them until `schedules sync` adds them)."""
+        if not self._attributes:
+            self._attributes = await attributes_registered(self.client)
+        return self._attributes
+
+
+async def start_intent(
+    client: Client, task_queue: str, workflow_id: str, intent: Intent, attributes: bool
+) -> bool:
+    """Start the workflow of an intent (of a batch, when `workflow_id` is a batch's), with
+    the run's search attributes when the namespace has them. False when Temporal refuses
+    the start because a run of that id is open or completed: started before. A closed run
+    that failed or was terminated is started again (its slot's ledger row decides)."""
+    batch = workflow_id.startswith(BATCH_PREFIX)
+    pairs = [SearchAttributePair(KIND_ATTRIBUTE, intent.kind)]
+    if not batch:
+        pairs += [
+            SearchAttributePair(TENANT_ATTRIBUTE, intent.tenant),
+            SearchAttributePair(SCHEDULE_ATTRIBUTE, intent.name),
+        ]
+    arg: Any = (
+        BatchRun(batch_id=workflow_id)
+        if batch
+        else RuntimeRun(
+            schedule_id=intent.schedule_id, scheduled_at=intent.scheduled_at, origin=intent.origin
+        )
+    )
+    try:
+        await client.start_workflow(
+            BATCH_WORKFLOW if batch else RUN_WORKFLOW,
+            arg,
+            id=workflow_id,
+            task_queue=task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+            search_attributes=TypedSearchAttributes(pairs) if attributes else None,
+        )
+    except WorkflowAlreadyStartedError:
+        return False
+    return True
+
+
+async def attributes_registered(client: Client) -> bool:
+    """Whether the client's namespace has the runtime search attributes."""
+    listed = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    return all(key.name in listed.custom_attributes for key in RUNTIME_ATTRIBUTES)
+
+
+def activity_heartbeat(*details: Any) -> None:
+    """Heartbeat when inside an activity (a tick called by a test is not)."""
+    if activity.in_activity():
+        activity.heartbeat(*details)

@@ -1,0 +1,57 @@
+"""The dispatcher job's work: one tick of its shard, recorded as the job's own slot.
+
+The run takes its own slot over (its fencing token), ticks with its scheduled time as the
+clock (`activities.dispatch.Dispatcher.tick`), and completes with the tick's counts. The
+tick is safe without the token: its decisions are ordered by row locks, its starts are
+idempotent, so a retried or duplicated dispatcher run only finishes what another began.
+"""
+
+from __future__ import annotations
+
+from psycopg_pool import AsyncConnectionPool
+from pydantic import BaseModel, Field
+from temporalio import activity
+
+from activities.chunk_gate import pass_chunk_gate
+from activities.chunked import begin_attempt, fenced
+from activities.dispatch import Dispatcher, activity_heartbeat
+from activities.models import WorkInput, WorkResult
+from activities.telemetry import record_completed
+
+
+class DispatchParams(BaseModel):
+    shard: int = Field(ge=0, lt=16)
+
+
+def batch_kinds() -> frozenset[str]:
+    """The runtime kinds whose slots run in batches (`RuntimeKind.batch`)."""
+    from jobs import runtime_kinds  # the job packages, found by looking (this one among them)
+
+    return frozenset(name for name, kind in runtime_kinds().items() if kind.batch)
+
+
+class DispatchActivities:
+    """The dispatcher's activity; built by the worker with its pool."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self.pool = pool
+
+    async def dispatch_runtime_shard(self, work: WorkInput, params: DispatchParams) -> WorkResult:
+        """Dispatch the shard's slots due by this run's scheduled time."""
+        execution = work.execution
+        fence = await begin_attempt(self.pool, execution)
+        if isinstance(fence, WorkResult):
+            return fence
+        dispatcher = Dispatcher(
+            self.pool,
+            activity.client(),
+            activity.info().task_queue,
+            batch_kinds(),
+            heartbeat=activity_heartbeat,
+            after_decide=lambda: pass_chunk_gate(self.pool, {}),
+        )
+        counts = (await dispatcher.tick(params.shard, execution.scheduled_at)).as_dict()
+        async with fenced(self.pool, fence, execution, "complete") as conn:
+            duration = await fence.complete(conn, {"counts": counts}, {"counts": counts})
+        record_completed(execution.job_name, duration)
+        return WorkResult(counts=counts)

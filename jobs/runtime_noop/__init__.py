@@ -1,0 +1,66 @@
+"""`test-noop`, the runtime kind of the tests and benches (declared here so the workers
+run it; `schedules.tenants.kinds` names it too): a slot recorded like any other, with no
+work. It runs in batches, so a herd of its slots measures the engine, not a job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+from pydantic import BaseModel, ConfigDict, Field
+
+from activities.chunked import run_in_one_transaction
+from activities.kinds import JobKind, RuntimeKind
+from activities.models import ExecutionRef, WorkInput, WorkResult
+
+
+class NoopParams(BaseModel):
+    """A label and a size, so validation has something to refuse."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str = Field(default="", max_length=200)
+    size: int = Field(default=1, ge=1, le=1000)
+
+
+class NoopActivities:
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self.pool = pool
+
+    async def noop_in(
+        self, conn: AsyncConnection, execution: ExecutionRef, params: NoopParams
+    ) -> dict[str, int]:
+        """One slot's (empty) work, inside the transaction that claims and completes it."""
+        return {"noop": 1}
+
+    async def run_noop(self, work: WorkInput, params: NoopParams) -> WorkResult:
+        """A slot run on its own (a trigger, a backfill): the same, in one transaction."""
+
+        async def plan(conn: AsyncConnection) -> dict[str, Any]:
+            return {"counts": {}}
+
+        async def step(conn: AsyncConnection, progress: dict[str, Any]):
+            return {"counts": await self.noop_in(conn, work.execution, params)}, True
+
+        return await run_in_one_transaction(self.pool, work.execution, plan, step)
+
+
+KINDS = (
+    JobKind(
+        name="test-noop",
+        activity="run_noop",
+        slot_work="noop_in",
+        params=NoopParams,
+        description="does nothing: for the tests and benches of runtime schedules",
+        owner=NoopActivities,
+    ),
+)
+RUNTIME_KINDS = (
+    RuntimeKind(
+        name="test-noop",
+        params_model=NoopParams,
+        batch=True,
+        description="does nothing: for the tests and benches of runtime schedules",
+    ),
+)

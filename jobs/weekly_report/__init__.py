@@ -1,0 +1,28 @@
+"""`weekly-report`: the reference runtime kind (issue 21). One runtime schedule per
+customer, in the customer's zone (e.g. Mondays 08:00 local); each slot sums that
+customer's local week in PostgreSQL and emails it through the outbox, once per slot.
+
+`activities.py` does the work, `queries.sql` holds its SQL, the tables are migration 0020;
+`demo.sql` holds `make run`'s customers.
+"""
+
+from activities.kinds import JobKind, RuntimeKind
+from jobs.weekly_report.activities import WeeklyReportActivities, WeeklyReportParams
+
+KINDS = (
+    JobKind(
+        name="weekly-report",
+        activity="send_weekly_report",
+        slot_work="report_in",
+        params=WeeklyReportParams,
+        description="email a customer the summary of their local week",
+        owner=WeeklyReportActivities,
+    ),
+)
+RUNTIME_KINDS = (
+    RuntimeKind(
+        name="weekly-report",
+        params_model=WeeklyReportParams,
+        description="email a customer the summary of their local week, in their zone",
+    ),
+)

@@ -1,0 +1,74 @@
+"""`check` of runtime schedules (issue 21): missed and failing ones, by kind.
+
+Thousands of schedules belong to customers: the check reports them by kind, with a few
+schedule ids as examples, never one line (or one metric label) per tenant.
+
+- *missed*: active schedules whose next slot has been due longer than `DISPATCH_LAG` (the
+  dispatcher of their shard is down or behind), and starts decided that long ago and not
+  made;
+- *failing*: schedules whose newest slot in the lookback failed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import psycopg
+from psycopg.rows import dict_row
+
+from core.sql import queries
+
+_Q = queries("schedules.sql", "check_runtime")
+DISPATCH_LAG = timedelta(minutes=5)
+
+
+MISSED, FAILING = "missed_runs", "last_run_failed"  # `check.Kind` values
+Alert = tuple[str, str, str]  # (kind of alert, "runtime:<job kind>", message)
+
+
+async def runtime_alerts(
+    conninfo: str, now: datetime, lookback: timedelta, timeout: float
+) -> list[Alert]:
+    """The runtime schedules' alerts at `now` (kind, subject, message), read in one
+    read-only session."""
+    params = {"due_before": now - DISPATCH_LAG, "since": now - lookback}
+    async with await psycopg.AsyncConnection.connect(
+        conninfo, connect_timeout=max(2, int(timeout)), row_factory=dict_row
+    ) as conn:
+        await conn.set_read_only(True)
+        behind = await (await conn.execute(_Q["behind"], params)).fetchall()
+        unstarted = await (await conn.execute(_Q["unstarted"], params)).fetchall()
+        failing = await (await conn.execute(_Q["failing"], params)).fetchall()
+    alerts = [
+        (
+            MISSED,
+            f"runtime:{r['kind']}",
+            f"{r['schedules']} runtime schedule(s) not dispatched: next slot due since "
+            f"{r['oldest']:%Y-%m-%d %H:%M}Z (is the dispatcher of their shard running?), "
+            f"e.g. {_ids(r['examples'])}",
+        )
+        for r in behind
+    ]
+    alerts += [
+        (
+            MISSED,
+            f"runtime:{r['kind']}",
+            f"{r['intents']} start(s) decided and not made, oldest slot "
+            f"{r['oldest']:%Y-%m-%d %H:%M}Z",
+        )
+        for r in unstarted
+    ]
+    alerts += [
+        (
+            FAILING,
+            f"runtime:{r['kind']}",
+            f"{r['schedules']} runtime schedule(s) whose last run failed, e.g. "
+            f"{_ids(r['examples'])} (python -m schedules tenants runs ID)",
+        )
+        for r in failing
+    ]
+    return alerts
+
+
+def _ids(ids: list[int]) -> str:
+    return ", ".join(str(i) for i in ids)

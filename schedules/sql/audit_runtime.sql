@@ -1,0 +1,28 @@
+-- The audit of runtime schedules (schedules/audit/runtime.py). Read-only.
+
+-- name: schedules
+-- Every runtime schedule that could have fired in the window (deleted ones included:
+-- their slots before the delete are judged).
+SELECT id, tenant, name, kind, cron, timezone, start_at, end_at, paused, deleted_at,
+       timing_since
+FROM runtime_schedules
+WHERE (deleted_at IS NULL OR deleted_at >= %(from)s) AND timing_since < %(to)s
+ORDER BY id
+
+-- name: pauses
+-- Each schedule's pauses, from its change log: [paused at, resumed at) (open: still paused).
+SELECT schedule_id, action, at
+FROM runtime_schedule_changes
+WHERE action IN ('pause', 'resume') AND schedule_id = ANY(%(ids)s)
+ORDER BY schedule_id, id
+
+-- name: intents
+-- Intents older than --settle that no run took up: never marked started, or started with
+-- no ledger row for their slot.
+SELECT i.schedule_id, i.scheduled_at, i.decided_at, i.started_at, i.workflow_id, i.origin
+FROM runtime_dispatch_intents i
+LEFT JOIN job_executions e
+       ON e.job_name = 'rt-' || i.schedule_id AND e.scheduled_at = i.scheduled_at
+WHERE i.decided_at < %(settled)s AND i.scheduled_at >= %(from)s AND i.scheduled_at < %(to)s
+  AND e.id IS NULL
+ORDER BY i.schedule_id, i.scheduled_at

@@ -1,0 +1,30 @@
+-- `check` of runtime schedules (schedules/health/runtime.py), by kind, never by tenant.
+
+-- name: behind
+-- Active schedules whose next slot has been due longer than the dispatch lag: the
+-- dispatcher of their shard is down or behind. A few ids as examples.
+SELECT kind, count(*) AS schedules, min(next_fire_at) AS oldest,
+       (array_agg(id ORDER BY next_fire_at, id))[1:5] AS examples
+FROM runtime_schedules
+WHERE deleted_at IS NULL AND NOT paused AND next_fire_at < %(due_before)s
+GROUP BY kind ORDER BY kind
+
+-- name: unstarted
+-- Starts decided longer than the dispatch lag ago and not made.
+SELECT s.kind, count(*) AS intents, min(i.scheduled_at) AS oldest
+FROM runtime_dispatch_intents i JOIN runtime_schedules s ON s.id = i.schedule_id
+WHERE i.started_at IS NULL AND i.decided_at < %(due_before)s
+GROUP BY s.kind ORDER BY s.kind
+
+-- name: failing
+-- Schedules whose newest slot in the lookback failed (no later slot completed).
+SELECT s.kind, count(DISTINCT s.id) AS schedules,
+       (array_agg(DISTINCT s.id))[1:5] AS examples
+FROM job_executions e
+JOIN runtime_schedules s ON e.job_name = 'rt-' || s.id
+WHERE e.status = 'failed' AND e.job_name ~ '^rt-[0-9]+$' AND e.scheduled_at >= %(since)s
+  AND s.deleted_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM job_executions later
+                  WHERE later.job_name = e.job_name AND later.scheduled_at > e.scheduled_at
+                    AND later.status = 'completed')
+GROUP BY s.kind ORDER BY s.kind

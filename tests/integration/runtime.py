@@ -1,0 +1,143 @@
+"""Helpers for tests of runtime schedules: rows, ticks of the dispatcher, the ledger."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+from temporalio.client import Client
+
+from activities.dispatch import Dispatcher, TickCounts
+from jobs.runtime_dispatch.activities import batch_kinds
+from schedules.audit.history import Window
+from schedules.audit.runtime import RuntimeAudit, audit_runtime
+from schedules.sync.attributes import runtime_attributes
+from tests.helpers import assert_eventually
+
+SHARDS = 4
+
+
+def fresh_ids(db: psycopg.Connection) -> int:
+    """Start this database's runtime schedule ids at a random base: the tests share one
+    Temporal namespace, and each test's database would otherwise number its schedules from
+    1, so one test's `rt-1-<slot>` would be another's (Temporal refuses a second start of an
+    id that ran). Returns the base."""
+    base = random.randrange(1, 2**40) * 16
+    db.execute("SELECT setval('runtime_schedules_id_seq', %s)", (base,))
+    return base
+
+
+def insert_schedule(
+    db: psycopg.Connection,
+    *,
+    tenant: str,
+    name: str,
+    kind: str,
+    cron: str,
+    timezone: str,
+    next_fire_at: datetime,
+    timing_since: datetime,
+    params: dict[str, Any] | None = None,
+    catchup: str = "latest",
+    max_missed: int | None = None,
+    paused: bool = False,
+    end_at: datetime | None = None,
+) -> int:
+    """One runtime schedule row, as the API writes it (its shard: id % SHARDS)."""
+    return db.execute(
+        """
+        WITH n AS (SELECT nextval('runtime_schedules_id_seq') AS id)
+        INSERT INTO runtime_schedules
+            (id, tenant, name, kind, cron, timezone, params, catchup, max_missed, paused,
+             shard, next_fire_at, timing_since, end_at)
+        SELECT id, %s, %s, %s, %s, %s, %s, %s, %s, %s, id %% %s, %s, %s, %s FROM n
+        RETURNING id
+        """,
+        (
+            tenant,
+            name,
+            kind,
+            cron,
+            timezone,
+            Jsonb(params or {}),
+            catchup,
+            max_missed,
+            paused,
+            SHARDS,
+            next_fire_at,
+            timing_since,
+            end_at,
+        ),
+    ).fetchone()[0]
+
+
+@contextlib.asynccontextmanager
+async def dispatcher(
+    database_url: str, client: Client, task_queue: str, **options: Any
+) -> AsyncIterator[Dispatcher]:
+    """A dispatcher driven by the test: `await d.tick(shard, now)` with the test's clock."""
+    await runtime_attributes(client, register=True)
+    async with AsyncConnectionPool(database_url, min_size=1, max_size=4, open=False) as pool:
+        yield Dispatcher(pool, client, task_queue, batch_kinds(), **options)
+
+
+async def tick_all(d: Dispatcher, now: datetime) -> TickCounts:
+    """One tick of every shard at `now`; the counts summed."""
+    total = TickCounts()
+    for shard in range(SHARDS):
+        counts = await d.tick(shard, now)
+        for key, value in counts.as_dict().items():
+            setattr(total, key, getattr(total, key) + value)
+    return total
+
+
+def slot_rows(db: psycopg.Connection, schedule_id: int) -> list[dict]:
+    cur = db.cursor(row_factory=psycopg.rows.dict_row)
+    return cur.execute(
+        "SELECT * FROM job_executions WHERE job_name = %s ORDER BY scheduled_at",
+        (f"rt-{schedule_id}",),
+    ).fetchall()
+
+
+async def settled(db: psycopg.Connection, count: int, timeout: float = 60.0) -> None:
+    """Wait until `count` runtime ledger rows are terminal and none is running."""
+
+    async def done():
+        running, terminal = db.execute(
+            "SELECT count(*) FILTER (WHERE status = 'running'),"
+            " count(*) FILTER (WHERE status <> 'running')"
+            " FROM job_executions WHERE job_name LIKE 'rt-%%'"
+        ).fetchone()
+        assert (running, terminal) == (0, count), db.execute(
+            "SELECT job_name, scheduled_at, status, origin FROM job_executions"
+            " WHERE job_name LIKE 'rt-%%' ORDER BY 1, 2"
+        ).fetchall()
+
+    await assert_eventually(done, timeout=timeout, interval=0.2)
+
+
+async def audit_clean(
+    database_url: str,
+    client: Client,
+    task_queue: str,
+    start: datetime,
+    end: datetime,
+    *,
+    late: timedelta = timedelta(minutes=5),
+    now: datetime | None = None,
+) -> RuntimeAudit:
+    """The audit of the runtime schedules over [start, end), as of `now` with no settle
+    time: asserts it finds nothing, and returns it. `late`: a test whose dispatcher clock
+    is in the past gives a longer one (its runs are claimed days after their slots)."""
+    window = Window(start, end, now or datetime.now(UTC), timedelta(0), late, timedelta(minutes=15))
+    judged = await audit_runtime(database_url, client, window, task_queue=task_queue, timeout=30)
+    assert judged.findings == [], "\n".join(
+        f"{f.kind} {f.job} {f.slot}: {f.detail} {f.witnesses}" for f in judged.findings
+    )
+    return judged

@@ -1,0 +1,164 @@
+"""Runs of runtime schedules (issue 21): one slot, or a batch of light slots.
+
+The dispatcher (`activities.dispatch`) starts `RuntimeRunWorkflow` once per (schedule,
+slot), with the workflow id `rt-<id>-<slot>Z`, and `RuntimeBatchWorkflow` once per batch of
+slots of a kind that runs in batches. Both are deterministic; the claim, the fencing token
+and the work happen in activities, exactly as a catalog job's (`ScheduledJobWorkflow`):
+
+- *begin*: a local activity reads the schedule and claims the slot's ledger row;
+- *work*: the kind's activity, under the fencing token, a new attempt series when a
+  frozen worker absorbed its retries (`workflows.attempts`);
+- *settle*: a failure is recorded and fails the run, visibly; a stale attempt (another run
+  of the slot took it over) ends it `superseded`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.executions import ExecutionActivities
+    from activities.models import ExecutionRef, FailureInput, WorkInput, WorkResult
+    from activities.runtime import RuntimeActivities
+    from activities.runtime_models import (
+        BatchInput,
+        BatchResult,
+        BatchRun,
+        RuntimeBegin,
+        RuntimeBegun,
+        RuntimeRun,
+        RuntimeRunResult,
+        RuntimeWork,
+    )
+    from timing import Timing
+
+from workflows.attempts import with_fresh_series
+from workflows.failures import message, superseded
+
+# Bookkeeping activities retry until the database is back, for up to an hour.
+_BOOKKEEPING: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=30),
+    "schedule_to_close_timeout": timedelta(hours=1),
+    "retry_policy": RetryPolicy(
+        initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
+    ),
+}
+_WORK_RETRY = {"initial_interval": timedelta(seconds=1), "maximum_interval": timedelta(minutes=1)}
+
+
+@workflow.defn
+class RuntimeRunWorkflow:
+    """One slot of one runtime schedule: begin (claim), work, settle."""
+
+    @workflow.run
+    async def run(self, run: RuntimeRun) -> RuntimeRunResult:
+        begun = await self._begin(run)
+        done = RuntimeRunResult(
+            schedule_id=run.schedule_id,
+            scheduled_at=run.scheduled_at,
+            execution_id=begun.execution_id,
+            outcome="skipped",
+            reason=begun.reason,
+        )
+        if begun.work is None or begun.execution_id is None:
+            settled = "already_completed" if begun.outcome == "completed" else "skipped"
+            return done.model_copy(update={"outcome": settled})
+        execution = ExecutionRef(
+            execution_id=begun.execution_id,
+            job_name=begun.job_name,
+            scheduled_at=run.scheduled_at,
+        )
+        try:
+            work = await with_fresh_series(
+                lambda: self._work(execution, begun.work),
+                execution.execution_id,
+                begun.work.maximum_attempts,
+            )
+        except ActivityError as err:
+            if superseded(err):
+                return done.model_copy(update={"outcome": "superseded", "reason": message(err)})
+            await self._fail(execution, err)
+        outcome = "already_completed" if work.already_completed else "completed"
+        return done.model_copy(update={"outcome": outcome, "counts": work.counts})
+
+    async def _begin(self, run: RuntimeRun) -> RuntimeBegun:
+        info = workflow.info()
+        return await workflow.execute_local_activity_method(
+            RuntimeActivities.begin_runtime_run,
+            RuntimeBegin(
+                run=run,
+                workflow_id=info.workflow_id,
+                run_id=info.run_id,
+                server_now=workflow.now(),
+            ),
+            **_BOOKKEEPING,
+        )
+
+    async def _work(self, execution: ExecutionRef, work: RuntimeWork) -> WorkResult:
+        """The kind's work activity for the slot, with the kind's timeouts and retries."""
+        return await workflow.execute_activity(
+            work.activity,
+            WorkInput(
+                execution=execution,
+                params=work.params,
+                timing=Timing.model_validate(work.timing) if work.timing else None,
+            ),
+            result_type=WorkResult,
+            start_to_close_timeout=timedelta(seconds=work.start_to_close_seconds),
+            heartbeat_timeout=(
+                timedelta(seconds=work.heartbeat_seconds) if work.heartbeat_seconds else None
+            ),
+            retry_policy=RetryPolicy(maximum_attempts=work.maximum_attempts, **_WORK_RETRY),
+        )
+
+    async def _fail(self, execution: ExecutionRef, err: ActivityError) -> None:
+        await workflow.execute_local_activity_method(
+            ExecutionActivities.record_failure,
+            FailureInput(
+                execution_id=execution.execution_id,
+                run_id=workflow.info().run_id,
+                error=message(err),
+            ),
+            **_BOOKKEEPING,
+        )
+        raise ApplicationError(
+            f"{execution.job_name} at {execution.scheduled_at.isoformat()} failed: {message(err)}",
+            non_retryable=True,
+        ) from err
+
+
+@workflow.defn
+class RuntimeBatchWorkflow:
+    """Many light slots of one kind: each activity call works the next slots, each slot in
+    one transaction of its own under its own ledger row and fencing token."""
+
+    @workflow.run
+    async def run(self, batch: BatchRun) -> BatchResult:
+        total = BatchResult(handled=0)
+        while True:
+            part = await workflow.execute_activity_method(
+                RuntimeActivities.run_runtime_batch,
+                BatchInput(batch_id=batch.batch_id, after=total.handled),
+                start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=timedelta(seconds=30),
+                retry_policy=RetryPolicy(**_WORK_RETRY),
+            )
+            total = BatchResult(
+                handled=part.handled,
+                completed=total.completed + part.completed,
+                already=total.already + part.already,
+                skipped=total.skipped + part.skipped,
+                failed=total.failed + part.failed,
+                done=part.done,
+            )
+            workflow.set_current_details(
+                f"{total.handled} slots: {total.completed} completed, {total.already} "
+                f"settled before, {total.skipped} skipped, {total.failed} failed"
+            )
+            if part.done:
+                return total
