@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -167,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         status = exc.status.name if exc.status is not None else "error"
         print(f"error: Temporal refused: {status}: {redact.scrub(exc.message)}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Unix tools do
+        # Python flushes stdout again at exit: point it at /dev/null so that cannot fail too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as exc:  # a bug: say what, and how to see more
         if args.debug:

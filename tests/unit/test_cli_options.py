@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +38,23 @@ def test_validate_reads_the_catalog_given_after_it(tmp_path, capsys):
     path.write_text(CATALOG)
     assert main(["validate", "--catalog", str(path)]) == 0
     assert "catalog ok: 1 job(s): nightly" in capsys.readouterr().out
+
+
+def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path):
+    """`python -m schedules ... | head`: the pipe closes under the command; no error line."""
+    path = tmp_path / "jobs.toml"
+    path.write_text(CATALOG)
+    read, write = os.pipe()
+    os.close(read)  # closed before the command writes anything: its first write fails
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "schedules", "next", "nightly", "-n", "50", "--catalog", path],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+    finally:
+        os.close(write)
+    assert done.stderr == "" and done.returncode == 1, done.stderr
