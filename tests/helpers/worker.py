@@ -27,6 +27,18 @@ def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
     return env
 
 
+def schedules_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess:
+    """`python -m schedules ARGS` against the test's servers, output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "schedules", *args],
+        cwd=ROOT,
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 class WorkerProcess:
     """A real `python -m worker` replica, its output in a log file."""
 

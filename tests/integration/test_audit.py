@@ -24,7 +24,7 @@ from schedules.catalog.model import default_catalog, parse_catalog
 from schedules.health.status import ScheduleState
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
-from tests.helpers.worker import settings_env
+from tests.helpers.worker import schedules_cli, settings_env
 from tests.integration.jobs import (
     FAST_RETRY,
     executions,
@@ -220,17 +220,6 @@ async def test_a_commit_by_an_attempt_whose_fence_check_is_off_is_a_stale_write(
     assert sorted(finding.witnesses["outbox_ids"]) == sorted(outbox) and len(outbox) == 5
 
 
-def cli(settings, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "schedules", "audit", *args],
-        cwd=ROOT,
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 async def test_the_command_prints_json_lines_and_exits_by_what_it_found(settings, db):
     job = default_catalog()["nightly-reconcile"]
     db.execute(
@@ -241,7 +230,7 @@ async def test_the_command_prints_json_lines_and_exits_by_what_it_found(settings
         (job.id,),
     )
     args = ("--job", job.id, "--from", "2026-11-20T00:00:00Z", "--to", "2026-11-21T00:00:00Z")
-    done = cli(settings, *args, "--json", "--settle", "0s")
+    done = schedules_cli(settings, "audit", *args, "--json", "--settle", "0s")
     assert done.returncode == 1, done.stderr
     *lines, last = [json.loads(line) for line in done.stdout.splitlines()]
     # No schedule: judged up to its last row. 07:30Z is no fire time of 02:00 New York.
@@ -253,7 +242,7 @@ async def test_the_command_prints_json_lines_and_exits_by_what_it_found(settings
     assert last["summary"]["findings"] == 1 and last["summary"]["by_kind"] == {"unexpected": 1}
 
     db.execute("DELETE FROM job_executions WHERE scheduled_at = '2026-11-20T07:30:00Z'")
-    clean = cli(settings, *args, "--settle", "0s")
+    clean = schedules_cli(settings, "audit", *args, "--settle", "0s")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert clean.stdout.startswith("audit: 0 finding(s)")
 
@@ -263,7 +252,7 @@ async def test_the_command_prints_json_lines_and_exits_by_what_it_found(settings
         (("--job", "no-such-job"), "no-such-job"),
         (("--from", "2026-11-21T00:00:00Z", "--to", "2026-11-20T00:00:00Z"), "--from"),
     ]:
-        refused = cli(settings, *bad)
+        refused = schedules_cli(settings, "audit", *bad)
         assert refused.returncode == 2, refused
         assert refused.stdout == "" and len(refused.stderr.splitlines()) == 1, refused
         assert named in refused.stderr and "Traceback" not in refused.stderr
@@ -271,7 +260,7 @@ async def test_the_command_prints_json_lines_and_exits_by_what_it_found(settings
 
 async def test_unreachable_servers_are_exit_2_in_one_line(settings):
     broken = settings.model_copy(update={"temporal_address": "127.0.0.1:1"})
-    done = cli(broken, "--settle", "0s")
+    done = schedules_cli(broken, "audit", "--settle", "0s")
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
     assert "127.0.0.1:1" in done.stderr and done.stdout == ""
 
@@ -279,7 +268,7 @@ async def test_unreachable_servers_are_exit_2_in_one_line(settings):
     no_db = settings.model_copy(
         update={"database_url": SecretStr(f"postgresql://app:{secret}@127.0.0.1:1/app")}
     )
-    done = cli(no_db, "--settle", "0s")
+    done = schedules_cli(no_db, "audit", "--settle", "0s")
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
     assert "cannot read" in done.stderr and secret not in done.stderr
     assert done.stdout == "" and "Traceback" not in done.stderr

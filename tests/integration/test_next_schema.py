@@ -9,15 +9,13 @@ outbox, a no-op re-run, the operator's reads, and the audit judges the slot clea
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, date, datetime, timedelta
 
 from psycopg import sql
 
 from schedules.audit import run_audit
-from tests.helpers import ROOT, assert_eventually
-from tests.helpers.worker import settings_env
+from tests.helpers import assert_eventually
+from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import (
     executions,
     insert_invoices,
@@ -63,17 +61,6 @@ def expand_like_the_next_release(db) -> list[str]:
             (NEXT_VERSION,),
         )
     return tables
-
-
-def schedules_cli(settings, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "schedules", *args],
-        cwd=ROOT,
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 async def test_this_release_runs_against_the_next_releases_expanded_schema(

@@ -33,7 +33,7 @@ from schedules.sync.apply import sync
 from schedules.sync.plan import managed_schedule_ids, plan
 from schedules.sync.safety import SyncIncompleteError
 from tests.helpers import ROOT, assert_eventually
-from tests.helpers.worker import settings_env
+from tests.helpers.worker import schedules_cli
 from workflows import JobRun
 
 JOB = """
@@ -55,17 +55,6 @@ def catalog(tmp_path: Path, *jobs: tuple[str, str, str], name: str = "jobs.toml"
     path = tmp_path / name
     path.write_text("".join(JOB.format(id=i, cron=c, tz=tz) for i, c, tz in jobs))
     return path
-
-
-def run_cli(settings, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "schedules", *args],
-        cwd=ROOT,
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 async def managed_ids_become(client, expected: set[str]) -> None:
@@ -112,7 +101,7 @@ async def clean(client):
 
 async def test_create_then_no_change_then_field_level_dry_run(client, settings, tmp_path, clean):
     path = catalog(tmp_path, ("nightly-a", "30 2 * * *", "Europe/London"))
-    first = run_cli(settings, "--catalog", str(path), "sync")
+    first = schedules_cli(settings, "--catalog", str(path), "sync")
     assert first.returncode == 0, first.stderr
     assert "created       nightly-a" in first.stdout
     handle = client.get_schedule_handle("nightly-a")
@@ -122,13 +111,13 @@ async def test_create_then_no_change_then_field_level_dry_run(client, settings, 
     upcoming = [t.astimezone(ZoneInfo("Europe/London")) for t in described.info.next_action_times]
     assert upcoming and {(t.hour, t.minute) for t in upcoming} == {(2, 30)}
 
-    again = run_cli(settings, "--catalog", str(path), "sync")
+    again = schedules_cli(settings, "--catalog", str(path), "sync")
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "no changes"
     assert (await handle.describe()).info.last_updated_at == described.info.last_updated_at
 
     changed = catalog(tmp_path, ("nightly-a", "0 3 * * *", "Europe/London"), name="changed.toml")
-    dry = run_cli(settings, "--catalog", str(changed), "sync", "--dry-run")
+    dry = schedules_cli(settings, "--catalog", str(changed), "sync", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "would update  nightly-a" in dry.stdout
     assert "    cron: '30 2 * * *' -> '0 3 * * *'" in dry.stdout
@@ -147,12 +136,12 @@ async def test_changing_the_cron_neither_fires_an_extra_run_nor_loses_the_next(
 
     path = tmp_path / "jobs.toml"
     path.write_text(every(2))
-    assert run_cli(settings, "--catalog", str(path), "sync").returncode == 0
+    assert schedules_cli(settings, "--catalog", str(path), "sync").returncode == 0
     handle = client.get_schedule_handle("every-few")
 
     changed = tmp_path / "changed.toml"
     changed.write_text(every(3))
-    done = run_cli(settings, "--catalog", str(changed), "sync")
+    done = schedules_cli(settings, "--catalog", str(changed), "sync")
     assert done.returncode == 0 and "updated       every-few" in done.stdout
     after = await handle.describe()
     (run,) = await client.data_converter.decode(after.schedule.action.args, [JobRun])
@@ -173,11 +162,11 @@ async def test_changing_the_cron_neither_fires_an_extra_run_nor_loses_the_next(
 
 async def test_operator_pause_is_kept_and_reported_as_drift(client, settings, tmp_path, clean):
     path = catalog(tmp_path, ("pausable", "0 4 * * *", "UTC"))
-    assert run_cli(settings, "--catalog", str(path), "sync").returncode == 0
+    assert schedules_cli(settings, "--catalog", str(path), "sync").returncode == 0
     handle = client.get_schedule_handle("pausable")
     await handle.pause(note="paused by on-call: ledger migration")
     await listing_shows_paused(client, "pausable")  # sync reads the pause from the listing
-    done = run_cli(settings, "--catalog", str(path), "sync")
+    done = schedules_cli(settings, "--catalog", str(path), "sync")
     assert done.returncode == 0, done.stderr
     assert "drift         pausable: paused on the server (paused by on-call" in done.stdout
     state = (await handle.describe()).schedule.state
@@ -188,7 +177,7 @@ async def test_removed_jobs_are_deleted_unless_no_prune_and_foreign_schedules_un
     client, settings, tmp_path, clean
 ):
     both = catalog(tmp_path, ("keep-me", "0 1 * * *", "UTC"), ("drop-me", "0 2 * * *", "UTC"))
-    assert run_cli(settings, "--catalog", str(both), "sync").returncode == 0
+    assert schedules_cli(settings, "--catalog", str(both), "sync").returncode == 0
     await client.create_schedule(
         "someone-elses",
         Schedule(
@@ -198,11 +187,11 @@ async def test_removed_jobs_are_deleted_unless_no_prune_and_foreign_schedules_un
     )
     try:
         one = catalog(tmp_path, ("keep-me", "0 1 * * *", "UTC"), name="one.toml")
-        kept = run_cli(settings, "--catalog", str(one), "sync", "--no-prune")
+        kept = schedules_cli(settings, "--catalog", str(one), "sync", "--no-prune")
         assert kept.stdout.strip() == "no changes"
         await managed_ids_become(client, {"keep-me", "drop-me"})
 
-        pruned = run_cli(settings, "--catalog", str(one), "sync")
+        pruned = schedules_cli(settings, "--catalog", str(one), "sync")
         assert "deleted       drop-me" in pruned.stdout
         await managed_ids_become(client, {"keep-me"})
         assert (await client.get_schedule_handle("someone-elses").describe()).schedule
@@ -245,13 +234,13 @@ async def test_two_syncs_at_once_converge(client, task_queue, tmp_path, clean):
 
 async def test_an_invalid_catalog_changes_nothing_and_exits_2(client, settings, tmp_path, clean):
     good = catalog(tmp_path, ("fine-job", "0 1 * * *", "UTC"))
-    assert run_cli(settings, "--catalog", str(good), "sync").returncode == 0
+    assert schedules_cli(settings, "--catalog", str(good), "sync").returncode == 0
     bad = tmp_path / "bad.toml"
     bad.write_text(
         good.read_text().replace("0 1 * * *", "0 5 * * *")
         + JOB.format(id="broken", cron="99 * * * *", tz="Mars/Olympus")
     )
-    done = run_cli(settings, "--catalog", str(bad), "sync")
+    done = schedules_cli(settings, "--catalog", str(bad), "sync")
     assert done.returncode == 2
     assert "job 'broken': cron" in done.stderr and "job 'broken': timezone" in done.stderr
     await managed_ids_become(client, {"fine-job"})
@@ -300,7 +289,7 @@ async def test_sync_trusts_the_digest_over_an_edit_made_by_hand_and_full_undoes_
     client, settings, tmp_path, clean
 ):
     path = catalog(tmp_path, ("edited-by-hand", "0 6 * * *", "UTC"))
-    assert run_cli(settings, "--catalog", str(path), "sync").returncode == 0
+    assert schedules_cli(settings, "--catalog", str(path), "sync").returncode == 0
     handle = client.get_schedule_handle("edited-by-hand")
     await handle.update(
         lambda given: ScheduleUpdate(
@@ -312,15 +301,15 @@ async def test_sync_trusts_the_digest_over_an_edit_made_by_hand_and_full_undoes_
     edited = (await handle.describe()).info.last_updated_at
 
     # Documented: the edit keeps the schedule's digest, so sync does not look at it again.
-    trusting = run_cli(settings, "--catalog", str(path), "sync")
+    trusting = schedules_cli(settings, "--catalog", str(path), "sync")
     assert trusting.returncode == 0 and trusting.stdout.strip() == "no changes"
     assert (await handle.describe()).info.last_updated_at == edited
 
-    full = run_cli(settings, "--catalog", str(path), "sync", "--full")
+    full = schedules_cli(settings, "--catalog", str(path), "sync", "--full")
     assert full.returncode == 0, full.stderr
     assert "updated       edited-by-hand\n    calendars: " in full.stdout
     assert (await handle.describe()).info.next_action_times[0].hour == 6
-    again = run_cli(settings, "--catalog", str(path), "sync", "--full")
+    again = schedules_cli(settings, "--catalog", str(path), "sync", "--full")
     assert again.stdout.strip() == "no changes"
 
 
