@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
@@ -37,11 +37,11 @@ class JobKind:
     """A kind of job. `owner` is a class the worker builds with its connection pool; its
     method `activity` does one slot's work (taking the `WorkInput` and the params), or its
     methods `steps` are the steps of the kind's `workflow` (taking a `StepRun` and the
-    params)."""
+    params). A package declares one in a line: `JobKind("card-settlement",
+    SettlementActivities, activity="settle_card_payments")`; the rest is read from the work
+    itself."""
 
     name: str
-    params: type[BaseModel]
-    description: str
     owner: type
     activity: str | None = None
     workflow: type | None = None
@@ -53,6 +53,11 @@ class JobKind:
     # inside a given transaction, `(conn, execution, params) -> counts`: runtime schedules
     # of this kind can then run in batches (`RuntimeKind.batch`, `activities.runtime`).
     slot_work: str | None = None
+    # The params model: by default the annotation of the work's `params` argument (the
+    # activity's, or the first step's), the one the method is written against.
+    params: type[BaseModel] = None  # type: ignore[assignment]  # set in __post_init__
+    # What the kind does: by default the first line of its workflow's or activity's docstring.
+    description: str = ""
 
     def __post_init__(self) -> None:
         if (self.activity is None) == (self.workflow is None):
@@ -61,6 +66,12 @@ class JobKind:
             raise ValueError(f"job kind {self.name!r}: a workflow kind names its steps")
         if self.activity is not None and self.steps:
             raise ValueError(f"job kind {self.name!r}: steps belong to a workflow kind")
+        work = getattr(self.owner, self.activity or self.steps[0])
+        if self.params is None:
+            object.__setattr__(self, "params", _params_model(self.name, work))
+        if not self.description:
+            told = (self.workflow or work).__doc__ or ""
+            object.__setattr__(self, "description", told.strip().partition("\n")[0])
 
     @property
     def workflow_name(self) -> str | None:
@@ -81,6 +92,13 @@ class RuntimeKind:
     params_model: type[BaseModel]
     batch: bool = False
     description: str = ""
+
+
+def _params_model(name: str, work: Callable) -> type[BaseModel]:
+    model = get_type_hints(work).get("params")
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise ValueError(f"job kind {name!r}: annotate its work's `params` with a model")
+    return model
 
 
 def parse_params(kind: JobKind, work: WorkInput | StepInput) -> BaseModel:

@@ -4,14 +4,6 @@
 """
 
 from activities.kinds import JobKind
-from jobs.card_settlement.activities import SettlementActivities, SettlementParams
+from jobs.card_settlement.activities import SettlementActivities
 
-KINDS = (
-    JobKind(
-        name="card-settlement",
-        activity="settle_card_payments",
-        params=SettlementParams,
-        description="settle captured card payments up to the slot's time, one batch a run",
-        owner=SettlementActivities,
-    ),
-)
+KINDS = (JobKind("card-settlement", SettlementActivities, activity="settle_card_payments"),)

@@ -4,14 +4,6 @@
 """
 
 from activities.kinds import JobKind
-from jobs.hourly_sync.activities import HourlySyncActivities, HourlySyncParams
+from jobs.hourly_sync.activities import HourlySyncActivities
 
-KINDS = (
-    JobKind(
-        name="hourly-sync",
-        activity="sync_hourly_totals",
-        params=HourlySyncParams,
-        description="aggregate the slot's own hour of events per account, once per window",
-        owner=HourlySyncActivities,
-    ),
-)
+KINDS = (JobKind("hourly-sync", HourlySyncActivities, activity="sync_hourly_totals"),)

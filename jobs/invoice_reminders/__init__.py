@@ -4,14 +4,6 @@
 """
 
 from activities.kinds import JobKind
-from jobs.invoice_reminders.activities import InvoiceActivities, InvoiceReminderParams
+from jobs.invoice_reminders.activities import InvoiceActivities
 
-KINDS = (
-    JobKind(
-        name="invoice-reminders",
-        activity="send_invoice_reminders",
-        params=InvoiceReminderParams,
-        description="remind overdue unpaid invoices, one outbox message each",
-        owner=InvoiceActivities,
-    ),
-)
+KINDS = (JobKind("invoice-reminders", InvoiceActivities, activity="send_invoice_reminders"),)

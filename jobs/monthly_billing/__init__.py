@@ -6,15 +6,13 @@ compensation; `provider.py` is the payment provider's API; `queries.sql` holds t
 """
 
 from activities.kinds import JobKind
-from jobs.monthly_billing.activities import BillingActivities, BillingParams
+from jobs.monthly_billing.activities import BillingActivities
 from jobs.monthly_billing.workflow import MonthlyBillingWorkflow
 
 KINDS = (
     JobKind(
-        name="monthly-billing",
-        params=BillingParams,
-        description="bill the previous month: invoice, charge and receipt every subscription",
-        owner=BillingActivities,
+        "monthly-billing",
+        BillingActivities,
         settings=True,
         workflow=MonthlyBillingWorkflow,
         steps=(

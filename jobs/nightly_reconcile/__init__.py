@@ -4,14 +4,6 @@
 """
 
 from activities.kinds import JobKind
-from jobs.nightly_reconcile.activities import ReconcileActivities, ReconcileParams
+from jobs.nightly_reconcile.activities import ReconcileActivities
 
-KINDS = (
-    JobKind(
-        name="nightly-reconcile",
-        activity="reconcile_ledger",
-        params=ReconcileParams,
-        description="reconcile the ledger with settled payments for the previous local day",
-        owner=ReconcileActivities,
-    ),
-)
+KINDS = (JobKind("nightly-reconcile", ReconcileActivities, activity="reconcile_ledger"),)

@@ -4,15 +4,6 @@
 """
 
 from activities.kinds import JobKind
-from jobs.outbox_relay.activities import RelayActivities, RelayParams
+from jobs.outbox_relay.activities import RelayActivities
 
-KINDS = (
-    JobKind(
-        name="outbox-relay",
-        activity="relay_outbox",
-        params=RelayParams,
-        description="deliver due outbox messages by email or webhook, at least once",
-        owner=RelayActivities,
-        settings=True,
-    ),
-)
+KINDS = (JobKind("outbox-relay", RelayActivities, activity="relay_outbox", settings=True),)

@@ -4,14 +4,6 @@
 """
 
 from activities.kinds import JobKind
-from jobs.weekly_cleanup.activities import CleanupActivities, CleanupParams
+from jobs.weekly_cleanup.activities import CleanupActivities
 
-KINDS = (
-    JobKind(
-        name="weekly-cleanup",
-        activity="delete_expired_records",
-        params=CleanupParams,
-        description="delete delivered outbox messages and old executions, in short batches",
-        owner=CleanupActivities,
-    ),
-)
+KINDS = (JobKind("weekly-cleanup", CleanupActivities, activity="delete_expired_records"),)
