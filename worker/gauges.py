@@ -14,20 +14,37 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
-from core import metric_names
+from core.metric_names import (
+    ALERT_AFTER,
+    LAST_SUCCESS,
+    OUTBOX_DEAD,
+    OUTBOX_PENDING,
+    RUNTIME_BEHIND,
+    RUNTIME_FAILING,
+)
 from core.sql import queries
 from jobs import runtime_kinds
 
 logger = logging.getLogger(__name__)
 
 _Q = queries("worker.sql", "gauges")
+
+# Each gauge and what it reports (Prometheus' HELP).
+DESCRIPTIONS = {
+    OUTBOX_PENDING: "Outbox messages waiting for delivery.",
+    OUTBOX_DEAD: "Outbox messages given up on.",
+    LAST_SUCCESS: "Unix time of the job's last completed run, from job_executions.",
+    ALERT_AFTER: "How long after its last success the job's next one is overdue.",
+    RUNTIME_BEHIND: "Runtime schedules of a kind whose next slot is overdue by 5 minutes.",
+    RUNTIME_FAILING: "Runtime schedules of a kind whose last run failed.",
+}
 
 
 @dataclass(frozen=True)
@@ -41,6 +58,20 @@ class Reading:
     # runtime kind -> schedules behind (next slot overdue) / failing (last run failed)
     runtime_behind: dict[str, int] = field(default_factory=dict)
     runtime_failing: dict[str, int] = field(default_factory=dict)
+
+    def observations(self) -> dict[str, list[Observation]]:
+        """What each gauge reports of this reading, by name. The per-kind gauges report
+        every declared runtime kind, 0 when none of its schedules counts, so an alert tells
+        0 from absent."""
+        kinds = dict.fromkeys(runtime_kinds(), 0)
+        return {
+            OUTBOX_PENDING: [Observation(self.outbox_pending)],
+            OUTBOX_DEAD: [Observation(self.outbox_dead)],
+            LAST_SUCCESS: _labelled("job", self.last_success),
+            ALERT_AFTER: _labelled("job", self.alert_after),
+            RUNTIME_BEHIND: _labelled("kind", kinds | self.runtime_behind),
+            RUNTIME_FAILING: _labelled("kind", kinds | self.runtime_failing),
+        }
 
 
 class DatabaseGauges:
@@ -57,36 +88,10 @@ class DatabaseGauges:
 
     def register(self, meter: Meter) -> None:
         """Create the gauges on `meter`; they query the database when collected."""
-        meter.create_observable_gauge(
-            metric_names.OUTBOX_PENDING,
-            callbacks=[self._observe_pending],
-            description="Outbox messages waiting for delivery.",
-        )
-        meter.create_observable_gauge(
-            metric_names.OUTBOX_DEAD,
-            callbacks=[self._observe_dead],
-            description="Outbox messages given up on.",
-        )
-        meter.create_observable_gauge(
-            metric_names.LAST_SUCCESS,
-            callbacks=[self._observe_last_success],
-            description="Unix time of the job's last completed run, from job_executions.",
-        )
-        meter.create_observable_gauge(
-            metric_names.ALERT_AFTER,
-            callbacks=[self._observe_alert_after],
-            description="How long after its last success the job's next one is overdue.",
-        )
-        meter.create_observable_gauge(
-            metric_names.RUNTIME_BEHIND,
-            callbacks=[self._observe_runtime(lambda r: r.runtime_behind)],
-            description="Runtime schedules of a kind whose next slot is overdue by 5 minutes.",
-        )
-        meter.create_observable_gauge(
-            metric_names.RUNTIME_FAILING,
-            callbacks=[self._observe_runtime(lambda r: r.runtime_failing)],
-            description="Runtime schedules of a kind whose last run failed.",
-        )
+        for name, description in DESCRIPTIONS.items():
+            meter.create_observable_gauge(
+                name, callbacks=[self._callback(name)], description=description
+            )
 
     def read(self) -> Reading | None:
         """The current values, at most `max_age` seconds old; None if the database is away."""
@@ -130,43 +135,18 @@ class DatabaseGauges:
             {k: int(v) for k, v in failing.items()},
         )
 
-    def _observe_pending(self, _options: CallbackOptions) -> Iterable[Observation]:
-        reading = self.read()
-        return [Observation(reading.outbox_pending)] if reading else []
+    def _callback(self, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+        """Gauge `name`'s callback: none while the database is away."""
 
-    def _observe_dead(self, _options: CallbackOptions) -> Iterable[Observation]:
-        reading = self.read()
-        return [Observation(reading.outbox_dead)] if reading else []
+        def observe(_options: CallbackOptions) -> Iterable[Observation]:
+            reading = self.read()
+            return reading.observations()[name] if reading else []
 
-    def _observe_last_success(self, _options: CallbackOptions) -> Iterable[Observation]:
-        reading = self.read()
-        if not reading:
-            return []
-        return [Observation(at, {"job": job}) for job, at in sorted(reading.last_success.items())]
-
-    def _observe_runtime(self, pick: Any) -> Any:
-        """A callback for a per-kind runtime gauge (labelled by kind only)."""
-        return _observe_runtime_of(self, pick)
-
-    def _observe_alert_after(self, _options: CallbackOptions) -> Iterable[Observation]:
-        reading = self.read()
-        if not reading:
-            return []
-        return [Observation(s, {"job": job}) for job, s in sorted(reading.alert_after.items())]
+        return observe
 
 
-def _observe_runtime_of(gauges: DatabaseGauges, pick: Any) -> Any:
-    """A per-kind gauge's callback: every declared runtime kind is reported, 0 when none of
-    its schedules is behind (or failing), so an alert tells 0 from absent."""
-
-    def observe(_options: CallbackOptions) -> Iterable[Observation]:
-        reading = gauges.read()
-        if not reading:
-            return []
-        counts = dict.fromkeys(runtime_kinds(), 0) | pick(reading)
-        return [Observation(n, {"kind": kind}) for kind, n in sorted(counts.items())]
-
-    return observe
+def _labelled(label: str, values: dict[str, Any]) -> list[Observation]:
+    return [Observation(value, {label: key}) for key, value in sorted(values.items())]
 
 
 def _first_line(exc: Exception) -> str:
