@@ -76,32 +76,39 @@ class RelayConfig:
 
     @classmethod
     def from_settings(cls, settings: Any) -> RelayConfig:
-        """The relay part of `worker.settings.Settings`."""
+        """The relay part of `worker.settings.Settings`: each field is the setting of the
+        same name after its prefix (`SMTP_PORT` is the SMTP client's `port`,
+        `OUTBOX_BATCH_SIZE` the relay's `batch_size`), but for the sender (`SMTP_FROM`), the
+        Message-ID domain and the email types."""
+        webhook = None
+        if settings.webhook_url is not None:
+            webhook = WebhookConfig(**_prefixed(settings, "webhook_", ("url", "timeout_seconds")))
         return cls(
             smtp=SmtpConfig(
-                host=settings.smtp_host,
-                port=settings.smtp_port,
                 sender=settings.smtp_from,
-                username=settings.smtp_username,
-                password=settings.smtp_password,
-                starttls=settings.smtp_starttls,
-                tls=settings.smtp_tls,
-                timeout_seconds=settings.smtp_timeout_seconds,
                 message_id_domain=settings.outbox_message_id_domain,
+                **_prefixed(settings, "smtp_", _SMTP_SETTINGS),
             ),
-            webhook=(
-                WebhookConfig(settings.webhook_url, settings.webhook_timeout_seconds)
-                if settings.webhook_url is not None
-                else None
-            ),
+            webhook=webhook,
             email_types=settings.outbox_email_type_set,
-            batch_size=settings.outbox_batch_size,
-            concurrency=settings.outbox_concurrency,
-            lease_seconds=settings.outbox_lease_seconds,
-            max_attempts=settings.outbox_max_attempts,
-            backoff_base_seconds=settings.outbox_backoff_base_seconds,
-            backoff_max_seconds=settings.outbox_backoff_max_seconds,
+            **_prefixed(settings, "outbox_", _RELAY_SETTINGS),
         )
+
+
+_SMTP_SETTINGS = ("host", "port", "username", "password", "starttls", "tls", "timeout_seconds")
+_RELAY_SETTINGS = (
+    "batch_size",
+    "concurrency",
+    "lease_seconds",
+    "max_attempts",
+    "backoff_base_seconds",
+    "backoff_max_seconds",
+)
+
+
+def _prefixed(settings: Any, prefix: str, names: tuple[str, ...]) -> dict[str, Any]:
+    """The settings named `prefix` + each of `names`, by name."""
+    return {name: getattr(settings, prefix + name) for name in names}
 
 
 @dataclass
