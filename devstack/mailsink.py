@@ -10,7 +10,6 @@ SMTP server, so the relay's SMTP client is exercised end to end.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import email
 import email.policy
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from aiosmtpd.controller import Controller
 
+from devstack import sinks
 from devstack.ports import require_free_port
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -108,20 +108,23 @@ class _Handler:
 
 def newest(directory: Path, limit: int) -> list[str]:
     """One line per message (received, to, subject, Message-ID), the newest `limit`."""
-    files = sorted(directory.glob("*.eml"))[-limit:] if directory.is_dir() else []
-    lines = []
-    for path in files:
-        message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
-        received = path.name.split("_", 1)[0]
-        lines.append(f"{received}  {message['To']}  {message['Subject']}  {message['Message-ID']}")
-    return lines
+    return sinks.newest(directory, ".eml", limit, _message_line)
+
+
+def _message_line(path: Path) -> str:
+    message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+    received = path.name.split("_", 1)[0]
+    return f"{received}  {message['To']}  {message['Subject']}  {message['Message-ID']}"
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m devstack.mailsink", description=__doc__)
-    parser.add_argument("--dir", type=Path, default=Path(".dev/mail"), help="the sink's folder")
-    parser.add_argument("-n", type=int, default=20, help="how many messages")
-    args = parser.parse_args()
-    lines = newest(args.dir, args.n)
-    total = len(list(args.dir.glob("*.eml"))) if args.dir.is_dir() else 0
-    print("\n".join([*lines, f"{total} message(s) in {args.dir}"]))
+    sinks.show_newest(
+        "python -m devstack.mailsink",
+        __doc__,
+        Path(".dev/mail"),
+        ".eml",
+        _message_line,
+        dir_help="the sink's folder",
+        count_help="how many messages",
+        total="{count} message(s) in {directory}",
+    )

@@ -18,21 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from devstack.ports import require_free_port
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """A caller that went away before its answer (a killed worker) is no error to print."""
-
-    def handle_error(self, request, client_address) -> None:
-        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            super().handle_error(request, client_address)
+from devstack.sinks import QuietServer, serve_http, shut_down
 
 
 @dataclass(frozen=True)
@@ -68,30 +59,19 @@ class PaymentProviderServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> None:
-        require_free_port(self.port, "the local payment provider", self.host)
         self._killed = False
-        provider = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                provider._handle(self)
-
-            def do_GET(self) -> None:
-                provider._lookup(self)
-
-            def log_message(self, format: str, *args: object) -> None:  # quiet
-                pass
-
-        self._server = _QuietServer((self.host, self.port), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serve_http(
+            self.host,
+            self.port,
+            "the local payment provider",
+            {"POST": self._handle, "GET": self._lookup},
+            server=QuietServer,
+        )
 
     def stop(self) -> None:
         self.release()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        shut_down(self._server)
+        self._server = None
 
     # --- steering, for tests ------------------------------------------------------------
 
@@ -115,10 +95,8 @@ class PaymentProviderServer:
         cut off without an answer. The charges made stay in the record; `start()` again
         brings the provider back with it."""
         self._killed = True
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        shut_down(self._server)
+        self._server = None
         self.release()
 
     def fail_with(self, status: int, after: int = 0) -> None:

@@ -13,7 +13,6 @@ once, as a real endpoint that deduplicates would.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import threading
@@ -21,7 +20,8 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from devstack.ports import require_free_port
+from devstack import sinks
+from devstack.sinks import serve_http, shut_down
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -41,28 +41,16 @@ class WebhookSink:
         return f"http://{self.host}:{self.port}/hooks"
 
     def start(self) -> WebhookSink:
-        require_free_port(self.port, "the webhook receiver", self.host)
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
-        sink = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                sink._receive(self)
-
-            def log_message(self, format: str, *args: object) -> None:  # quiet
-                pass
-
-        self._server = ThreadingHTTPServer((self.host, self.port), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serve_http(
+            self.host, self.port, "the webhook receiver", {"POST": self._receive}
+        )
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        shut_down(self._server)
+        self._server = None
 
     def _receive(self, request: BaseHTTPRequestHandler) -> None:
         length = int(request.headers.get("Content-Length") or 0)
@@ -89,21 +77,24 @@ class WebhookSink:
 
 def newest(directory: Path, limit: int) -> list[str]:
     """One line per delivery (received, type, idempotency key), the newest `limit`."""
-    files = sorted(directory.glob("*.json"))[-limit:] if directory.is_dir() else []
-    lines = []
-    for path in files:
-        delivery = json.loads(path.read_text())
-        body = delivery.get("body")
-        kind = body.get("type", "?") if isinstance(body, dict) else "?"
-        lines.append(f"{path.name.split('_', 1)[0]}  {kind}  {delivery.get('idempotency_key')}")
-    return lines
+    return sinks.newest(directory, ".json", limit, _delivery_line)
+
+
+def _delivery_line(path: Path) -> str:
+    delivery = json.loads(path.read_text())
+    body = delivery.get("body")
+    kind = body.get("type", "?") if isinstance(body, dict) else "?"
+    return f"{path.name.split('_', 1)[0]}  {kind}  {delivery.get('idempotency_key')}"
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m devstack.webhooks", description=__doc__)
-    parser.add_argument("--dir", type=Path, default=Path(".dev/webhooks"), help="its folder")
-    parser.add_argument("-n", type=int, default=20, help="how many deliveries")
-    args = parser.parse_args()
-    lines = newest(args.dir, args.n)
-    total = len(list(args.dir.glob("*.json"))) if args.dir.is_dir() else 0
-    print("\n".join([*lines, f"{total} deliver(ies) in {args.dir}"]))
+    sinks.show_newest(
+        "python -m devstack.webhooks",
+        __doc__,
+        Path(".dev/webhooks"),
+        ".json",
+        _delivery_line,
+        dir_help="its folder",
+        count_help="how many deliveries",
+        total="{count} deliver(ies) in {directory}",
+    )
