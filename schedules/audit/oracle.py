@@ -1,10 +1,12 @@
 """The audit's own answer to "when should this job have fired", written apart from `timing/`.
 
 A bug in the engine's fire times must not hide itself, so nothing here is shared with
-`timing/` (a unit test keeps it so): the cron is read again from its text, and fire times are
-found by brute force, minute by minute of real time, each minute converted to the job's wall
-clock through `zoneinfo` (the zone files of the `tzdata` package, as the engine is documented
-to use), applying the rules of docs/time-zones.md:
+`timing/` (a unit test keeps it so), and it is written another way: the cron is read again
+from its text, each field by trying every value it could take against each of its elements
+(the engine expands the elements), with the aliases as the seven fields they stand for; fire
+times are found by brute force, minute by minute of real time, each minute converted to the
+job's wall clock through `zoneinfo` (the zone files of the `tzdata` package, as the engine
+is documented to use), applying the rules of docs/time-zones.md:
 
 - a job at a fixed hour (no `*` and no step in its hour field) keeps its wall-clock time: a
   time that does not exist that day (spring forward) runs once at the first valid instant
@@ -24,31 +26,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
+from math import inf
 from zoneinfo import ZoneInfo
 
 _MINUTE = timedelta(minutes=1)
+# The aliases of docs/catalog.md, each as the seven fields it stands for.
 _ALIASES = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
+    "0 0 0 1 1 * *": ("@yearly", "@annually"),
+    "0 0 0 1 * * *": ("@monthly",),
+    "0 0 0 * * 0 *": ("@weekly",),
+    "0 0 0 * * * *": ("@daily", "@midnight"),
+    "0 0 * * * * *": ("@hourly",),
 }
-_NAMES = {
-    "month": "jan feb mar apr may jun jul aug sep oct nov dec".split(),
-    "dow": "sun mon tue wed thu fri sat".split(),
+_MONTHS = {
+    name: n for n, name in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)
 }
-_BOUNDS = {
-    "second": (0, 59),
-    "minute": (0, 59),
-    "hour": (0, 23),
-    "dom": (1, 31),
-    "month": (1, 12),
-    "dow": (0, 7),
-    "year": (2000, 2100),
-}
+_WEEKDAYS = {name: n for n, name in enumerate("sun mon tue wed thu fri sat".split())}
 
 
 class OracleError(ValueError):
@@ -68,33 +61,61 @@ def zone(name: str) -> ZoneInfo:
         raise OracleError(f"unknown time zone {name!r}") from exc
 
 
-def _value(text: str, field: str) -> int:
-    names = _NAMES.get(field)
-    if names and text.lower() in names:
-        return names.index(text.lower()) + (1 if field == "month" else 0)
+@dataclass(frozen=True)
+class _Element:
+    """One element of a cron field: the values from `first` to `last`, every `step`."""
+
+    first: int
+    last: float
+    step: int
+
+    def admits(self, value: int) -> bool:
+        return self.first <= value <= self.last and (value - self.first) % self.step == 0
+
+
+def _number(text: str, what: str, names: dict[str, int]) -> int:
+    if text.lower() in names:
+        return names[text.lower()]
     if not text.isdigit():
-        raise OracleError(f"{field}: {text!r} is not a number")
+        raise OracleError(f"{what}: {text!r} is not a number")
     return int(text)
 
 
-def _field(text: str, field: str) -> frozenset[int]:
-    low, high = _BOUNDS[field]
-    values: set[int] = set()
-    for part in text.split(","):
-        base, _, step_text = part.partition("/")
-        step = int(step_text) if step_text else 1
-        if base == "*":
-            start, end = low, high
-        elif "-" in base:
-            first, last = base.split("-", 1)
-            start, end = _value(first, field), _value(last, field)
+def _elements(text: str, what: str, least: int, names: dict[str, int]) -> list[_Element]:
+    """The elements of the field `text` (`*`, `N`, `N-M`, each maybe `/STEP`); `least` is
+    where `*` starts. Without an end (`*`, `N/STEP`) an element runs on past every value."""
+    found = []
+    for element in text.split(","):
+        base, slash, step = element.partition("/")
+        if slash and not (step.isdigit() and int(step) >= 1):
+            raise OracleError(f"{what}: {element!r} needs a step of 1 or more")
+        first_text, dash, last_text = base.partition("-")
+        first = least if base == "*" else _number(first_text, what, names)
+        if dash:
+            last: float = _number(last_text, what, names)
         else:
-            start = _value(base, field)
-            end = high if step_text else start
-        values.update(range(start, end + 1, step))
-    if field == "dow" and 7 in values:
-        values = (values - {7}) | {0}
-    return frozenset(values)
+            last = inf if base == "*" or slash else first
+        found.append(_Element(first, last, int(step) if slash else 1))
+    return found
+
+
+def _allowed(
+    text: str, what: str, values: range, names: dict[str, int] | None = None
+) -> frozenset[int]:
+    """Which of `values` the field `text` allows: each value is tried against each element
+    of the field (nothing is enumerated from the field itself)."""
+    elements = _elements(text, what, values.start, names or {})
+    return frozenset(v for v in values if any(e.admits(v) for e in elements))
+
+
+def _weekdays(text: str) -> frozenset[int]:
+    """The days of the week (0 = Sunday) the field `text` allows; 7 is Sunday too."""
+    elements = _elements(text, "day of week", 0, _WEEKDAYS)
+    return frozenset(
+        day
+        for day in range(7)
+        if any(e.admits(day) or (day == 0 and e.admits(7)) for e in elements)
+    )
 
 
 @dataclass(frozen=True)
@@ -126,23 +147,21 @@ class Cron:
 
 def parse(text: str) -> Cron:
     """Read a cron of the catalog's grammar (docs/catalog.md, Cron grammar)."""
-    fields = _ALIASES.get(text.strip().lower(), text).split()
-    if len(fields) == 5:
-        fields = ["0", *fields, "*"]
-    elif len(fields) == 6:
-        fields = ["0", *fields]
-    if len(fields) != 7:
+    aliased = [seven for seven, names in _ALIASES.items() if text.strip().lower() in names]
+    fields = (aliased[0] if aliased else text).split()
+    fields = {5: ["0", *fields, "*"], 6: ["0", *fields], 7: fields}.get(len(fields), [])
+    if not fields:
         raise OracleError(f"cron {text!r}: expected 5 to 7 fields")
     second, minute, hour, dom, month, dow, year = fields
     try:
         return Cron(
-            seconds=_field(second, "second"),
-            minutes=_field(minute, "minute"),
-            hours=_field(hour, "hour"),
-            days=_field(dom, "dom"),
-            months=_field(month, "month"),
-            weekdays=_field(dow, "dow"),
-            years=None if year == "*" else _field(year, "year"),
+            seconds=_allowed(second, "second", range(60)),
+            minutes=_allowed(minute, "minute", range(60)),
+            hours=_allowed(hour, "hour", range(24)),
+            days=_allowed(dom, "day of month", range(1, 32)),
+            months=_allowed(month, "month", range(1, 13), _MONTHS),
+            weekdays=_weekdays(dow),
+            years=None if year == "*" else _allowed(year, "year", range(2000, 2101)),
             fixed_hour="*" not in hour and "/" not in hour,
             either_day=dom != "*" and dow != "*",
         )
