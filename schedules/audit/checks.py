@@ -38,6 +38,17 @@ KINDS = (
     "unstarted_intent",
     "inconclusive",
 )
+# The columns of a SQL check's row that witness its finding (schedules/sql/audit.sql).
+STALE_WRITE_WITNESSES = (
+    "execution_id",
+    "attempt",
+    "newer_attempt",
+    "journal_seq",
+    "takeover_seq",
+    "txid",
+    "outbox_ids",
+)
+ORPHAN_EFFECT_WITNESSES = ("execution_id", "workflow_id", "run_id", "outbox_ids", "attempts")
 # Reported, but not a violation: the exit code stays 0 for these alone.
 NOT_VIOLATIONS = frozenset({"inconclusive"})
 
@@ -197,59 +208,21 @@ def temporal_agreement(
 def ledger_findings(ledger: Ledger) -> Iterator[Finding]:
     """stale_write, duplicated, orphan_effect and outbox delivery, from the SQL checks."""
     for w in ledger.stale_writes:
-        yield Finding(
-            "stale_write",
-            w["job_name"],
-            w["scheduled_at"],
-            f"{w['what']} committed under attempt {w['attempt']} after attempt "
-            f"{w['newer_attempt']} had taken the slot over",
-            {
-                "execution_id": w["execution_id"],
-                "attempt": w["attempt"],
-                "newer_attempt": w["newer_attempt"],
-                "journal_seq": w["seq"],
-                "takeover_seq": w["newer_seq"],
-                "txid": w["txid"],
-                "outbox_ids": w["outbox_ids"],
-            },
-        )
+        took_over = f"after attempt {w['newer_attempt']} had taken the slot over"
+        detail = f"{w['what']} committed under attempt {w['attempt']} {took_over}"
+        yield _of_row("stale_write", w, detail, STALE_WRITE_WITNESSES)
     for d in ledger.outbox_duplicates:
-        yield Finding(
-            "duplicated",
-            d["job_name"],
-            d["scheduled_at"],
-            f"{len(d['outbox_ids'])} {d['type']} outbox rows for one cause "
-            f"({d['delivered']} delivered)",
-            {
-                "execution_id": d["execution_id"],
-                "outbox_ids": d["outbox_ids"],
-                "attempts": d["attempts"],
-            },
-        )
+        rows = f"{len(d['outbox_ids'])} {d['type']} outbox rows"
+        detail = f"{rows} for one cause ({d['delivered']} delivered)"
+        yield _of_row("duplicated", d, detail, ("execution_id", "outbox_ids", "attempts"))
     for f in ledger.failed_effects:
-        yield Finding(
-            "orphan_effect",
-            f["job_name"],
-            f["scheduled_at"],
-            f"{len(f['outbox_ids'])} outbox row(s) of an execution that ended failed",
-            {
-                "execution_id": f["execution_id"],
-                "workflow_id": f["workflow_id"],
-                "run_id": f["run_id"],
-                "outbox_ids": f["outbox_ids"],
-                "attempts": f["attempts"],
-            },
-        )
+        detail = f"{len(f['outbox_ids'])} outbox row(s) of an execution that ended failed"
+        yield _of_row("orphan_effect", f, detail, ORPHAN_EFFECT_WITNESSES)
     for u in ledger.undelivered:
         dead = u["dead_at"] is not None
-        yield Finding(
-            "outbox_dead" if dead else "outbox_pending",
-            u["job_name"],
-            u["scheduled_at"],
-            f"{u['type']} message {'dead' if dead else 'still pending'} "
-            f"after {u['attempts']} attempt(s)",
-            {"outbox_id": u["outbox_id"], "execution_id": u["execution_id"]},
-        )
+        state = f"{'dead' if dead else 'still pending'} after {u['attempts']} attempt(s)"
+        kind = "outbox_dead" if dead else "outbox_pending"
+        yield _of_row(kind, u, f"{u['type']} message {state}", ("outbox_id", "execution_id"))
     by_id = ledger.by_id
     for effect in ledger.domain:
         row = by_id.get(effect["execution_id"])
@@ -260,6 +233,13 @@ def ledger_findings(ledger: Ledger) -> Iterator[Finding]:
             effect["detail"],
             {"execution_id": effect["execution_id"]} | dict(effect["witnesses"]),
         )
+
+
+def _of_row(kind: str, row: dict, detail: str, witnesses: Sequence[str]) -> Finding:
+    """A finding about the slot of a SQL check's row, its columns `witnesses` the witnesses."""
+    return Finding(
+        kind, row["job_name"], row["scheduled_at"], detail, {name: row[name] for name in witnesses}
+    )
 
 
 def judge(

@@ -18,8 +18,8 @@ ORDER BY job_name, scheduled_at
 -- name: stale_writes
 -- Fenced commits made under an attempt older than one that had already taken the slot over
 -- (journal order is commit order within an execution), with the outbox rows they wrote.
-SELECT e.id AS execution_id, e.job_name, e.scheduled_at, c.seq, c.attempt, c.what, c.txid,
-       t.attempt AS newer_attempt, t.seq AS newer_seq,
+SELECT e.id AS execution_id, e.job_name, e.scheduled_at, c.seq AS journal_seq, c.attempt,
+       c.what, c.txid, t.attempt AS newer_attempt, t.seq AS takeover_seq,
        coalesce((SELECT array_agg(o.id::text ORDER BY o.id) FROM outbox_messages o
                  WHERE o.execution_id = c.execution_id AND o.txid = c.txid), '{}') AS outbox_ids
 FROM job_executions e
