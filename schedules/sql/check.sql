@@ -4,39 +4,26 @@
 -- Per job, the rows the health check judges: every row of the lookback (newest first, up
 -- to max_rows), the last `history` completed runs (the duration baseline), the last finished
 -- run, the newest and the oldest row, and catch-up gaps recorded during the lookback for
--- older fire times. Each part is a short index scan on (job_name, scheduled_at).
+-- older fire times. A pick is the newest `n` rows since `since` with a status in `statuses`
+-- (NULL: any); it and the oldest row are each a short index scan on (job_name, scheduled_at).
 WITH jobs AS (
     SELECT unnest(%(jobs)s::text[]) AS job_name
+), picks (since, statuses, n) AS (
+    VALUES (%(since)s::timestamptz, NULL::text[], %(max_rows)s::bigint),
+           ('-infinity', '{completed}', %(history)s::bigint),
+           ('-infinity', '{completed,failed,compensated}', 1),
+           ('-infinity', NULL, 1)
 ), wanted AS (
-    SELECT r.id FROM jobs CROSS JOIN LATERAL (
+    SELECT r.id FROM jobs CROSS JOIN picks CROSS JOIN LATERAL (
         SELECT e.id FROM job_executions e
-        WHERE e.job_name = jobs.job_name AND e.scheduled_at >= %(since)s
-        ORDER BY e.scheduled_at DESC LIMIT %(max_rows)s
+        WHERE e.job_name = jobs.job_name AND e.scheduled_at >= picks.since
+          AND (picks.statuses IS NULL OR e.status = ANY(picks.statuses))
+        ORDER BY e.scheduled_at DESC LIMIT picks.n
     ) r
     UNION
-    SELECT r.id FROM jobs CROSS JOIN LATERAL (
-        SELECT e.id FROM job_executions e
-        WHERE e.job_name = jobs.job_name AND e.status = 'completed'
-        ORDER BY e.scheduled_at DESC LIMIT %(history)s
-    ) r
-    UNION
-    SELECT r.id FROM jobs CROSS JOIN LATERAL (
-        SELECT e.id FROM job_executions e
-        WHERE e.job_name = jobs.job_name AND e.status IN ('completed', 'failed', 'compensated')
-        ORDER BY e.scheduled_at DESC LIMIT 1
-    ) r
-    UNION
-    SELECT r.id FROM jobs CROSS JOIN LATERAL (
-        SELECT e.id FROM job_executions e
-        WHERE e.job_name = jobs.job_name
-        ORDER BY e.scheduled_at DESC LIMIT 1
-    ) r
-    UNION
-    SELECT r.id FROM jobs CROSS JOIN LATERAL (
-        SELECT e.id FROM job_executions e
-        WHERE e.job_name = jobs.job_name
-        ORDER BY e.scheduled_at LIMIT 1
-    ) r
+    SELECT (SELECT e.id FROM job_executions e WHERE e.job_name = jobs.job_name
+            ORDER BY e.scheduled_at LIMIT 1)
+    FROM jobs
     UNION
     SELECT e.id FROM job_executions e
     WHERE e.job_name = ANY(%(jobs)s) AND e.status = 'skipped'
