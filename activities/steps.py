@@ -39,7 +39,7 @@ from activities.chunked import fenced
 from activities.executions import Attempt, Fence, take_over_in
 from activities.models import ExecutionRef, TimingField, WorkResult
 from activities.telemetry import db_span, record_completed, record_run
-from core.sql import queries
+from core.sql import first_row, queries
 
 _Q = queries("activities.sql", "steps")
 
@@ -304,17 +304,16 @@ class StepsActivities:
         execution = settle.execution
         result = {"counts": settle.counts, "compensated": settle.compensated}
         with db_span("db.settle_steps", settle):
-            async with self.pool.connection() as conn:
-                cur = await conn.execute(
-                    _Q["compensated"],
-                    {
-                        "id": execution.execution_id,
-                        "run_id": settle.run_id,
-                        "status": settle.status,
-                        "error": settle.error,
-                        "result": Jsonb(result),
-                    },
-                )
-                settled = await cur.fetchone()
+            settled = await first_row(
+                self.pool,
+                _Q["compensated"],
+                {
+                    "id": execution.execution_id,
+                    "run_id": settle.run_id,
+                    "status": settle.status,
+                    "error": settle.error,
+                    "result": Jsonb(result),
+                },
+            )
         if settled is not None:
             record_run(execution.job_name, settle.status)

@@ -8,8 +8,13 @@ in `worker/sql/`, the CLI's in `schedules/sql/`; tables come from `worker/migrat
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
 
 _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
@@ -30,3 +35,11 @@ def queries(package: str, name: str) -> dict[str, str]:
             raise ValueError(f"query {query!r} is defined twice in {package}/{name}.sql")
         named[query] = body.strip()
     return named
+
+
+async def first_row(pool: AsyncConnectionPool, query: str, params: Mapping[str, Any]) -> Any:
+    """Run one statement on a connection of `pool`, in a transaction of its own (committed
+    as the connection goes back), and return its first row (None if it has none)."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(query, params)
+        return await cur.fetchone()
