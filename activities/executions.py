@@ -33,7 +33,7 @@ from activities.models import (
 )
 from activities.telemetry import record_claim, record_duplicate, record_failed, traced
 from core import redact
-from core.sql import queries
+from core.sql import first_row, queries
 
 Clock = Callable[[], datetime]
 
@@ -237,33 +237,32 @@ class ExecutionActivities:
         """Whether `query`'s attempt took the slot over. False when it never reached the
         database: the server handed it to a worker that could not run it (a frozen
         process's open poll), so it timed out without doing anything."""
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(
-                _Q["attempt_took_over"],
-                {
-                    "id": query.execution_id,
-                    "run_id": query.run_id,
-                    "activity_seq": query.activity_seq,
-                    "temporal_attempt": query.attempt,
-                },
-            )
-            row = await cur.fetchone()
+        row = await first_row(
+            self.pool,
+            _Q["attempt_took_over"],
+            {
+                "id": query.execution_id,
+                "run_id": query.run_id,
+                "activity_seq": query.activity_seq,
+                "temporal_attempt": query.attempt,
+            },
+        )
         return bool(row and row[0])
 
     @activity.defn
     @traced("db.record_failure")
     async def record_failure(self, failure: FailureInput) -> None:
         """Mark the execution failed, unless another workflow run has taken it over."""
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(
-                _Q["fail"],
-                {
-                    "id": failure.execution_id,
-                    "run_id": failure.run_id,
-                    "error": redact.scrub(failure.error),
-                },
-            )
-            record_failed(row[0] if (row := await cur.fetchone()) else None)
+        row = await first_row(
+            self.pool,
+            _Q["fail"],
+            {
+                "id": failure.execution_id,
+                "run_id": failure.run_id,
+                "error": redact.scrub(failure.error),
+            },
+        )
+        record_failed(row[0] if row else None)
 
 
 async def claim_in(
