@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 from temporalio import activity
 
 from activities.catchup import (
+    CatchupActivities,
     PlanInput,
     PlanResult,
     future_slot_reason,
@@ -33,7 +33,7 @@ from activities.catchup import (
     planned,
     slot_origin,
 )
-from activities.executions import Clock, claim_in, utcnow
+from activities.executions import claim_in
 from activities.models import ClaimInput, ClaimResult, Origin
 from activities.telemetry import db_span
 
@@ -58,12 +58,9 @@ def origins(plan: PlanResult, own: datetime) -> list[Origin]:
     return [slot_origin(slot, own, plan.origin) for slot in plan.run]
 
 
-class BeginActivities:
-    """`begin_run`; built by the worker with its pool."""
-
-    def __init__(self, pool: AsyncConnectionPool, clock: Clock = utcnow) -> None:
-        self.pool = pool
-        self.clock = clock
+class BeginActivities(CatchupActivities):
+    """`begin_run`: `plan_run` and the claim of the run's first slot, in one transaction;
+    built by the worker with its pool (and a clock, for tests)."""
 
     @activity.defn
     async def begin_run(self, begin: BeginInput) -> BeginResult:
