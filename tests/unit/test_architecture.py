@@ -284,3 +284,11 @@ def test_no_public_name_hides_a_module():
 
     submodules = {name.split(".")[1] for name in MODULES if name.startswith("schedules.")}
     assert not submodules & set(schedules.__all__)
+
+
+def test_the_scheduled_job_workflow_run_reads_at_once():
+    """`ScheduledJobWorkflow.run` is a few named steps, under 40 lines (issue 19)."""
+    from workflows.scheduled_job import ScheduledJobWorkflow
+
+    lines = inspect.getsource(ScheduledJobWorkflow.run).splitlines()
+    assert len(lines) < 40, f"ScheduledJobWorkflow.run: {len(lines)} lines"
