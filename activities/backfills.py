@@ -10,7 +10,7 @@ requests themselves are in the history of the schedule's own scheduler workflow
 dropped slot can be named.
 
 That history is the server's implementation (the workflow-based scheduler of Temporal
-1.20 to 1.2x): where it cannot be read, `backfill_requests` returns nothing and only the
+1.20 to 1.3x): where it cannot be read, `backfill_requests` returns nothing and only the
 counter speaks (`explain`, `check`'s count).
 """
 
@@ -71,13 +71,12 @@ def requests_in(requested_at: datetime, patch: SchedulePatch) -> list[BackfillRe
     """The backfills one `SchedulePatch` carries."""
     found = []
     for request in patch.backfill_request:
-        policy = request.overlap_policy
         found.append(
             BackfillRequest(
                 requested_at=requested_at,
                 start=request.start_time.ToDatetime(tzinfo=UTC),
                 end=request.end_time.ToDatetime(tzinfo=UTC),
-                overlap=_DROPPING.get(policy) or _KEPT.get(policy) or "",
+                overlap=overlap_name(request.overlap_policy),
             )
         )
     return found
@@ -104,6 +103,30 @@ async def backfill_requests(client: Any, schedule_id: str) -> list[BackfillReque
         logger.debug("no scheduler history for %s: %s", schedule_id, exc)
         return []
     return found
+
+
+async def covering_backfill(
+    client: Any,
+    schedule_id: str,
+    fire: datetime,
+    schedule_overlap: str,
+    before: datetime | None = None,
+) -> BackfillRequest | None:
+    """The newest backfill the server received over `fire` (requested at or before
+    `before`, when given) that drops overlapping slots."""
+    covering = [
+        r
+        for r in await backfill_requests(client, schedule_id)
+        if r.start <= fire <= r.end
+        and r.drops(schedule_overlap)
+        and (before is None or r.requested_at <= before)
+    ]
+    return covering[-1] if covering else None
+
+
+def overlap_name(policy: int) -> str:
+    """The name (`skip`, `buffer_all`, ...) of a schedule's overlap policy ("" if unset)."""
+    return _DROPPING.get(policy) or _KEPT.get(policy) or ""
 
 
 def dropped_slots(
