@@ -175,6 +175,25 @@ def test_import_export_round_trip_and_reimport_is_a_no_op(database_url, tmp_path
     assert cli(copy_url, "import", str(back)).returncode == 0
     assert cli(copy_url, "export").stdout.splitlines() == exported.stdout.splitlines()
 
+    # A reader that goes away (`export | head -1`) ends the export quietly, at once: its
+    # transaction is closed before the process ends (it used to hang, with a traceback).
+    read, write = os.pipe()
+    os.close(read)  # gone before the first line: the first write fails
+    try:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_")}
+        gone = subprocess.run(
+            [sys.executable, "-m", "schedules", "tenants", "export"],
+            cwd=ROOT,
+            env=environ | {"DATABASE_URL": database_url},
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert (gone.returncode, gone.stderr) == (1, ""), gone.stderr
+
 
 def test_import_validates_every_line_first_and_names_them(database_url, tmp_path: Path):
     good = lines_of(6)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import aclosing
 from pathlib import Path
 
 from schedules import tenants
@@ -50,6 +51,9 @@ async def _import(args: argparse.Namespace, ctx: Context) -> int:
 
 
 async def _export(args: argparse.Namespace, ctx: Context) -> int:
-    async for line in tenants.export(url(ctx), tenant=args.tenant):
-        print_line(line)
+    # Closed here, not by the event loop at exit: a reader that went away (`| head`) raises
+    # in the loop's body, and the export's transaction must end before the process does.
+    async with aclosing(tenants.export(url(ctx), tenant=args.tenant)) as lines:
+        async for line in lines:
+            print_line(line)
     return 0
