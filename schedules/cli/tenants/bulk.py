@@ -11,6 +11,7 @@ from pathlib import Path
 from schedules import tenants
 from schedules.cli.context import BadInputError, Context
 from schedules.cli.tenants.common import add_by, print_line, quotas, subcommand, url, who
+from schedules.progress import for_stream
 
 
 def configure(commands: argparse._SubParsersAction) -> None:
@@ -40,8 +41,9 @@ def _lines(path: Path) -> list[str]:
 
 
 async def _import(args: argparse.Namespace, ctx: Context) -> int:
+    # A bar on a terminal while it checks and copies the lines; nothing when piped.
     report = await tenants.import_lines(
-        url(ctx), _lines(args.file), by=who(args), quotas=quotas(ctx)
+        url(ctx), _lines(args.file), by=who(args), quotas=quotas(ctx), progress=for_stream()
     )
     print(
         f"imported {report.lines} line(s): {report.created} created, "
