@@ -62,6 +62,11 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%SZ") if value else "-"
 
 
+def _iso(value: datetime) -> str:
+    """A time as a command line takes it: one word."""
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _span(value: timedelta) -> str:
     seconds = int(value.total_seconds())
     hours, rest = divmod(seconds, 3600)
@@ -252,7 +257,7 @@ def _backfill_skipped(status: JobStatus, job: Any, dropped: Sequence[DroppedSlot
             status.job,
             f"{len(dropped)} backfilled slot(s) skipped by the server under overlap {overlap} "
             f"and never run: {shown}{more}; run them with `python -m schedules backfill "
-            f"{status.job} --start {_when(first)} --end {_when(last + timedelta(seconds=1))}` "
+            f"{status.job} --start {_iso(first)} --end {_iso(last + timedelta(seconds=1))}` "
             "(it buffers every slot), or choose Overlap Policy 'Buffer All' in the UI's dialog",
         )
     )

@@ -11,6 +11,7 @@ between backfilled slots: the outcome does not depend on timing.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -20,6 +21,7 @@ from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
 from activities.backfills import SkipsInput, backfill_skips, slot_workflow_id
 from schedules.catalog.model import load_catalog
+from schedules.cli.main import build_parser
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
@@ -102,7 +104,15 @@ async def test_check_names_each_slot_a_skip_backfill_dropped_and_explain_says_wh
         for slot in slots[1:]:
             assert slot.strftime("%Y-%m-%d %H:%M:%SZ") in message, message
         assert slots[0].strftime("%Y-%m-%d %H:%M:%SZ") not in message, message
-        assert "python -m schedules backfill hourly-report" in message
+        # The command it prints runs as printed: one word per time.
+        argv = shlex.split(message.split("`")[1])
+        assert argv[:4] == ["python", "-m", "schedules", "backfill"], argv
+        args = build_parser().parse_args(argv[3:])
+        assert (args.job, args.start, args.end) == (
+            "hourly-report",
+            utc(slots[1]),
+            utc(slots[3] + timedelta(seconds=1)),
+        )
         assert "Buffer All" in message
 
         code, out = run_cli(settings, catalog, "explain", "hourly-report", "--at", utc(slots[2]))
