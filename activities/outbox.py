@@ -30,14 +30,15 @@ def format_messages(rows: list[dict], totals: dict, by_type: list[dict]) -> str:
     lines.append(
         f"{'total':<{width}} {totals['pending']:>9} {totals['dispatched']:>11} {totals['dead']:>6}"
     )
+    kind = max([len("type"), *(len(row["type"]) for row in rows)])
     lines += [
         "",
         f"newest {len(rows)}:",
-        f"{'occurred_at (UTC)':<20} {'state':<10} {'type':<16} subject",
+        f"{'occurred_at (UTC)':<19} {'state':<10} {'type':<{kind}} subject",
     ]
     for row in rows:
         lines.append(
             f"{row['occurred_at']:%Y-%m-%d %H:%M:%S} {row['state']:<10} "
-            f"{row['type']:<16} {row['subject'] or ''}"
+            f"{row['type']:<{kind}} {row['subject'] or '-'}"
         )
     return "\n".join(lines)

@@ -1,5 +1,35 @@
 """The project's exception hierarchy: every message names the job, field, value or id."""
 
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from core import redact
+
+# `... Os { code: 111, kind: ConnectionRefused, message: "Connection refused" } ...`
+_OS_MESSAGE = re.compile(r'(?:message|error): "([^"]+)"')
+
+
+def setting_hint(variable: str, environ: Mapping[str, str] = os.environ) -> str:
+    """What an error about a server it could not reach names: `(VARIABLE)`, or, when the
+    environment does not set it, that the local stack's default was tried (a newcomer
+    outside `make run`)."""
+    if environ.get(variable, "").strip():
+        return f"({variable})"
+    return f"({variable} is not set, so the local stack's default was tried)"
+
+
+def transport_cause(exc: BaseException) -> str:
+    """The gist of a transport error: the OS's message inside the SDK's Rust error text."""
+    text = str(exc)
+    found = _OS_MESSAGE.findall(text)
+    if found:
+        return redact.scrub(found[-1])
+    first = (text.strip().splitlines() or [type(exc).__name__])[0]
+    return redact.scrub(first[:200])
+
 
 class SchedulerError(Exception):
     """Base of every error this project raises on purpose."""

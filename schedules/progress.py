@@ -1,5 +1,5 @@
-"""Progress of the long operations (`sync`, `verify`, `backfill --wait`): a bar on a
-terminal, nothing otherwise.
+"""Progress of the long operations (`sync`, `verify`, `backfill --wait`, `tenants import`):
+a bar on a terminal, nothing otherwise.
 
 The library functions take a `Progress` and call `phase(name, total)` then `advance()`
 per item; the CLI passes `for_stream(sys.stderr)`, which draws tqdm bars on stderr only
@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 
 class Progress(Protocol):
-    def phase(self, name: str, total: int) -> None:
+    def phase(self, name: str, total: int, unit: str = "job") -> None:
         """Start a phase of `total` items (the previous one ends)."""
 
     def advance(self, items: int = 1) -> None:
@@ -31,7 +31,7 @@ class Progress(Protocol):
 class Quiet:
     """No progress shown: the default of every library function."""
 
-    def phase(self, name: str, total: int) -> None:
+    def phase(self, name: str, total: int, unit: str = "job") -> None:
         pass
 
     def advance(self, items: int = 1) -> None:
@@ -52,12 +52,12 @@ class Bars:
         self._redraw = redraw_seconds
         self._bar: tqdm | None = None
 
-    def phase(self, name: str, total: int) -> None:
+    def phase(self, name: str, total: int, unit: str = "job") -> None:
         self.close()
         self._bar = tqdm(
             total=total,
             desc=name,
-            unit="job",
+            unit=unit,
             file=self._stream,
             leave=False,
             mininterval=self._redraw,

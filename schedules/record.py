@@ -7,7 +7,6 @@ The named queries are `schedules/sql/operate.sql`.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +15,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from core import redact
-from core.errors import first_line
+from core.errors import first_line, setting_hint
 from core.sql import queries as named_queries
 from schedules.server.state import OperationError
 
@@ -33,9 +32,7 @@ def queries() -> dict[str, str]:
 def database_hint() -> str:
     """Which setting a PostgreSQL error is about: `DATABASE_URL`, or, when it is not set,
     that the local stack's default was tried (a newcomer outside `make run`)."""
-    if os.environ.get("DATABASE_URL", "").strip():
-        return "(DATABASE_URL)"
-    return "(DATABASE_URL is not set, so the local stack's default was tried)"
+    return setting_hint("DATABASE_URL")
 
 
 def _redacted(exc: Exception, url: str) -> str:

@@ -23,6 +23,7 @@ MALFORMED: list[tuple[str, str, str]] = [
     # field counts
     ("0 0 * *", "cron", "0 0 * *"),
     ("0 0 0 1 1 * * 2030", "cron", "0 0 0 1 1 * * 2030"),
+    ("0 30 2 * * *", "cron", "0 30 2 * * *"),  # seconds first, as in Quartz or Spring
     ("", "cron", ""),
     # dates that never come
     ("0 0 30 2 *", "day-of-month", "30"),

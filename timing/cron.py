@@ -4,7 +4,8 @@ and `next` alike.
 Temporal's own field layout, so a cron means here what it means to Temporal:
 
 - 5 fields: `minute hour day-of-month month day-of-week`;
-- 6 fields: the same and a `year` (`30 2 * * * 2028`);
+- 6 fields: the same and a `year` (`30 2 * * * 2028`); a year of `*` is refused (it reads
+  like seconds first, `0 0 2 * * *`, which Temporal would run on the 2nd of each month);
 - 7 fields: `second minute hour day-of-month month day-of-week year`;
 - an alias: `@yearly` / `@annually` (`0 0 1 1 *`), `@monthly` (`0 0 1 * *`), `@weekly`
   (`0 0 * * 0`), `@daily` / `@midnight` (`0 0 * * *`), `@hourly` (`0 * * * *`). `@every`
@@ -253,6 +254,18 @@ def parse_cron(text: str) -> Cron:
             f"has {len(tokens)} field{'s' if len(tokens) != 1 else ''}; give 5 (minute hour "
             "day-of-month month day-of-week), 6 (the same and a year) or 7 (second minute "
             "hour day-of-month month day-of-week year)",
+        )
+    if len(tokens) == 6 and tokens[5] == "*":
+        # Temporal reads it as the 5-field cron with any year: written so, it is far more
+        # likely seconds first (Quartz, Spring), and `0 0 2 * * *` would silently run at
+        # 00:00 on the 2nd of each month instead of 02:00 daily.
+        raise CronError(
+            text,
+            "cron",
+            text,
+            "has 6 fields ending in '*': Temporal reads them as minute hour day-of-month "
+            "month day-of-week year, not with seconds first; give 5 fields, or 7 for "
+            "seconds (second minute hour day-of-month month day-of-week year)",
         )
     given = dict(zip(layout, tokens, strict=True))
     values = {name: _field(text, name, given.get(name, "0")) for name in LAYOUTS[7][:-1]}

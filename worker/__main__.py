@@ -13,7 +13,7 @@ import psycopg
 import psycopg_pool
 
 from core import redact
-from core.errors import SchedulerError, SettingsError
+from core.errors import SchedulerError, SettingsError, setting_hint, transport_cause
 from worker.logs import configure_logging
 from worker.migrate import apply_migrations
 from worker.process import exit_process
@@ -90,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     except psycopg.OperationalError as exc:
         if args.debug:
             raise
-        print(f"error: cannot reach the database: {_first_line(exc)}", file=sys.stderr)
+        print(
+            f"error: cannot reach the database at {settings.database_address}: "
+            f"{_first_line(exc)} {setting_hint('DATABASE_URL')}",
+            file=sys.stderr,
+        )
         return 1
     except psycopg.Error as exc:
         if args.debug:
@@ -100,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as exc:  # the Temporal SDK's "Failed client connect"
         if args.debug or "client connect" not in str(exc):
             raise
-        print(f"error: cannot reach Temporal: {_first_line(exc)}", file=sys.stderr)
+        print(
+            f"error: cannot reach Temporal at {redact.scrub(settings.temporal_address)}: "
+            f"{transport_cause(exc)} {setting_hint('TEMPORAL_ADDRESS')}",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -16,6 +16,7 @@ from activities.begin import BeginActivities
 from activities.catchup import CatchupActivities
 from activities.chunk_gate import set_chunk_gate
 from activities.executions import ExecutionActivities
+from activities.run_notes import RunNotesActivities
 from activities.runtime import RuntimeActivities
 from activities.steps import StepsActivities
 from core.sql import queries
@@ -66,8 +67,11 @@ def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
     catchup = CatchupActivities(pool)
     steps = StepsActivities(pool)
     runtime = RuntimeActivities(pool, runtime_work(pool, settings))
+    notes = RunNotesActivities()
     return [
         BeginActivities(pool).begin_run,
+        notes.backfill_skips,
+        notes.outcome_attribute,
         executions.claim_execution,
         executions.record_failure,
         executions.attempt_took_over,

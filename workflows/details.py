@@ -7,9 +7,13 @@ where the run is.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from workflows.models import SlotRun
+
+if TYPE_CHECKING:
+    from activities.backfills import BackfillSkips
 
 
 def run_headline(job_name: str, slot: datetime, local_time: str, origin: str) -> str:
@@ -35,6 +39,28 @@ def summary(head: str, own: SlotRun, caught_up: list[SlotRun], skipped: int, gap
             + (f" ({gap} beyond the catch-up cap)" if gap else "")
         )
     return "\n".join(lines)
+
+
+def _utc(instant: datetime) -> str:
+    return f"{instant:%Y-%m-%d %H:%M:%S}Z"
+
+
+def backfill_note(job_name: str, skips: BackfillSkips) -> str:
+    """What the server skipped of the backfill that started the run, and how to run it."""
+    shown = ", ".join(_utc(s) for s in skips.skipped[:5])
+    more = f" and {len(skips.skipped) - 5} more" if len(skips.skipped) > 5 else ""
+    first, last = skips.skipped[0], skips.skipped[-1]
+    lines = [
+        f"the server skipped {len(skips.skipped)} slot(s) of the backfill over this run "
+        f"({_utc(skips.start)} to {_utc(skips.end)}, overlap {skips.overlap}): {shown}{more}"
+        f" (its count of slots of this job skipped by overlap: {skips.counted})",
+        f"run them with `python -m schedules backfill {job_name} --start {first:%Y-%m-%dT%H:%M:%SZ} "
+        f"--end {last + timedelta(seconds=1):%Y-%m-%dT%H:%M:%SZ}` (it buffers every slot), "
+        "or choose Overlap Policy 'Buffer All' in the UI's Backfill dialog",
+    ]
+    if skips.slots > skips.checked:
+        lines.append(f"(only the backfill's first {skips.checked} slots were looked up)")
+    return "\n\n".join(lines)  # paragraphs of the UI's markdown
 
 
 def step_progress(

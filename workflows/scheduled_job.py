@@ -6,7 +6,8 @@ activities, which make the effect exactly-once per (job, scheduled time).
 
 A run has three steps: *begin* (find its slot, plan the slots it covers, claim the first),
 *run the slots* (each claimed, worked and settled, oldest first), *summarise* (the result,
-and the details the Temporal UI shows, worded by `workflows.details`).
+and the details the Temporal UI shows, worded by `workflows.details`, with what only the
+server can tell a backfilled run, and a mark on a run that did no work: `workflows.run_notes`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from timing import Timing
 
 from workflows.attempts import with_fresh_series
-from workflows.details import run_headline, showing, summary
+from workflows.details import backfill_note, run_headline, showing, summary
 from workflows.failures import cancelled, message, superseded
 from workflows.models import (
     JobRun,
@@ -46,6 +47,7 @@ from workflows.models import (
     StepOptions,
     WorkflowJobInput,
 )
+from workflows.run_notes import backfill_skips, mark_no_op
 from workflows.steps import STEPS_ID_SUFFIX
 
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
@@ -89,7 +91,13 @@ class ScheduledJobWorkflow:
         headline = run_headline(job.job_name, begun.scheduled_at, plan.local_time, plan.origin)
         workflow.set_current_details(showing(headline, "running"))
         own, caught_up = await self._run_slots(job, begun, headline)
-        workflow.set_current_details(summary(headline, own, caught_up, plan.skipped, plan.gap))
+        details = summary(headline, own, caught_up, plan.skipped, plan.gap)
+        # From the server, on the paths that need it (`workflows.run_notes`).
+        skips = await backfill_skips(job, begun.scheduled_at, plan.origin)
+        if skips is not None:
+            details += "\n\n" + backfill_note(job.job_name, skips)
+        workflow.set_current_details(details)
+        await mark_no_op(own, caught_up)
         return JobRunResult(
             **own.model_dump(),  # the run's own slot: time, execution, outcome, counts
             origin=plan.origin,

@@ -13,7 +13,7 @@ from typing import Any
 from core import redact
 from core.errors import SchedulerError
 from schedules.catalog.durations import format_duration
-from schedules.catalog.model import load_catalog
+from schedules.catalog.model import load_valid_jobs
 from schedules.cli import context as cli
 from schedules.cli.format import table
 from schedules.health.check_run import run_check
@@ -38,7 +38,8 @@ DESCRIPTION = (
 )
 EXIT_CODES = (
     "exit codes: 0 healthy; 1 at least one alert; 2 cannot tell (PostgreSQL or Temporal "
-    "unreachable, invalid settings or catalog). Fit for a Kubernetes CronJob or a "
+    "unreachable, invalid settings, an unreadable catalog, or an invalid catalog entry: the "
+    "other jobs are still checked and reported). Fit for a Kubernetes CronJob or a "
     "Nagios-style probe."
 )
 
@@ -86,7 +87,9 @@ async def run(args: argparse.Namespace, ctx: cli.Context | None = None) -> int:
     """The `check` command: print the report and return its exit code (never 1 on a crash)."""
     try:
         settings = load_settings()
-        jobs = load_catalog(getattr(args, "catalog", None))
+        # A colleague's broken entry must not blind the check to every other job: those
+        # are checked, and the entry is an error (status unknown, exit 2).
+        jobs, broken = load_valid_jobs(getattr(args, "catalog", None))
         report = await run_check(
             lambda: connect(settings),
             settings.database_url.get_secret_value(),
@@ -96,7 +99,12 @@ async def run(args: argparse.Namespace, ctx: cli.Context | None = None) -> int:
             timeout=args.timeout,
             address=settings.temporal_address,
         )
-    except SchedulerError as exc:  # bad settings or catalog: cannot tell
+        report.errors += [
+            f"{problems[0]}: invalid catalog entry, not checked (`python -m schedules "
+            "validate` lists every problem)"
+            for problems in broken.values()
+        ]
+    except SchedulerError as exc:  # bad settings or an unreadable catalog: cannot tell
         print(f"error: {redact.scrub(str(exc))}", file=sys.stderr)
         return 2
     except Exception as exc:  # exit 1 means "alert": a crash must not look like one

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from temporalio.client import Client
 
-from core.errors import CatalogError, SchedulerError
+from core.errors import CatalogError, SchedulerError, setting_hint
 from schedules.catalog.durations import parse_duration
 from schedules.catalog.model import JobSpec, load_valid_jobs
 from schedules.catalog.times import parse_time
@@ -78,6 +78,7 @@ class Context:
             waiting_for_cluster=waiting_for_cluster,
             address=lambda: self.settings.temporal_address,
             announce=self._announce,
+            setting=lambda: setting_hint("TEMPORAL_ADDRESS"),
         )
         self._settings: Settings | None = None
         self._client: Client | None = None

@@ -105,10 +105,31 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMANDS:
         command = module.configure(subparsers)
         command.set_defaults(handler=module.run)
-        # Accepted after the command too (`validate --catalog X`); there they override the
-        # ones given before it, and when left out there they leave those alone.
-        _add_global_options(command, default=argparse.SUPPRESS)
+        # Accepted after the command too (`validate --catalog X`, `tenants list --debug`);
+        # there they override the ones given before it, and when left out there they leave
+        # those alone.
+        for where in _and_subcommands(command):
+            _add_global_options(where, default=argparse.SUPPRESS)
+            if not where.get_default("waits_for_cluster"):
+                # Said the same either side: a read-only command does not wait (`_context`).
+                where.add_argument(
+                    "--wait-for-cluster",
+                    dest="cluster_wait",
+                    type=non_negative_seconds,
+                    default=argparse.SUPPRESS,
+                    help=argparse.SUPPRESS,
+                )
     return parser
+
+
+def _and_subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """`parser` and, for a command with commands of its own (`tenants`), each of those."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                found += _and_subcommands(sub)
+    return found
 
 
 def _add_global_options(parser: argparse.ArgumentParser, default: object) -> None:

@@ -13,7 +13,7 @@ last run, last success, next due, and an alert for each of
   median of the 20 completed runs before it, and at least a minute more;
 - `backfill_skipped`: slots of a backfill requested during the lookback that the server
   skipped under its overlap policy (the Web UI dialog's default, Skip) and that nothing has
-  run since (`schedules.server.backfills` names them);
+  run since (`activities.backfills` names them);
 - `dead_outbox`: outbox messages the relay gave up on;
 - `schedule_not_registered`: the job has no schedule on Temporal (or one this project does
   not manage).
@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from activities.backfills import DroppedSlot
 from schedules.health.status import (
     COMPENSATED,
     COMPLETED,
@@ -54,12 +55,16 @@ from schedules.health.status import (
     OutboxState,
     ScheduleState,
 )
-from schedules.server.backfills import DroppedSlot
 from timing import Timing
 
 
 def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%SZ") if value else "-"
+
+
+def _iso(value: datetime) -> str:
+    """A time as a command line takes it: one word."""
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _span(value: timedelta) -> str:
@@ -252,7 +257,7 @@ def _backfill_skipped(status: JobStatus, job: Any, dropped: Sequence[DroppedSlot
             status.job,
             f"{len(dropped)} backfilled slot(s) skipped by the server under overlap {overlap} "
             f"and never run: {shown}{more}; run them with `python -m schedules backfill "
-            f"{status.job} --start {_when(first)} --end {_when(last + timedelta(seconds=1))}` "
+            f"{status.job} --start {_iso(first)} --end {_iso(last + timedelta(seconds=1))}` "
             "(it buffers every slot), or choose Overlap Policy 'Buffer All' in the UI's dialog",
         )
     )

@@ -23,9 +23,10 @@ from psycopg.rows import dict_row
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from activities.backfills import DroppedSlot, backfill_requests, dropped_slots
 from core import redact
 from core.aio import gather_by
-from core.errors import first_line
+from core.errors import first_line, transport_cause
 from core.sql import queries
 from schedules.catalog.compile import (
     MANAGED_MEMO_KEY,
@@ -48,9 +49,7 @@ from schedules.health.status import (
     OutboxState,
     ScheduleState,
 )
-from schedules.server.backfills import DroppedSlot, backfill_requests, dropped_slots
 from schedules.server.found import schedule_or_none
-from schedules.server.retry import transport_cause
 from workflows import JobRun
 
 

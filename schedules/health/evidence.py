@@ -13,13 +13,13 @@ from datetime import datetime, timedelta
 
 from temporalio.client import Client
 
+from activities.backfills import covering_backfill
 from activities.catchup import second_occurrence_of
 from core.errors import TemporalUnreachableError
 from schedules.catalog.model import JobSpec
 from schedules.catalog.times import utc_text
 from schedules.health.explain import Evidence
 from schedules.record import DatabaseUnavailableError, execution_at
-from schedules.server.backfills import BackfillRequest, backfill_requests
 from schedules.server.retry import Retry
 from schedules.server.state import OperationError, pollers, schedule_state, workflow_status
 from timing import Timing
@@ -46,13 +46,6 @@ def neighbours(job: JobSpec, at: datetime) -> tuple[datetime | None, datetime | 
 
 def on_grid(job: JobSpec, at: datetime) -> bool:
     return bool(_grid(job).fire_times(at, at + _TICK))
-
-
-async def covering_backfill(client: Client, job: JobSpec, fire: datetime) -> BackfillRequest | None:
-    """The newest backfill the server received over `fire` that drops overlapping slots."""
-    requests = await backfill_requests(client, job.id)
-    covering = [r for r in requests if r.start <= fire <= r.end and r.drops(job.overlap)]
-    return covering[-1] if covering else None
 
 
 async def gather_evidence(
@@ -93,7 +86,7 @@ async def gather_evidence(
         )
         ev.pollers = await pollers(client, ev.task_queue, retry=retry)
         if ev.row is None and ev.schedule.exists and ev.schedule.skipped_overlap:
-            ev.backfill = await covering_backfill(client, job, fire)
+            ev.backfill = await covering_backfill(client, job.id, fire, job.overlap)
     except (OperationError, TemporalUnreachableError) as exc:
         ev.server_error = str(exc)
     return ev

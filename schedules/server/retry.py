@@ -8,7 +8,6 @@ a refusal is not. `Retry` asks again for a bounded time, then raises one
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -24,14 +23,12 @@ from tenacity import (
 )
 
 from core import redact
-from core.errors import TemporalUnreachableError
+from core.errors import TemporalUnreachableError, transport_cause
 
 T = TypeVar("T")
 
 # What a call that was not asked to wait gives an unreachable Temporal, in seconds.
 FAIL_FAST_SECONDS = 5.0
-# `... Os { code: 111, kind: ConnectionRefused, message: "Connection refused" } ...`
-_OS_MESSAGE = re.compile(r'(?:message|error): "([^"]+)"')
 
 # Errors that say the server is not (yet) reachable, or too busy to answer now.
 TRANSIENT = {
@@ -63,22 +60,13 @@ def nobody_there(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and ("refused" in text or "lookup address" in text)
 
 
-def transport_cause(exc: BaseException) -> str:
-    """The gist of a transport error: the OS's message inside the SDK's Rust error text."""
-    text = str(exc)
-    found = _OS_MESSAGE.findall(text)
-    if found:
-        return redact.scrub(found[-1])
-    first = (text.strip().splitlines() or [type(exc).__name__])[0]
-    return redact.scrub(first[:200])
-
-
 class Retry:
     """Run a Temporal call, retrying transient errors for up to `seconds`.
 
     By default a refused connection (nothing listens at the address) is final at once.
     With `waiting_for_cluster` it is retried too, and `announce(cause)` is told once,
-    before the first wait, what is waited for. `address` names the server in the error.
+    before the first wait, what is waited for. `address` names the server in the error,
+    `setting` the setting it came from (the CLI's says when it was not set).
     """
 
     def __init__(
@@ -88,11 +76,13 @@ class Retry:
         waiting_for_cluster: bool = False,
         address: Callable[[], str] | str = "the server",
         announce: Callable[[str], None] | None = None,
+        setting: Callable[[], str] = lambda: "(TEMPORAL_ADDRESS)",
     ) -> None:
         self.seconds = seconds
         self.waiting_for_cluster = waiting_for_cluster
         self._address = address if callable(address) else (lambda: address)
         self._announce_to = announce
+        self._setting = setting
         self._announced = False
 
     @classmethod
@@ -134,6 +124,6 @@ class Retry:
             if time.monotonic() - started >= 1 or self.waiting_for_cluster:
                 where += f" within {self.seconds:g}s"
             raise TemporalUnreachableError(
-                f"{where}: {transport_cause(exc)} (TEMPORAL_ADDRESS)"
+                f"{where}: {transport_cause(exc)} {self._setting()}"
             ) from None
         raise AssertionError("unreachable")

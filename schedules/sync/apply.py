@@ -34,6 +34,7 @@ from schedules.progress import QUIET, Progress
 from schedules.server.sync_lock import DEFAULT_LEASE_SECONDS, SyncLock, sync_lock
 from schedules.sync.attributes import (
     digest_attribute,
+    outcome_attribute,
     refused_digest,
     runtime_attributes,
     timing_attribute,
@@ -102,6 +103,7 @@ async def sync(
             for target in targets.values():
                 target.carry_timing = True
         await runtime_attributes(client, register=stamp)
+        await outcome_attribute(client, register=stamp)
         report = await plan_against_listing(
             client, targets, now, prune=prune, full=full, stamp=stamp, progress=progress
         )

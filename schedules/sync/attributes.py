@@ -6,6 +6,9 @@ since when each schedule's timing is in force. Sync registers both in the namesp
 they are missing. Where it cannot (a hosted namespace without operator permissions), or a
 server refuses a write for them, the schedule is written without them and every job is
 described instead: correct, only slower, and said once per process.
+
+`ScheduledJobsOutcome` is not written by sync: a run that did no work sets it on itself
+(`workflows.run_notes`), once the namespace has it; sync registers it like the others.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.run_notes import OUTCOME_ATTRIBUTE
 from activities.runtime_models import RUNTIME_ATTRIBUTES
 from schedules.catalog.compile import (
     DIGEST_ATTRIBUTE,
@@ -38,6 +42,11 @@ _KEYWORD = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
 
 
 _warned: set[Any] = set()  # logged once: (namespace, attribute) pairs unusable, "write"
+# What goes without each attribute, said when it is unusable.
+_WITHOUT = {
+    DIGEST_ATTRIBUTE.name: "sync describes every schedule instead (correct, slower)",
+    OUTCOME_ATTRIBUTE.name: "runs that did no work look like work done in the UI's lists",
+}
 
 
 async def digest_attribute(client: Client, register: bool) -> bool:
@@ -63,6 +72,13 @@ async def runtime_attributes(client: Client, register: bool) -> bool:
     filters one customer's runs. Where they cannot, the dispatcher starts runs without."""
     found = [await _keyword_attribute(client, key.name, register) for key in RUNTIME_ATTRIBUTES]
     return all(found)
+
+
+async def outcome_attribute(client: Client, register: bool) -> bool:
+    """Whether runs can mark themselves with `ScheduledJobsOutcome` (registered like the
+    digest). Where they cannot, a run that did no work looks like work done in the UI's
+    lists; its details and result still say it."""
+    return await _keyword_attribute(client, OUTCOME_ATTRIBUTE.name, register)
 
 
 async def _keyword_attribute(client: Client, name: str, register: bool) -> bool:
@@ -109,15 +125,14 @@ def _warn_once(namespace: str, name: str, why: str) -> None:
     if (namespace, name) in _warned:
         return
     _warned.add((namespace, name))
-    who = "sync" if name == DIGEST_ATTRIBUTE.name else "check"
+    without = _WITHOUT.get(name, "check describes every schedule instead (correct, slower)")
     logger.warning(
-        "search attribute %s is not usable in namespace %s: %s; %s describes every "
-        "schedule instead (correct, slower). To fix: temporal operator search-attribute "
-        "create --namespace %s --name %s --type Keyword",
+        "search attribute %s is not usable in namespace %s: %s; %s. To fix: temporal "
+        "operator search-attribute create --namespace %s --name %s --type Keyword",
         name,
         namespace,
         why,
-        who,
+        without,
         namespace,
         name,
         extra={"namespace": namespace, "search_attribute": name},

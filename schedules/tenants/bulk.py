@@ -21,6 +21,7 @@ from pydantic import ValidationError
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, QuotaError
+from schedules.progress import QUIET, Progress
 from schedules.tenants.model import SHARDS, Definition, Schedule, validation_line
 from schedules.tenants.quota import Quotas
 from schedules.tenants.store import Database
@@ -63,15 +64,19 @@ def _parse_line(number: int, text: str) -> Definition | str:
         return f"line {number}: {validation_line(data, exc)}"
 
 
-def parse_lines(lines: Iterable[str], quotas: Quotas) -> list[tuple[int, Definition]]:
+def parse_lines(
+    lines: Iterable[str], quotas: Quotas, progress: Progress = QUIET
+) -> list[tuple[int, Definition]]:
     """Every non-blank line as a validated `Definition` with its line number, or one
-    `InvalidScheduleError` (`QuotaError` when only quotas refuse) listing the problems."""
+    `InvalidScheduleError` (`QuotaError` when only quotas refuse) listing the problems.
+    `progress` is told of each line checked."""
     parsed: list[tuple[int, Definition]] = []
     problems: list[str] = []
     quota_problems = 0
     seen: dict[tuple[str, str], int] = {}
     total = 0
     for number, text in enumerate(lines, start=1):
+        progress.advance()
         if not text.strip():
             continue
         total += 1
@@ -107,11 +112,31 @@ async def import_lines(
     by: str = "",
     quotas: Quotas | None = None,
     clock: Clock = utcnow,
+    progress: Progress = QUIET,
 ) -> ImportReport:
-    """Create the schedules of `lines` (JSON Lines) that do not exist yet; see the module."""
+    """Create the schedules of `lines` (JSON Lines) that do not exist yet; see the module.
+    `progress` is told of each line checked, then of each one copied (`schedules.progress`)."""
     quotas = quotas or Quotas.from_environment()
-    parsed = parse_lines(lines, quotas)
-    now = clock()
+    lines = list(lines)
+    try:
+        progress.phase("check", len(lines), unit="line")
+        parsed = parse_lines(lines, quotas, progress)
+        progress.phase("copy", len(parsed), unit="line")
+        created = await _copy_in(db, parsed, by, quotas, clock(), progress)
+    finally:
+        progress.close()  # a refusal's lines print below no bar
+    return ImportReport(len(parsed), created, len(parsed) - created)
+
+
+async def _copy_in(
+    db: Database,
+    parsed: list[tuple[int, Definition]],
+    by: str,
+    quotas: Quotas,
+    now: datetime,
+    progress: Progress,
+) -> int:
+    """Copy the lines in and create the new schedules, in one transaction; how many."""
     nexts: dict[tuple[Any, ...], datetime | None] = {}
 
     def next_of(new: Definition) -> datetime | None:
@@ -128,11 +153,11 @@ async def import_lines(
         async with cur.copy(store.Q["import_copy"]) as copy:
             for number, new in parsed:
                 await copy.write_row(_copy_row(number, new, next_of(new)))
+                progress.advance()
         await _refuse_conflicts(conn)
         await _check_counts(conn, quotas)
         cur = await conn.execute(store.Q["import_insert"], {"by": by, "now": now, "shards": SHARDS})
-        created = cur.rowcount
-    return ImportReport(len(parsed), created, len(parsed) - created)
+        return cur.rowcount
 
 
 def _copy_row(number: int, new: Definition, next_fire_at: datetime | None) -> tuple:

@@ -1,5 +1,7 @@
 """A backfill under overlap Skip (the Web UI dialog's default) drops slots: `check` names
-each one and `explain` says why, on the real dev server and PostgreSQL.
+each one, `explain` says why, and what the run the backfill started reads of the server at
+its end (`activities.backfills.backfill_skips`) names them too, on the real dev server and
+PostgreSQL.
 
 No worker polls the job's queue, so the backfill's first run stays open and the server
 skips every later slot of the range, as it does when a run takes longer than the gap
@@ -9,6 +11,7 @@ between backfilled slots: the outcome does not depend on timing.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -16,7 +19,9 @@ from pathlib import Path
 
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
+from activities.backfills import SkipsInput, backfill_skips, slot_workflow_id
 from schedules.catalog.model import load_catalog
+from schedules.cli.main import build_parser
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
@@ -54,7 +59,8 @@ async def test_check_names_each_slot_a_skip_backfill_dropped_and_explain_says_wh
 ):
     catalog = tmp_path / "jobs.toml"
     catalog.write_text(CATALOG)
-    await sync(client, list(load_catalog(catalog)), settings.temporal_task_queue, prune=False)
+    (job,) = load_catalog(catalog)
+    await sync(client, [job], settings.temporal_task_queue, prune=False)
     handle = client.get_schedule_handle("hourly-report")
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     slots = [hour - timedelta(hours=n) for n in (4, 3, 2, 1)]
@@ -72,6 +78,23 @@ async def test_check_names_each_slot_a_skip_backfill_dropped_and_explain_says_wh
 
         await assert_eventually(three_skipped, timeout=60)
 
+        # What the run the backfill started reads of the server (its details say it).
+        first = await client.get_workflow_handle(slot_workflow_id(job.id, slots[0])).describe()
+        ask = SkipsInput(
+            job_name=job.id, scheduled_at=slots[0], started_at=first.start_time, timing=job.timing
+        )
+        skips = await backfill_skips(client, ask)
+        assert skips is not None and skips.skipped == slots[1:]
+        assert (skips.start, skips.end, skips.overlap, skips.counted) == (
+            slots[0],
+            slots[-1],
+            "skip",
+            3,
+        )
+        # A run started before the backfill was requested is not one of its runs.
+        before = ask.model_copy(update={"started_at": first.start_time - timedelta(hours=1)})
+        assert await backfill_skips(client, before) is None
+
         code, out = run_cli(settings, catalog, "check", "--json")
         assert code == 1, out
         (alert,) = [a for a in json.loads(out)["alerts"] if a["kind"] == "backfill_skipped"]
@@ -81,7 +104,15 @@ async def test_check_names_each_slot_a_skip_backfill_dropped_and_explain_says_wh
         for slot in slots[1:]:
             assert slot.strftime("%Y-%m-%d %H:%M:%SZ") in message, message
         assert slots[0].strftime("%Y-%m-%d %H:%M:%SZ") not in message, message
-        assert "python -m schedules backfill hourly-report" in message
+        # The command it prints runs as printed: one word per time.
+        argv = shlex.split(message.split("`")[1])
+        assert argv[:4] == ["python", "-m", "schedules", "backfill"], argv
+        args = build_parser().parse_args(argv[3:])
+        assert (args.job, args.start, args.end) == (
+            "hourly-report",
+            utc(slots[1]),
+            utc(slots[3] + timedelta(seconds=1)),
+        )
         assert "Buffer All" in message
 
         code, out = run_cli(settings, catalog, "explain", "hourly-report", "--at", utc(slots[2]))

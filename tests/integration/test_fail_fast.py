@@ -154,8 +154,9 @@ def test_a_write_waits_for_the_cluster_only_when_asked_and_says_for_what(env, ca
     ("args", "says"),
     [
         (["--wait-for-cluster", "5", "list"], "`list` does not wait for a cluster"),
-        (["list", "--wait-for-cluster", "5"], "unrecognized arguments: --wait-for-cluster 5"),
-        (["runs", "ff-job", "--wait-for-cluster", "5"], "unrecognized arguments"),
+        # After the command the same: global options go either side (issue 20).
+        (["list", "--wait-for-cluster", "5"], "`list` does not wait for a cluster"),
+        (["runs", "ff-job", "--wait-for-cluster", "5"], "`runs` does not wait for a cluster"),
         (["sync", "--wait-for-cluster", "-1"], "argument --wait-for-cluster:"),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else "",

@@ -1,4 +1,5 @@
-"""`make run`'s stack, started as the README says, on spare ports."""
+"""`make run`'s stack, started as README.md says, on spare ports; the docs' blocks written
+for it (`<!-- runnable on make run: ... -->`, tests/helpers/docs.py) run on it as written."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from devstack import free_port
 from devstack.temporal import temporal_binary
 from schedules.catalog.model import load_catalog
 from tests.helpers import ROOT, assert_eventually, wait_for_text
+from tests.helpers.docs import marked
 
 
 def start_stack(state, log, ports) -> subprocess.Popen:
@@ -49,6 +51,30 @@ def local_years(instant: datetime) -> set[tuple[str, int]]:
     next's)."""
     zones = {"UTC", *(job.timezone for job in load_catalog())}
     return {(name, instant.astimezone(ZoneInfo(name)).year) for name in zones}
+
+
+def run_docs_blocks(state, tmp_path, env: dict[str, str]) -> None:
+    """Each block the docs wrote for `make run`, in bash from a directory laid out as the
+    checkout a reader runs it from: `.venv`, the Makefile, and `.dev` (this stack's state)."""
+    reader = tmp_path / "reader"
+    reader.mkdir()
+    for name, target in ((".venv", ROOT / ".venv"), (".dev", state)):
+        (reader / name).symlink_to(target)
+    for name in ("Makefile", "pyproject.toml"):  # `make psql` (its .venv is up to date)
+        (reader / name).symlink_to(ROOT / name)
+    blocks = marked("runnable on make run:")
+    assert len(blocks) >= 3, blocks
+    for block in blocks:
+        done = subprocess.run(
+            ["bash", "-c", "set -euo pipefail\n" + block.body],
+            cwd=reader,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, f"{block.where}:\n{done.stdout}\n{done.stderr}"
+        assert "Traceback" not in done.stderr, f"{block.where}:\n{done.stderr}"
 
 
 def interrupt(proc: subprocess.Popen) -> int:
@@ -147,6 +173,15 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
         await assert_eventually(reminders_delivered, timeout=120)
         shown = outbox()
         assert "InvoiceReminder" in shown and "@" not in shown  # no customer emails printed
+
+        # The docs' walks over the demo data (docs/jobs.md, docs/outbox.md), as written; the
+        # stack's ports are not the defaults, so the two variables say where they are.
+        reader_env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATA"))
+        }
+        run_docs_blocks(
+            state, tmp_path, reader_env | {"TEMPORAL_ADDRESS": address, "DATABASE_URL": db_url}
+        )
 
         # Meanwhile the whole catalog ran live beside the trigger (card-settlement every
         # minute, outbox-relay every 30 s, the others at their times if one came): the

@@ -1,8 +1,10 @@
 """One invalid catalog entry blocks `sync` and `validate`, not the commands that read the
-record or act on another job: they warn in one line and go on (real servers)."""
+record or act on another job: they warn in one line and go on; `check` checks the other
+jobs and reports the entry as an error (real servers)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -66,6 +68,14 @@ async def test_a_broken_entry_blocks_sync_but_not_the_other_jobs(client, setting
             assert done.returncode in (0, 1), done  # explain: 1, the time did not run
             assert done.stderr.strip().splitlines()[0] == WARNING, done.stderr
             assert "partly-good" in done.stdout, done.stdout
+
+        done = run(settings, catalog, "check", "--json")
+        assert done.returncode == 2, done  # cannot tell about the broken entry
+        report = json.loads(done.stdout)
+        assert [job["job"] for job in report["jobs"]] == ["partly-good"]
+        (error,) = report["errors"]
+        assert error.startswith("job 'partly-broken': timezone:"), error
+        assert "invalid catalog entry, not checked" in error
 
         done = run(settings, catalog, "trigger", "partly-broken")
         assert done.returncode == 2

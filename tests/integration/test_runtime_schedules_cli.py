@@ -149,7 +149,7 @@ def test_import_export_round_trip_and_reimport_is_a_no_op(database_url, tmp_path
     path = tmp_path / "schedules.jsonl"
     path.write_text("\n".join(lines_of(50)) + "\n")
     done = cli(database_url, "import", str(path))
-    assert done.returncode == 0, done.stderr
+    assert (done.returncode, done.stderr) == (0, "")  # piped: no progress bar
     assert done.stdout.strip() == "imported 50 line(s): 50 created, 0 already there"
     assert rows(database_url, "runtime_schedule_changes") == 50
     again = cli(database_url, "import", str(path))
@@ -174,6 +174,25 @@ def test_import_export_round_trip_and_reimport_is_a_no_op(database_url, tmp_path
     copy_url = database_url.rsplit("/", 1)[0] + "/copy_of"
     assert cli(copy_url, "import", str(back)).returncode == 0
     assert cli(copy_url, "export").stdout.splitlines() == exported.stdout.splitlines()
+
+    # A reader that goes away (`export | head -1`) ends the export quietly, at once: its
+    # transaction is closed before the process ends (it used to hang, with a traceback).
+    read, write = os.pipe()
+    os.close(read)  # gone before the first line: the first write fails
+    try:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_")}
+        gone = subprocess.run(
+            [sys.executable, "-m", "schedules", "tenants", "export"],
+            cwd=ROOT,
+            env=environ | {"DATABASE_URL": database_url},
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert (gone.returncode, gone.stderr) == (1, ""), gone.stderr
 
 
 def test_import_validates_every_line_first_and_names_them(database_url, tmp_path: Path):
@@ -206,11 +225,37 @@ def test_import_validates_every_line_first_and_names_them(database_url, tmp_path
     assert rows(database_url, "runtime_schedules") == 0
 
 
+class Told:
+    """A progress (`schedules.progress`) that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.phases: list[tuple[str, int, str]] = []
+        self.advanced = 0
+        self.closed = 0
+
+    def phase(self, name: str, total: int, unit: str = "job") -> None:
+        self.phases.append((name, total, unit))
+
+    def advance(self, items: int = 1) -> None:
+        self.advanced += items
+
+    def close(self) -> None:
+        self.closed += 1
+
+    def write(self, line: str) -> None:
+        print(line)
+
+
 async def test_import_refuses_conflicts_and_quotas_and_writes_nothing(database_url):
-    await tenants.import_lines(database_url, lines_of(9), quotas=Quotas())
+    told = Told()  # what a terminal's bar is told: each line checked, then each copied
+    await tenants.import_lines(database_url, lines_of(9), quotas=Quotas(), progress=told)
+    assert told.phases == [("check", 9, "line"), ("copy", 9, "line")]
+    assert (told.advanced, told.closed) == (18, 1)
     changed = [json.dumps(json.loads(lines_of(9)[4]) | {"cron": "1 1 * * *"}), *lines_of(12)[9:]]
+    refused = Told()
     with pytest.raises(ConflictError, match=r"line 1: schedule 't1'/'report-4' exists \(id"):
-        await tenants.import_lines(database_url, changed, quotas=Quotas())
+        await tenants.import_lines(database_url, changed, quotas=Quotas(), progress=refused)
+    assert refused.closed == 1  # the bar is gone before the refusal is printed
     with pytest.raises(QuotaError, match=r"tenant 't0': 3 schedule.s. stored and 2 more would"):
         await tenants.import_lines(database_url, lines_of(15), quotas=Quotas(max_schedules=4))
     with pytest.raises(QuotaError, match="line 1: tenant 't0': schedule 'report-0' fires every"):

@@ -1,11 +1,15 @@
 """The Temporal Web UI, driven in Debian's Chromium by Playwright, says what docs/operating.md
-says it does: a schedule's page shows the job's intent, and a backfill from its dialog, with
-the dialog's defaults, either runs every slot or `check` names each one it dropped.
+says it does: a schedule's page shows the job's intent; a backfill from its dialog, with
+the dialog's defaults, either runs every slot or `check` names each one it dropped, and the
+run it started says in its details how many slots the server skipped, and which; a no-op
+re-run of a slot is told from work done in the workflow list.
 
-The session's dev server serves the UI (tests/conftest.py). No worker polls the job's
-queue, so the first backfilled run stays open while the server reaches the next slots: the
-outcome does not hang on timing. A failing run leaves a screenshot of the page in
-`tmp/artifacts/` (or `$TEST_ARTIFACTS`).
+The session's dev server serves the UI (tests/conftest.py); one worker serves the job (the
+UI reads a run's details by querying it, which a worker answers). The server works through
+a backfill of four slots in one pass: under Skip it starts the first and skips the three
+others in the same pass, however fast that run ends, so the outcome does not hang on
+timing. A failing run leaves a screenshot of the page in `tmp/artifacts/` (or
+`$TEST_ARTIFACTS`).
 """
 
 from __future__ import annotations
@@ -18,14 +22,20 @@ import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page, async_playwright
+from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
+from activities.backfills import slot_workflow_id
 from schedules.catalog.model import load_catalog
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
+from tests.helpers.audit import audited
 from tests.helpers.worker import settings_env
+from workflows import JobRunResult
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Headless as root, and nothing reaching out to the network this machine does not have.
@@ -40,6 +50,7 @@ CHROMIUM_FLAGS = [
 ]
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", ROOT / "tmp" / "artifacts"))
 JOB = "ui-hourly-report"
+SECOND = timedelta(seconds=1)
 CATALOG = f"""\
 [{JOB}]
 kind = "invoice-reminders"
@@ -97,11 +108,13 @@ async def fill_backfill_range(page: Page, start: datetime, end: datetime) -> Non
 
 
 async def test_the_schedule_page_shows_the_intent_and_a_default_backfill_is_never_silent(
-    client, settings, tmp_path, page
+    client, settings, database_url, tmp_path, page, start_workers
 ):
     catalog = tmp_path / "jobs.toml"
     catalog.write_text(CATALOG)
-    await sync(client, list(load_catalog(catalog)), settings.temporal_task_queue, prune=False)
+    jobs = list(load_catalog(catalog))
+    await sync(client, jobs, settings.temporal_task_queue, prune=False)
+    start_workers(1)
     handle = client.get_schedule_handle(JOB)
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     slots = [hour - timedelta(hours=n) for n in (4, 3, 2, 1)]
@@ -135,8 +148,13 @@ async def test_the_schedule_page_shows_the_intent_and_a_default_backfill_is_neve
         (alert,) = [a for a in report["alerts"] if a["kind"] == "backfill_skipped"]
         assert alert["job"] == JOB
         assert alert["message"].startswith(f"{info.num_actions_skipped_overlap} backfilled slot")
-        named = [s for s in slots if s.strftime("%Y-%m-%d %H:%M:%SZ") in alert["message"]]
-        assert len(named) == 3 == info.num_actions_skipped_overlap, alert["message"]
+        dropped = [s for s in slots if s.strftime("%Y-%m-%d %H:%M:%SZ") in alert["message"]]
+        assert len(dropped) == 3 == info.num_actions_skipped_overlap, alert["message"]
+
+        (ran,) = [s for s in slots if s not in dropped]
+        await run_details_name_the_skipped(page, client, ran, dropped)
+        await a_no_op_rerun_is_told_from_work_done(page, client, handle, ran)
+        await audited(client, database_url, settings.temporal_task_queue, jobs, start=slots[0])
     finally:
         await handle.delete()
         async for run in client.list_workflows(
@@ -144,3 +162,65 @@ async def test_the_schedule_page_shows_the_intent_and_a_default_backfill_is_neve
             f"AND TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
         ):
             await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
+
+
+async def run_details_name_the_skipped(
+    page: Page, client, ran: datetime, dropped: list[datetime]
+) -> None:
+    """The run the backfill started says, in the UI's Current Details, how many slots the
+    server skipped and which (read from the server at the run's end)."""
+    run = client.get_workflow_handle(slot_workflow_id(JOB, ran), result_type=JobRunResult)
+    assert (await run.result()).outcome == "completed"
+    await page.goto(f"/namespaces/default/workflows/{run.id}")
+    await page.get_by_text("User Metadata", exact=True).click()
+    head = f"the server skipped {len(dropped)} slot(s) of the backfill"
+
+    async def the_note() -> str:
+        # The UI renders each piece of user metadata as markdown in a frame of its own.
+        for frame in page.frames[1:]:
+            try:
+                text = await frame.inner_text("body", timeout=1000)
+            except PlaywrightError:  # a frame the page replaced as it refreshed
+                continue
+            if head in text:
+                return text
+        raise AssertionError(f"no frame of the run's page says {head!r}")
+
+    text = await assert_eventually(the_note)
+    for slot in dropped:
+        assert slot.strftime("%Y-%m-%d %H:%M:%SZ") in text, text
+    assert f"python -m schedules backfill {JOB} --start {dropped[0]:%Y-%m-%dT%H:%M:%SZ}" in text
+
+
+async def a_no_op_rerun_is_told_from_work_done(page: Page, client, handle, ran: datetime) -> None:
+    """A second backfill of the slot that ran is a no-op: the workflow list's
+    ScheduledJobsOutcome column says so for it, and nothing for the run that did the work."""
+    workflow_id = slot_workflow_id(JOB, ran)
+    await handle.backfill(
+        ScheduleBackfill(
+            start_at=ran - SECOND, end_at=ran + SECOND, overlap=ScheduleOverlapPolicy.ALLOW_ALL
+        )
+    )
+
+    async def rerun_closed():
+        runs = [r async for r in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+        assert len(runs) == 2 and all(r.close_time for r in runs), runs
+        return runs
+
+    await assert_eventually(rerun_closed, timeout=60)
+    await page.goto(f"/namespaces/default/workflows?query={quote(f'WorkflowId = {workflow_id!r}')}")
+    await page.get_by_test_id("workflows-summary-table-configuration-button").click()
+    await page.get_by_role("button", name="Add ScheduledJobsOutcome column").click()
+    await page.keyboard.press("Escape")
+    header = page.locator("thead th", has_text="ScheduledJobsOutcome")
+    await header.wait_for()
+    rows = page.locator("tbody tr")
+
+    async def both_listed():
+        texts = [await rows.nth(i).inner_text() for i in range(await rows.count())]
+        assert len(texts) == 2, texts
+        return texts
+
+    newest, first = await assert_eventually(both_listed)  # newest first
+    assert newest.rstrip().endswith("already_completed"), newest
+    assert "already_completed" not in first, first

@@ -9,8 +9,10 @@ code, so a change that would break workflows still running at deploy time fails 
     .venv/bin/python -m tests.replay.record_histories LABEL
 
 The scenarios cover every path through the workflow: an on-time run, catch-up of missed
-slots, a slot that already completed, the repeated fall-back hour, a starting deadline, a
-direct start without a schedule, a permanent failure, and each reference job.
+slots, a slot that already completed (a no-op, marked `ScheduledJobsOutcome`), the repeated
+fall-back hour, a starting deadline, a direct start without a schedule, a permanent
+failure, a backfill under overlap Skip that drops slots (its run notes them), and each
+reference job.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from schedules.catalog.compile import (
     job_run,
 )
 from schedules.catalog.model import default_catalog, parse_catalog
+from schedules.sync.attributes import outcome_attribute
 from worker.migrate import apply_migrations
 from worker.run import build_worker
 from worker.settings import Settings
@@ -139,6 +142,20 @@ async def scenarios(rec: Recorder) -> None:
     night = (now - timedelta(days=1)).replace(hour=2, minute=30, second=0)
     await rec.backfill(reminders.id, night, name="invoice-reminders-completed")
     await rec.backfill(reminders.id, night, name="invoice-reminders-already-completed")
+
+    # A backfill of four past hours under overlap Skip (the Web UI dialog's default): the
+    # server runs the first and skips the three others; the run notes them in its details.
+    dropped = _job(
+        "replay-backfill-skip", kind="invoice-reminders", cron="0 * * * *", timezone="UTC"
+    )
+    await rec.create(dropped)
+    first = last_hour - 4 * HOUR
+    await rec.client.get_schedule_handle(dropped.id).backfill(
+        ScheduleBackfill(
+            start_at=first, end_at=last_hour - HOUR, overlap=ScheduleOverlapPolicy.SKIP
+        )
+    )
+    await rec.save(f"{dropped.id}-{first:%Y-%m-%dT%H:%M:%SZ}", "backfill-skipped")
 
     # Catch-up: an hourly job whose record stops five hours ago runs the newest 3, records
     # the older missed ones as a gap.
@@ -265,6 +282,7 @@ async def record(label: str) -> None:
             db_url = pg.create_database("replay")
             apply_migrations(db_url)
             client = await Client.connect(temporal.address, data_converter=pydantic_data_converter)
+            await outcome_attribute(client, register=True)  # as sync does: no-op runs mark it
             task_queue = f"replay-{uuid.uuid4().hex[:8]}"
             provider = PaymentProviderServer(free_port())
             provider.start()

@@ -33,6 +33,40 @@ def test_options_left_out_after_the_command_keep_the_ones_before():
     assert build_parser().parse_args(["list"]).debug is False
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tenants", "--debug", "list"],
+        ["tenants", "list", "--debug"],
+        ["--debug", "tenants", "list"],
+    ],
+)
+def test_a_subcommand_of_a_command_takes_them_too(argv):
+    assert build_parser().parse_args(argv).debug is True
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--wait-for-cluster", "5", "list"],
+        ["list", "--wait-for-cluster", "5"],
+        ["tenants", "list", "--wait-for-cluster", "5"],
+    ],
+)
+def test_a_read_only_command_says_either_side_that_it_does_not_wait(argv, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "does not wait for a cluster (only sync, trigger, backfill, pause, resume do)" in line
+
+
+def test_a_write_waits_for_the_cluster_given_either_side():
+    for argv in (["--wait-for-cluster", "7", "sync"], ["sync", "--wait-for-cluster", "7"]):
+        args = build_parser().parse_args(argv)
+        assert (args.cluster_wait, args.waits_for_cluster) == (7, True)
+
+
 def test_validate_reads_the_catalog_given_after_it(tmp_path, capsys):
     path = tmp_path / "jobs.toml"
     path.write_text(CATALOG)

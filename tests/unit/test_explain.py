@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from activities.backfills import BackfillRequest
 from schedules.catalog.model import parse_catalog
 from schedules.health.explain import Evidence, explain, format_verdict
-from schedules.server.backfills import BackfillRequest
 from schedules.server.state import ServerState
 
 FIRE = datetime(2026, 11, 20, 2, 30, tzinfo=UTC)

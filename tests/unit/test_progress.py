@@ -34,3 +34,12 @@ def test_quiet_lines_go_to_stdout_as_printed(capsys):
     QUIET.advance()
     QUIET.close()
     assert capsys.readouterr() == ("a run's line\n", "")
+
+
+def test_a_phase_counts_in_its_own_unit():
+    screen = Terminal()
+    bars = Bars(screen, redraw_seconds=0)
+    bars.phase("check", 2, unit="line")
+    bars.advance(2)
+    bars.close()
+    assert "2/2" in screen.getvalue() and "line" in screen.getvalue(), screen.getvalue()

@@ -10,6 +10,7 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from activities.run_notes import OUTCOME_ATTRIBUTE
 from devstack.temporal import temporal_binary
 
 
@@ -19,6 +20,7 @@ async def workflow_env() -> AsyncIterator[WorkflowEnvironment]:
         dev_server_existing_path=temporal_binary(),
         data_converter=pydantic_data_converter,
         ui=False,
+        search_attributes=[OUTCOME_ATTRIBUTE],  # as `schedules sync` registers it
     )
     try:
         yield env

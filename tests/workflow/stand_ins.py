@@ -3,7 +3,9 @@
 The engine's activities (`begin_run`, `claim_execution`, `record_failure`,
 `attempt_took_over`, `finish_steps`, `settle_steps`) and a work activity answer what the
 test scripted, with no database, and keep every call they got, so a test says what the
-workflow asked for and in which order. One `StandIns` per test.
+workflow asked for and in which order. The run's notes (`backfill_skips`,
+`outcome_attribute`: asked of the server at a run's end) keep theirs apart, in `notes`.
+One `StandIns` per test.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.backfills import BackfillSkips, SkipsInput
 from activities.begin import BeginInput, BeginResult
 from activities.catchup import PlanResult
 from activities.models import (
@@ -45,7 +48,11 @@ class StandIns:
     took_over: bool = False  # attempt_took_over's answer
     fail_step: str | None = None  # a step that fails for good
     hang_step: str | None = None  # a step that runs until cancelled
+    skips: BackfillSkips | None = None  # backfill_skips' answer
+    skips_fail: bool = False  # backfill_skips cannot reach the server
+    outcome_registered: bool = True  # outcome_attribute's answer
     calls: list[tuple[str, Any]] = field(default_factory=list)
+    notes: list[tuple[str, Any]] = field(default_factory=list)  # the run notes' calls
     started: asyncio.Event = field(default_factory=asyncio.Event)  # hang_step has begun
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
@@ -69,6 +76,8 @@ class StandIns:
             self.close_batch,
             self.process,
             self.publish,
+            self.backfill_skips,
+            self.outcome_attribute,
         ]
 
     def _claim(self, claim: ClaimInput) -> ClaimResult:
@@ -110,6 +119,18 @@ class StandIns:
         if self.work_does is not None:
             return self.work_does(work)
         return WorkResult(counts={"sent": 3})
+
+    @activity.defn(name="backfill_skips")
+    async def backfill_skips(self, ask: SkipsInput) -> BackfillSkips | None:
+        self.notes.append(("backfill_skips", ask))
+        if self.skips_fail:
+            raise ApplicationError("server unreachable", non_retryable=True)
+        return self.skips
+
+    @activity.defn(name="outcome_attribute")
+    async def outcome_attribute(self) -> bool:
+        self.notes.append(("outcome_attribute", None))
+        return self.outcome_registered
 
     @activity.defn(name="finish_steps")
     async def finish_steps(self, finish: FinishInput) -> WorkResult:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import aclosing
 from pathlib import Path
 
 from schedules import tenants
 from schedules.cli.context import BadInputError, Context
 from schedules.cli.tenants.common import add_by, print_line, quotas, subcommand, url, who
+from schedules.progress import for_stream
 
 
 def configure(commands: argparse._SubParsersAction) -> None:
@@ -39,8 +41,9 @@ def _lines(path: Path) -> list[str]:
 
 
 async def _import(args: argparse.Namespace, ctx: Context) -> int:
+    # A bar on a terminal while it checks and copies the lines; nothing when piped.
     report = await tenants.import_lines(
-        url(ctx), _lines(args.file), by=who(args), quotas=quotas(ctx)
+        url(ctx), _lines(args.file), by=who(args), quotas=quotas(ctx), progress=for_stream()
     )
     print(
         f"imported {report.lines} line(s): {report.created} created, "
@@ -50,6 +53,9 @@ async def _import(args: argparse.Namespace, ctx: Context) -> int:
 
 
 async def _export(args: argparse.Namespace, ctx: Context) -> int:
-    async for line in tenants.export(url(ctx), tenant=args.tenant):
-        print_line(line)
+    # Closed here, not by the event loop at exit: a reader that went away (`| head`) raises
+    # in the loop's body, and the export's transaction must end before the process does.
+    async with aclosing(tenants.export(url(ctx), tenant=args.tenant)) as lines:
+        async for line in lines:
+            print_line(line)
     return 0
