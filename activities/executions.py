@@ -279,6 +279,72 @@ async def claim_in(
     is recorded: its real run comes at its time. The workflow's plan normally stops such a
     run first (`activities.catchup.future_slot_reason`).
     """
+    new = await _insert_claim(conn, claim, server_now=server_now, now=now)
+    if isinstance(new, ClaimResult):
+        count_claim(claim, new, now)
+        return new
+    row, params = new
+    if row["status"] in ("completed", "skipped"):
+        await conn.execute(_Q["record_duplicate"], {"id": row["id"]})
+        record_duplicate(claim.job_name, row["id"], row["status"])
+        activity.logger.info(
+            "execution already %s", row["status"], extra=_log_fields(claim, row["id"])
+        )
+        return ClaimResult(
+            execution_id=row["id"],
+            outcome=row["status"],
+            reason=f"this slot was already {row['status']}",
+        )
+    if row["status"] == "compensated":
+        await conn.execute(_Q["forget_steps"], {"id": row["id"]})
+    await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
+    lateness = (now - claim.scheduled_at).total_seconds()
+    record_claim(claim.job_name, row["id"], lateness, skipped=False)
+    activity.logger.info(
+        "execution reclaimed from status %s", row["status"], extra=_log_fields(claim, row["id"])
+    )
+    return ClaimResult(execution_id=row["id"], outcome="claimed")
+
+
+async def claim_own_in(
+    conn: AsyncConnection, claim: ClaimInput, *, server_now: datetime, now: datetime
+) -> tuple[ClaimResult | None, bool]:
+    """`claim_in` inside the transaction of the work itself (`activities.begin`), where
+    only this workflow run's own row may be touched: (the claim, whether it inserted the
+    row; count it with `count_claim` once committed).
+
+    A slot with no row is claimed (or recorded skipped past its starting deadline). A row
+    of this run was written by an earlier attempt of the same work activity whose result
+    never reached the server: running or completed, the claim stands and the take-over
+    decides (the attempt order; a completion stands, with its counts); skipped, its reason
+    stands. Another run's row, whatever its status, is left as it is and the claim is
+    None: the caller commits nothing and begins as a run of separate claim and work does
+    (`claim_in`: the duplicate counted, a failed slot retried, a running one passed on).
+    """
+    new = await _insert_claim(conn, claim, server_now=server_now, now=now)
+    if isinstance(new, ClaimResult):
+        return new, True
+    row, _ = new
+    if row["run_id"] != claim.run_id:
+        return None, False
+    status = row["status"]
+    if status in ("running", "completed"):
+        return ClaimResult(execution_id=row["id"], outcome="claimed"), False
+    if status == "skipped":
+        return ClaimResult(execution_id=row["id"], outcome="skipped", reason=row["error"]), False
+    # Failed or compensated under this run: the run has ended (it records a failure last);
+    # an attempt of it that wakes now is one the server has long given up on.
+    raise StaleAttemptError(
+        f"execution {row['id']}: this workflow run already settled it ({status})"
+    )
+
+
+async def _insert_claim(
+    conn: AsyncConnection, claim: ClaimInput, *, server_now: datetime, now: datetime
+) -> ClaimResult | tuple[dict[str, Any], dict[str, Any]]:
+    """Insert the slot's row (running, or skipped past the starting deadline) and return
+    the claim; or, if the slot has a row, lock it and return (the row, the claim's
+    parameters)."""
     ahead = (claim.scheduled_at - server_now).total_seconds()
     if ahead > _FUTURE_MARGIN_SECONDS:
         raise ApplicationError(
@@ -304,35 +370,25 @@ async def claim_in(
     }
     # Row factory on a cursor, never on the pooled connection.
     cur = conn.cursor(row_factory=dict_row)
-    await cur.execute(_Q["insert_claim"], params)
+    # Both wait while a frozen attempt's open transaction holds the slot's row or key.
+    await heartbeating(cur.execute(_Q["insert_claim"], params))
     row = await cur.fetchone()
     if row is not None:
-        outcome = "skipped" if late else "claimed"
-        record_claim(claim.job_name, row["id"], lateness, skipped=late)
-        activity.logger.info("execution %s", outcome, extra=_log_fields(claim, row["id"]))
-        return ClaimResult(execution_id=row["id"], outcome=outcome, reason=reason)
-
-    await cur.execute(_Q["lock_claim"], params)
-    row = await cur.fetchone()
-    if row["status"] in ("completed", "skipped"):
-        await conn.execute(_Q["record_duplicate"], {"id": row["id"]})
-        record_duplicate(claim.job_name, row["id"], row["status"])
-        activity.logger.info(
-            "execution already %s", row["status"], extra=_log_fields(claim, row["id"])
-        )
         return ClaimResult(
-            execution_id=row["id"],
-            outcome=row["status"],
-            reason=f"this slot was already {row['status']}",
+            execution_id=row["id"], outcome="skipped" if late else "claimed", reason=reason
         )
-    if row["status"] == "compensated":
-        await conn.execute(_Q["forget_steps"], {"id": row["id"]})
-    await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
-    record_claim(claim.job_name, row["id"], lateness, skipped=False)
+    await heartbeating(cur.execute(_Q["lock_claim"], params))
+    return await cur.fetchone(), params
+
+
+def count_claim(claim: ClaimInput, claimed: ClaimResult, now: datetime) -> None:
+    """Count and log a claim that inserted its slot's row: its lateness, or its skip."""
+    lateness = (now - claim.scheduled_at).total_seconds()
+    skipped = claimed.outcome == "skipped"
+    record_claim(claim.job_name, claimed.execution_id, lateness, skipped=skipped)
     activity.logger.info(
-        "execution reclaimed from status %s", row["status"], extra=_log_fields(claim, row["id"])
+        "execution %s", claimed.outcome, extra=_log_fields(claim, claimed.execution_id)
     )
-    return ClaimResult(execution_id=row["id"], outcome="claimed")
 
 
 def _log_fields(claim: ClaimInput, execution_id: int) -> dict[str, Any]:

@@ -66,6 +66,10 @@ class JobRun(BaseModel):
     # A workflow kind's workflow type instead: run as a child workflow of steps (see
     # workflows/steps.py); `activity` is then empty.
     workflow: str | None = None
+    # The kind works a slot in one transaction (`JobKind.slot_work`): the work activity
+    # plans the run, claims its first slot and works it in that transaction, no `begin_run`
+    # (`activities.begin.begin_and_work`). Absent from inputs a sync before v6 wrote.
+    one_transaction: bool = False
     params: dict[str, Any] = Field(default_factory=dict)
     start_to_close_seconds: float = Field(default=3600.0, gt=0)
     heartbeat_seconds: float | None = Field(default=60.0, gt=0)

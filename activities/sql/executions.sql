@@ -10,7 +10,7 @@ ON CONFLICT (job_name, scheduled_at) DO NOTHING
 RETURNING id, status
 
 -- name: lock_claim
-SELECT id, status, error
+SELECT id, status, error, run_id, result
 FROM job_executions
 WHERE job_name = %(job_name)s AND scheduled_at = %(scheduled_at)s
 FOR UPDATE

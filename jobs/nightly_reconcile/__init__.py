@@ -10,6 +10,7 @@ KINDS = (
     JobKind(
         name="nightly-reconcile",
         activity="reconcile_ledger",
+        slot_work="reconcile_in",
         params=ReconcileParams,
         description="reconcile the ledger with settled payments for the previous local day",
         owner=ReconcileActivities,
