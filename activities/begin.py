@@ -45,6 +45,7 @@ from activities.chunked import settled
 from activities.executions import (
     Clock,
     Fence,
+    OwnClaim,
     claim_in,
     claim_own_in,
     count_claim,
@@ -141,52 +142,56 @@ async def begin_and_work(
     if begin.plan is not None and (reason := future_slot_reason(begin.plan)) is not None:
         return BegunWork(plan=not_yet(begin.plan, reason))
     now = begin.server_now
-    claim, fresh, duration, done = None, False, None, WorkResult()
+    own, duration, done = OwnClaim(None), None, WorkResult()
     with db_span("db.begin_and_work", begin.claim):
         try:
             async with pool.connection() as conn, conn.transaction():
                 plan, decision = await _plan(conn, begin, now)
                 if plan.run:
                     first = _first(begin, plan)
-                    claim, fresh = await claim_own_in(
-                        conn, first, server_now=begin.server_now, now=now
-                    )
-                    if claim is None:
+                    own = await claim_own_in(conn, first, server_now=begin.server_now, now=now)
+                    if own.claim is None:
                         raise _Declined(
                             f"{first.job_name} at {first.scheduled_at.isoformat()}: another "
                             "workflow run holds the slot"
                         )
-                    if claim.outcome == "claimed":
+                    if own.claim.outcome == "claimed":
                         execution = ExecutionRef(
-                            execution_id=claim.execution_id,
+                            execution_id=own.claim.execution_id,
                             job_name=first.job_name,
                             scheduled_at=first.scheduled_at,
                         )
-                        done, duration = await _work_in(conn, execution, work, params)
+                        done, duration = await _work_in(conn, execution, own.fence, work, params)
         except _Declined as declined:
             return BegunWork(declined=str(declined))
     # Committed: counted and logged once.
     if decision is not None:
         planned(begin.plan, decision)
-    if fresh:
-        count_claim(first, claim, now)
+    if own.inserted:
+        count_claim(first, own.claim, now)
     if duration is not None:
         record_completed(first.job_name, duration)
-    return BegunWork(plan=plan, claim=claim, **done.model_dump())
+    return BegunWork(plan=plan, claim=own.claim, **done.model_dump())
 
 
 async def _work_in(
-    conn: AsyncConnection, execution: ExecutionRef, work: SlotWork, params: Any
+    conn: AsyncConnection,
+    execution: ExecutionRef,
+    fence: Fence | None,
+    work: SlotWork,
+    params: Any,
 ) -> tuple[WorkResult, float | None]:
-    """Take the claimed slot over, work it and complete it in `conn`'s transaction: the
-    result, and the run's duration (None when an earlier attempt of this run completed it)."""
-    taken = await take_over_in(conn, execution.execution_id)
-    if not isinstance(taken, Fence):
-        return settled(execution, *taken), None
-    await journal.enter(conn, taken.execution_id, taken.token)
+    """Work the claimed slot and complete it in `conn`'s transaction, taking it over first
+    unless the claim did (`fence`): the result, and the run's duration (None when an
+    earlier attempt of this run completed it)."""
+    if fence is None:
+        taken = await take_over_in(conn, execution.execution_id)
+        if not isinstance(taken, Fence):
+            return settled(execution, *taken), None
+        fence = taken
+        await journal.enter(conn, fence.execution_id, fence.token)
     counts = await work(conn, execution, params)
-    duration = await taken.complete(conn, {"counts": counts}, {"counts": counts})
-    await journal.record(conn, taken.execution_id, taken.token, "complete")
+    duration = await fence.complete_journaled(conn, {"counts": counts}, {"counts": counts})
     return WorkResult(counts=counts), duration
 
 

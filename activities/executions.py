@@ -133,6 +133,23 @@ class Fence:
         self.progress = progress
         return float((await cur.fetchone())[0])
 
+    async def complete_journaled(
+        self, conn: AsyncConnection, progress: dict[str, Any], result: dict[str, Any]
+    ) -> float:
+        """`complete`, and the commit journal's row of it (`activities.journal.record`),
+        in one statement: the last of the transaction."""
+        cur = await conn.execute(
+            _Q["complete_and_journal"],
+            {
+                "id": self.execution_id,
+                "attempt": self.token,
+                "progress": Jsonb(progress),
+                "result": Jsonb(result),
+            },
+        )
+        self.progress = progress
+        return float((await cur.fetchone())[0])
+
 
 @dataclass(frozen=True)
 class Attempt:
@@ -279,11 +296,11 @@ async def claim_in(
     is recorded: its real run comes at its time. The workflow's plan normally stops such a
     run first (`activities.catchup.future_slot_reason`).
     """
-    new = await _insert_claim(conn, claim, server_now=server_now, now=now)
-    if isinstance(new, ClaimResult):
-        count_claim(claim, new, now)
-        return new
-    row, params = new
+    found, params = await _insert_claim(conn, claim, server_now=server_now, now=now)
+    if isinstance(found, ClaimResult):
+        count_claim(claim, found, now)
+        return found
+    row = found
     if row["status"] in ("completed", "skipped"):
         await conn.execute(_Q["record_duplicate"], {"id": row["id"]})
         record_duplicate(claim.job_name, row["id"], row["status"])
@@ -306,32 +323,52 @@ async def claim_in(
     return ClaimResult(execution_id=row["id"], outcome="claimed")
 
 
+@dataclass(frozen=True)
+class OwnClaim:
+    """What `claim_own_in` found: the claim (None: another run's slot, left alone); the
+    attempt's `Fence` when it inserted the row already taken over (count the claim with
+    `count_claim` once committed); `inserted`: it inserted the row (taken over, or
+    skipped past the starting deadline)."""
+
+    claim: ClaimResult | None
+    fence: Fence | None = None
+    inserted: bool = False
+
+
 async def claim_own_in(
     conn: AsyncConnection, claim: ClaimInput, *, server_now: datetime, now: datetime
-) -> tuple[ClaimResult | None, bool]:
+) -> OwnClaim:
     """`claim_in` inside the transaction of the work itself (`activities.begin`), where
-    only this workflow run's own row may be touched: (the claim, whether it inserted the
-    row; count it with `count_claim` once committed).
+    only this workflow run's own row may be touched.
 
-    A slot with no row is claimed (or recorded skipped past its starting deadline). A row
-    of this run was written by an earlier attempt of the same work activity whose result
-    never reached the server: running or completed, the claim stands and the take-over
-    decides (the attempt order; a completion stands, with its counts); skipped, its reason
-    stands. Another run's row, whatever its status, is left as it is and the claim is
-    None: the caller commits nothing and begins as a run of separate claim and work does
-    (`claim_in`: the duplicate counted, a failed slot retried, a running one passed on).
+    A slot with no row is claimed and taken over by the running attempt in one statement
+    (`claim_and_take_over`: token 1, journaled, the transaction named for the outbox), or
+    recorded skipped past its starting deadline. A row of this run was written by an
+    earlier attempt of the same work activity whose result never reached the server:
+    running or completed, the claim stands and the caller's take-over decides (the attempt
+    order; a completion stands, with its counts); skipped, its reason stands. Another run's
+    row, whatever its status, is left as it is and the claim is None: the caller commits
+    nothing and begins as a run of separate claim and work does (`claim_in`: the duplicate
+    counted, a failed slot retried, a running one passed on).
     """
-    new = await _insert_claim(conn, claim, server_now=server_now, now=now)
-    if isinstance(new, ClaimResult):
-        return new, True
-    row, _ = new
+    attempt = Attempt.current()
+    taking = {"holder": holder_name()} | (attempt.params() if attempt else _NO_ATTEMPT)
+    taking["run_id_of_attempt"] = taking.pop("run_id")
+    new = await _insert_claim(
+        conn, claim, server_now=server_now, now=now, query="claim_and_take_over", extra=taking
+    )
+    found, inserted = new
+    if isinstance(found, ClaimResult):
+        fence = Fence(found.execution_id, inserted["attempt"], {}) if inserted["attempt"] else None
+        return OwnClaim(found, fence, inserted=True)
+    row = found
     if row["run_id"] != claim.run_id:
-        return None, False
+        return OwnClaim(None)
     status = row["status"]
     if status in ("running", "completed"):
-        return ClaimResult(execution_id=row["id"], outcome="claimed"), False
+        return OwnClaim(ClaimResult(execution_id=row["id"], outcome="claimed"))
     if status == "skipped":
-        return ClaimResult(execution_id=row["id"], outcome="skipped", reason=row["error"]), False
+        return OwnClaim(ClaimResult(execution_id=row["id"], outcome="skipped", reason=row["error"]))
     # Failed or compensated under this run: the run has ended (it records a failure last);
     # an attempt of it that wakes now is one the server has long given up on.
     raise StaleAttemptError(
@@ -340,11 +377,17 @@ async def claim_own_in(
 
 
 async def _insert_claim(
-    conn: AsyncConnection, claim: ClaimInput, *, server_now: datetime, now: datetime
-) -> ClaimResult | tuple[dict[str, Any], dict[str, Any]]:
-    """Insert the slot's row (running, or skipped past the starting deadline) and return
-    the claim; or, if the slot has a row, lock it and return (the row, the claim's
-    parameters)."""
+    conn: AsyncConnection,
+    claim: ClaimInput,
+    *,
+    server_now: datetime,
+    now: datetime,
+    query: str = "insert_claim",
+    extra: dict[str, Any] | None = None,
+) -> tuple[ClaimResult, dict[str, Any]] | tuple[dict[str, Any], dict[str, Any]]:
+    """Insert the slot's row (running, or skipped past the starting deadline) with
+    `query` and return (the claim, the row inserted); or, if the slot has a row, lock it
+    and return (that row, the claim's parameters)."""
     ahead = (claim.scheduled_at - server_now).total_seconds()
     if ahead > _FUTURE_MARGIN_SECONDS:
         raise ApplicationError(
@@ -371,12 +414,11 @@ async def _insert_claim(
     # Row factory on a cursor, never on the pooled connection.
     cur = conn.cursor(row_factory=dict_row)
     # Both wait while a frozen attempt's open transaction holds the slot's row or key.
-    await heartbeating(cur.execute(_Q["insert_claim"], params))
+    await heartbeating(cur.execute(_Q[query], params | (extra or {})))
     row = await cur.fetchone()
     if row is not None:
-        return ClaimResult(
-            execution_id=row["id"], outcome="skipped" if late else "claimed", reason=reason
-        )
+        outcome = "skipped" if late else "claimed"
+        return ClaimResult(execution_id=row["id"], outcome=outcome, reason=reason), row
     await heartbeating(cur.execute(_Q["lock_claim"], params))
     return await cur.fetchone(), params
 

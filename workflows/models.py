@@ -22,6 +22,11 @@ with workflow.unsafe.imports_passed_through():
     from timing import Timing
 
 
+STEPS_ID_SUFFIX = "/steps"
+"""A workflow job's steps run as a child named `<run's workflow id>/steps`: the longest id
+the engine builds, so `schedules/limits.py` holds job ids to what it leaves."""
+
+
 class RetrySettings(BaseModel):
     """Retry policy of a job's work activity (or of each step of a workflow job)."""
 

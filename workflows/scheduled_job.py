@@ -42,13 +42,13 @@ from workflows.attempts import with_fresh_series
 from workflows.details import run_headline, showing, summary
 from workflows.failures import cancelled, message, superseded
 from workflows.models import (
+    STEPS_ID_SUFFIX,
     JobRun,
     JobRunResult,
     SlotRun,
     StepOptions,
     WorkflowJobInput,
 )
-from workflows.steps import STEPS_ID_SUFFIX
 
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
@@ -155,7 +155,8 @@ class ScheduledJobWorkflow:
         own = begin.claim.scheduled_at
         headline = run_headline(job.job_name, own, "", begin.claim.origin or "scheduled")
         workflow.set_current_details(showing(headline, "running"))
-        work = WorkOrBegin(begin=begin, params=job.params, timing=job.timing)
+        # No timing beside the plan's: the kind's slot work takes the execution and params.
+        work = WorkOrBegin(begin=begin, params=job.params)
         try:
             # Every attempt that timed out rolled back, its take-over too: a new series
             # follows retries a frozen worker absorbed, with no need to ask (`None`).
