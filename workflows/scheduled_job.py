@@ -14,7 +14,6 @@ the plan, the claim and the first slot's work in one transaction.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
@@ -43,6 +42,7 @@ from workflows.details import run_headline, showing, summary
 from workflows.failures import cancelled, message, superseded
 from workflows.models import (
     STEPS_ID_SUFFIX,
+    Begun,
     JobRun,
     JobRunResult,
     SlotRun,
@@ -73,18 +73,6 @@ BEGIN_RUN_PATCH = "begin-run-local"
 # transaction (`activities.begin.begin_and_work`), no `begin_run`. Runs started before it
 # keep `begin_run`. Patched in v6 (docs/architecture.md).
 BEGIN_IN_WORK_PATCH = "begin-in-work"
-
-
-@dataclass(frozen=True)
-class Begun:
-    """What the start of a run settled: its own slot, the plan, and the claim `begin_run`
-    made with it (of `plan.run[0]`; none on the path of runs before BEGIN_RUN_PATCH), and
-    the work of that slot when the work activity began the run (BEGIN_IN_WORK_PATCH)."""
-
-    scheduled_at: datetime
-    plan: PlanResult
-    claims: dict[datetime, ClaimResult]
-    worked: dict[datetime, WorkResult] = field(default_factory=dict)
 
 
 @workflow.defn
