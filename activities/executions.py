@@ -343,13 +343,17 @@ async def claim_own_in(
 
     A slot with no row is claimed and taken over by the running attempt in one statement
     (`claim_and_take_over`: token 1, journaled, the transaction named for the outbox), or
-    recorded skipped past its starting deadline. A row of this run was written by an
-    earlier attempt of the same work activity whose result never reached the server:
-    running or completed, the claim stands and the caller's take-over decides (the attempt
-    order; a completion stands, with its counts); skipped, its reason stands. Another run's
-    row, whatever its status, is left as it is and the claim is None: the caller commits
-    nothing and begins as a run of separate claim and work does (`claim_in`: the duplicate
-    counted, a failed slot retried, a running one passed on).
+    recorded skipped past its starting deadline. Another run's row, whatever its status,
+    is left as it is and the claim is None: the caller commits nothing and begins as a run
+    of separate claim and work does (`claim_in`: the duplicate counted, a failed slot
+    retried, a running one passed on).
+
+    A row of this run: an attempt of this activity commits only a finished slot (completed,
+    or skipped past its deadline), so such a row was written by an earlier attempt whose
+    result never reached the server, and it stands (the caller's take-over finds the
+    completion and its counts). A row of this run in any other state was written after
+    this activity ended, by the run's `begin_run` (it declined, or failed for good): this
+    attempt is one the server has given up on, and is refused (`StaleAttemptError`).
     """
     attempt = Attempt.current()
     taking = {"holder": holder_name()} | (attempt.params() if attempt else _NO_ATTEMPT)
@@ -365,14 +369,13 @@ async def claim_own_in(
     if row["run_id"] != claim.run_id:
         return OwnClaim(None)
     status = row["status"]
-    if status in ("running", "completed"):
+    if status == "completed":
         return OwnClaim(ClaimResult(execution_id=row["id"], outcome="claimed"))
     if status == "skipped":
         return OwnClaim(ClaimResult(execution_id=row["id"], outcome="skipped", reason=row["error"]))
-    # Failed or compensated under this run: the run has ended (it records a failure last);
-    # an attempt of it that wakes now is one the server has long given up on.
     raise StaleAttemptError(
-        f"execution {row['id']}: this workflow run already settled it ({status})"
+        f"execution {row['id']}: this workflow run claimed it after this activity ended "
+        f"(status {status})"
     )
 
 

@@ -507,7 +507,9 @@ async def run(args: argparse.Namespace) -> str:
                         )
         finally:
             fleet.stop()
-    return render(args, load, fleet, direct, backfill, latencies, costs)
+    section = render(args, load, fleet, direct, backfill, latencies, costs)
+    end = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return section.replace("\nMachine:", f"\nLoad average at the end: {end}.\n\nMachine:", 1)
 
 
 COST_ROWS = (

@@ -169,6 +169,8 @@ class ScheduledJobWorkflow:
         if done.claim is None:
             return Begun(own, done.plan, {})
         first = done.plan.run[0]
+        if done.claim.outcome != "claimed":  # settled: skipped past its deadline
+            return Begun(own, done.plan, {first: done.claim})
         worked = WorkResult(counts=done.counts, already_completed=done.already_completed)
         return Begun(own, done.plan, {first: done.claim}, {first: worked})
 

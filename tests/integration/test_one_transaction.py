@@ -123,11 +123,13 @@ async def test_an_older_attempt_is_refused_and_commits_nothing(db, pool):
     assert (row["attempt"], row["status"]) == (2, "completed")
 
 
-async def begin_and_reconcile(pool: AsyncConnectionPool, env: ActivityEnvironment):
+async def begin_and_reconcile(
+    pool: AsyncConnectionPool, env: ActivityEnvironment, claim: ClaimInput | None = None
+):
     """The kind's work activity given the run's start (no plan: the run's own slot only)."""
     owner = ReconcileActivities(pool)
     run = work_activity(KINDS[JOB], owner.reconcile_ledger, owner.reconcile_in, pool)
-    begin = BeginInput(claim=claim_input(), server_now=datetime.now(UTC))
+    begin = BeginInput(claim=claim or claim_input(), server_now=datetime.now(UTC))
     return await env.run(run, WorkOrBegin(begin=begin, params={"threshold_cents": 100}))
 
 
@@ -154,12 +156,15 @@ async def test_a_run_begun_in_its_work_claims_works_and_completes_in_one_transac
     assert len(rows(db, "SELECT 1 FROM commit_journal")) == 2
 
 
-async def test_an_older_attempt_of_a_run_begun_in_its_work_commits_nothing(db, pool):
+async def test_an_attempt_woken_after_its_run_claimed_with_begin_run_commits_nothing(db, pool):
     fall_back_day(db)
+    # The run's begin_run claimed the slot after the work activity ended (it declined, or
+    # failed for good), and its work took the slot over: an attempt of the first activity
+    # woken now (a frozen worker) is refused.
     execution = await claimed(pool)
-    holder = Attempt(claim_run_id=RUN_ID, run_id=RUN_ID, activity_seq=1, number=3)
+    holder = Attempt(claim_run_id=RUN_ID, run_id=RUN_ID, activity_seq=2, number=1)
     await take_over(pool, execution.execution_id, holder)
-    with pytest.raises(StaleAttemptError, match="holds the slot"):
+    with pytest.raises(StaleAttemptError, match="claimed it after this activity ended"):
         await begin_and_reconcile(pool, as_attempt(1, 2))
     assert rows(db, "SELECT * FROM reconciliations") == []
     assert rows(db, "SELECT * FROM outbox_messages") == []
@@ -179,3 +184,17 @@ async def test_a_slot_of_another_run_is_left_alone_by_a_run_begun_in_its_work(db
     assert rows(db, "SELECT * FROM job_executions") == before
     assert before[0]["status"] == "completed" and done.counts["alerts"] == 1
     assert len(rows(db, "SELECT 1 FROM outbox_messages")) == 1
+
+
+async def test_a_run_begun_in_its_work_past_its_starting_deadline_is_skipped_once(db, pool):
+    fall_back_day(db)
+    late = claim_input().model_copy(update={"starting_deadline_seconds": 60})
+    result = await begin_and_reconcile(pool, as_attempt(1, 1), late)
+    assert result.claim.outcome == "skipped" and result.claim.reason.startswith("missed")
+    (row,) = rows(db, "SELECT status, attempt, error FROM job_executions")
+    assert (row["status"], row["attempt"]) == ("skipped", 0)
+    # A later attempt of the same run finds its skip, and writes nothing.
+    again = await begin_and_reconcile(pool, as_attempt(1, 2), late)
+    assert again.claim.outcome == "skipped" and again.claim.reason == row["error"]
+    assert rows(db, "SELECT * FROM reconciliations") == []
+    assert rows(db, "SELECT * FROM commit_journal") == []
