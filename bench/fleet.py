@@ -7,10 +7,13 @@ has one) and run the same number of worker processes:
 - **seed** (`bench/fleet_seed.py`): the seed's pattern written by hand on Temporal, one
   activity that claims the execution row `ON CONFLICT DO NOTHING`, does the job's work and
   marks it completed in one transaction: what a careful user would write instead;
-- **ours**: `ScheduledJobWorkflow` running the catalog's nightly-reconcile job (its work is
-  one statement, done in one transaction: `activities.chunked.run_in_one_transaction`) on
-  empty ledger and payments tables, so what is measured is the engine's bookkeeping, not
-  a job's work; the seed side runs the same statement.
+- **ours**: `ScheduledJobWorkflow` running the catalog's nightly-reconcile job (its slot
+  work is one statement: the run is planned, claimed, worked and completed in one
+  transaction, `activities.begin.begin_and_work`) on empty ledger and payments tables, so
+  what is measured is the engine's bookkeeping, not a job's work; the seed side runs the
+  same statement. Its workers run with telemetry on, as production does (spans made,
+  metrics served on a port), and, like every side's, from compiled bytecode, as
+  `pip install` leaves the image.
 
 With `--pin` (the default on two cores or more) the dev server runs on a core of its own
 and PostgreSQL, the workers and the bench on the others, so a ratio measures our cost and
@@ -29,7 +32,12 @@ not the sharing. Cases, each round in a rotated order of the sides:
   slot to its first activity starting (raw: the no-op; seed and ours: the claim's row,
   stamped by PostgreSQL's clock at insert), p50 and p99.
 
-    .venv/bin/python bench/fleet.py --rounds 3
+    .venv/bin/python bench/fleet.py            # every case, 3 rounds, defaults below
+    .venv/bin/python bench/fleet.py --cases cost --rounds 1 --profile /tmp/prof
+
+The counted rows (events, tasks, transactions, statements, payload bytes) do not depend on
+the machine's load; CPU ms per run move little with it; wall-clock throughput does, so
+the direct case also reports what the two cores would sustain from the CPU each side used.
 
 Results (medians, every round, the ratios, the machine and the command) are appended to
 bench/RESULTS.md.
@@ -651,12 +659,12 @@ workers are idle then); server CPU includes every side's idle polls.
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--workflows", type=int, default=300)
-    parser.add_argument("--backfill", type=int, default=300)
+    parser.add_argument("--backfill", type=int, default=100)
     parser.add_argument("--latency-seconds", type=float, default=60.0, help="0: skip")
-    parser.add_argument("--cost-runs", type=int, default=200)
+    parser.add_argument("--cost-runs", type=int, default=300)
     parser.add_argument(
         "--warmup",
         type=int,
