@@ -300,15 +300,11 @@ class ScheduledJobWorkflow:
         # A workflow job has settled its execution already (compensated or failed);
         # this marks only what is still running under this run.
         if execution is not None:
-            await self._bookkeeping(
-                ExecutionActivities.record_failure,
-                FailureInput(
-                    execution_id=execution.execution_id,
-                    run_id=workflow.info().run_id,
-                    error=message(err),
-                ),
+            run_id, slot = workflow.info().run_id, execution.scheduled_at
+            failure = FailureInput(
+                execution_id=execution.execution_id, run_id=run_id, error=message(err)
             )
-            slot = execution.scheduled_at
+            await self._bookkeeping(ExecutionActivities.record_failure, failure)
         raise ApplicationError(
             f"{job.job_name} at {slot.isoformat()} failed: {message(err)}",
             non_retryable=True,

@@ -102,19 +102,30 @@ async def test_take_over_work_outbox_journal_and_completion_are_one_transaction(
     assert len(rows(db, "SELECT 1 FROM commit_journal")) == 2
 
 
-async def test_an_older_attempt_is_refused_and_commits_nothing(db, pool):
-    fall_back_day(db)
+async def held_by(pool: AsyncConnectionPool, activity_seq: int, number: int) -> ExecutionRef:
+    """The slot claimed by this run and taken over (in a transaction of its own, as a
+    chunked attempt does) by Temporal attempt `number` of activity `activity_seq`."""
     execution = await claimed(pool)
-    # Temporal attempt 3 of activity 5 holds the slot (taken over in a transaction of its
-    # own, as a chunked attempt of the previous release does); attempt 2 wakes up late.
-    holder = Attempt(claim_run_id=RUN_ID, run_id=RUN_ID, activity_seq=5, number=3)
+    holder = Attempt(claim_run_id=RUN_ID, run_id=RUN_ID, activity_seq=activity_seq, number=number)
     await take_over(pool, execution.execution_id, holder)
-    with pytest.raises(StaleAttemptError, match="holds the slot"):
-        await reconcile(pool, execution, as_attempt(5, 2))
+    return execution
+
+
+def committed_nothing(db: psycopg.Connection) -> None:
+    """No work, no outbox row, and the slot as its holder left it."""
     assert rows(db, "SELECT * FROM reconciliations") == []
     assert rows(db, "SELECT * FROM outbox_messages") == []
     (row,) = rows(db, "SELECT attempt, status FROM job_executions")
     assert (row["attempt"], row["status"]) == (1, "running")
+
+
+async def test_an_older_attempt_is_refused_and_commits_nothing(db, pool):
+    fall_back_day(db)
+    # Temporal attempt 3 of activity 5 holds the slot; attempt 2 wakes up late.
+    execution = await held_by(pool, 5, 3)
+    with pytest.raises(StaleAttemptError, match="holds the slot"):
+        await reconcile(pool, execution, as_attempt(5, 2))
+    committed_nothing(db)
 
     # The holder's next attempt takes over and completes, alone.
     result = await reconcile(pool, execution, as_attempt(5, 4))
@@ -161,15 +172,10 @@ async def test_an_attempt_woken_after_its_run_claimed_with_begin_run_commits_not
     # The run's begin_run claimed the slot after the work activity ended (it declined, or
     # failed for good), and its work took the slot over: an attempt of the first activity
     # woken now (a frozen worker) is refused.
-    execution = await claimed(pool)
-    holder = Attempt(claim_run_id=RUN_ID, run_id=RUN_ID, activity_seq=2, number=1)
-    await take_over(pool, execution.execution_id, holder)
+    await held_by(pool, 2, 1)
     with pytest.raises(StaleAttemptError, match="claimed it after this activity ended"):
         await begin_and_reconcile(pool, as_attempt(1, 2))
-    assert rows(db, "SELECT * FROM reconciliations") == []
-    assert rows(db, "SELECT * FROM outbox_messages") == []
-    (row,) = rows(db, "SELECT attempt, status FROM job_executions")
-    assert (row["attempt"], row["status"]) == (1, "running")
+    committed_nothing(db)
 
 
 async def test_a_slot_of_another_run_is_left_alone_by_a_run_begun_in_its_work(db, pool):
