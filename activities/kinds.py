@@ -110,11 +110,12 @@ def work_activity(
     one transaction (`slot_work`, `activities.begin.begin_and_work`)."""
 
     async def run(work: WorkOrBegin) -> WorkResult:
-        if work.begin is None:
+        begin = getattr(work, "begin", None)  # a plain WorkInput, called in-process: none
+        if begin is None:
             return await method(work, parse_params(kind, work))
         if slot_work is None:  # a kind that works in chunks now: begin as other runs do
             return BegunWork(declined=f"kind {kind.name} does not work its slot in one transaction")
-        return await begin_and_work(pool, work.begin, slot_work, parse_params(kind, work))
+        return await begin_and_work(pool, begin, slot_work, parse_params(kind, work))
 
     run.__name__ = run.__qualname__ = kind.activity
     run.__doc__ = method.__doc__

@@ -556,11 +556,14 @@ def render(args, load, fleet, direct: Figures, backfill: Figures, latencies, cos
 
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     pinned = (
-        f"the dev server pinned to CPU {sorted(fleet.server_cores)}, PostgreSQL, the workers "
+        f"The dev server pinned to CPU {sorted(fleet.server_cores)}, PostgreSQL, the workers "
         f"and the bench to CPU {sorted(fleet.other_cores)} (`--pin`)"
         if fleet.server_cores != fleet.other_cores
-        else "no pinning (one core, or `--no-pin`)"
+        else "No pinning (one core, or `--no-pin`)"
     )
+    # Counted before the bench pinned itself to the other cores (`nproc` would say fewer).
+    machine = describe_machine() | {"CPUs": str(os.cpu_count())}
+    machine.pop("CPUs (nproc)", None)
     parts = []
     if costs["ours"]:
         cost_lines = "\n".join(
@@ -647,7 +650,7 @@ ours (`ScheduledJobWorkflow`, nightly-reconcile on empty tables, telemetry on as
 production: traces in-process, metrics served; the seed side runs the same statement).
 {pinned}. Command, from the repository root:
 
-{provenance(describe_machine(), load)}
+{provenance(machine, load)}
 
 {body}
 Latency: raw, from the slot (TemporalScheduledStartTime) to the no-op activity's start;
