@@ -194,12 +194,9 @@ class Fleet:
                     ],
                     env,
                 ),
-                # As production runs it: traces made in-process, metrics served.
-                (
-                    "ours",
-                    [sys.executable, "-m", "worker"],
-                    ours_env | {"METRICS_PORT": str(free_port())},
-                ),
+                # As production runs it: traces made in-process, metrics served
+                # (`--no-telemetry`, to see what they cost: neither).
+                ("ours", [sys.executable, "-m", "worker"], ours_env | self._telemetry()),
             ):
                 log = self.workdir / f"{side}-{i}.log"
                 out = log.open("wb")
@@ -215,6 +212,11 @@ class Fleet:
                 )
                 raise SystemExit(f"workers did not start:\n{tails}")
             await asyncio.sleep(0.2)
+
+    def _telemetry(self) -> dict[str, str]:
+        if self.args.telemetry:
+            return {"METRICS_PORT": str(free_port())}
+        return {"OTEL_SDK_DISABLED": "true"}
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -641,13 +643,18 @@ server CPU per run <= 1.25x raw: {_met(server <= 1.25)} ({server:.2f}x).
 {table}
 """)
     body = "\n".join(parts)
+    telemetry = (
+        "telemetry on as in production: traces in-process, metrics served"
+        if args.telemetry
+        else "**telemetry off** (`--no-telemetry`: not as production runs it)"
+    )
     return f"""
 ## Fleet: run of {when}, {args.workers} worker processes a side
 
 Written by `bench/fleet.py` (see its docstring): raw Temporal (one no-op activity), the
 seed's pattern written by hand (`bench/fleet_seed.py`: one activity, one transaction), and
-ours (`ScheduledJobWorkflow`, nightly-reconcile on empty tables, telemetry on as in
-production: traces in-process, metrics served; the seed side runs the same statement).
+ours (`ScheduledJobWorkflow`, nightly-reconcile on empty tables, {telemetry}; the seed
+side runs the same statement).
 {pinned}. Command, from the repository root:
 
 {provenance(machine, load)}
@@ -691,6 +698,12 @@ def main(argv: list[str] | None = None) -> int:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="the dev server on a core of its own, everything else on the others",
+    )
+    parser.add_argument(
+        "--telemetry",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ours with traces and metrics, as production (--no-telemetry: to see their cost)",
     )
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--no-output", action="store_true", help="print only")
