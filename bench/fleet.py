@@ -33,7 +33,7 @@ not the sharing. Cases, each round in a rotated order of the sides:
   stamped by PostgreSQL's clock at insert), p50 and p99.
 
     .venv/bin/python bench/fleet.py            # every case, 3 rounds, defaults below
-    .venv/bin/python bench/fleet.py --cases cost --rounds 1 --profile /tmp/prof
+    .venv/bin/python bench/fleet.py --cases cost --rounds 1 --profile /tmp/prof  # py-spy
 
 The counted rows (events, tasks, transactions, statements, payload bytes) do not depend on
 the machine's load; CPU ms per run move little with it; wall-clock throughput does, so
@@ -691,7 +691,8 @@ def main(argv: list[str] | None = None) -> int:
         "--profile",
         type=Path,
         default=None,
-        help="py-spy each side's first worker during the cost window, into this folder",
+        help="py-spy each side's first worker during the cost window, into this folder "
+        "(needs py-spy in the venv: .venv/bin/pip install py-spy)",
     )
     parser.add_argument(
         "--pin",
