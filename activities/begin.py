@@ -14,17 +14,26 @@ decides who commits. It is short (two or three statements) and needs no heartbea
 retries with the same policy as the bookkeeping activities, on timers beyond a minute. The
 server's clock for the future-slot check comes from the workflow (`workflow.now()`), not
 from the worker.
+
+A run whose kind works its slot in one transaction (`JobKind.slot_work`, `JobRun.one_transaction`)
+needs no `begin_run`: its work activity begins the run itself (`begin_and_work`), planning,
+claiming, taking over, working and completing its first slot in ONE transaction.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+from pydantic import BaseModel, Field
 from temporalio import activity
 
+from activities import journal
 from activities.catchup import (
     CatchupActivities,
+    Decision,
     PlanInput,
     PlanResult,
     future_slot_reason,
@@ -33,9 +42,18 @@ from activities.catchup import (
     planned,
     slot_origin,
 )
-from activities.executions import claim_in
-from activities.models import ClaimInput, ClaimResult, Origin
-from activities.telemetry import db_span
+from activities.chunked import settled
+from activities.executions import (
+    Fence,
+    OwnClaim,
+    claim_in,
+    claim_own_in,
+    count_claim,
+    take_over_in,
+)
+from activities.models import ClaimInput, ClaimResult, ExecutionRef, Origin, WorkInput, WorkResult
+from activities.runtime import SlotWork
+from activities.telemetry import db_span, record_completed
 
 
 class BeginInput(BaseModel):
@@ -53,9 +71,127 @@ class BeginResult(BaseModel):
     claim: ClaimResult | None = None
 
 
+class WorkOrBegin(WorkInput):
+    """A work activity's input: the slot it works, claimed before (`execution`), or, for a
+    kind whose slot work fits in one transaction, the run's start (`begin`): the activity
+    then plans, claims and works the run's first slot itself (`begin_and_work`)."""
+
+    execution: ExecutionRef | None = None  # type: ignore[assignment]
+    begin: BeginInput | None = None
+
+    @property
+    def job_name(self) -> str:
+        return self.execution.job_name if self.execution else self.begin.claim.job_name
+
+
+class BegunWork(WorkResult):
+    """What `begin_and_work` did: the plan; the claim of its first slot (None when the
+    plan runs nothing); that slot's work (the counts; `already_completed` when an earlier
+    attempt of this run completed it). `declined`: why nothing was done or committed
+    (another workflow run holds the slot, or the kind works in chunks): the workflow then
+    begins with `begin_run` as other runs do."""
+
+    plan: PlanResult = Field(default_factory=PlanResult)
+    claim: ClaimResult | None = None
+    declined: str | None = None
+
+
 def origins(plan: PlanResult, own: datetime) -> list[Origin]:
     """How each slot of the plan came about (`activities.catchup.slot_origin`)."""
     return [slot_origin(slot, own, plan.origin) for slot in plan.run]
+
+
+async def _plan(
+    conn: AsyncConnection, begin: BeginInput, now: datetime
+) -> tuple[PlanResult, Decision | None]:
+    """The run's plan in `conn`'s transaction; a run without a schedule's timing covers its
+    own slot only and reads nothing."""
+    if begin.plan is None:
+        own = begin.claim.scheduled_at
+        return PlanResult(run=[own], origin=begin.claim.origin or "scheduled"), None
+    return await plan_in(conn, begin.plan, now)
+
+
+def _first(begin: BeginInput, plan: PlanResult) -> ClaimInput:
+    """The claim of the plan's first slot: the run's own, or the oldest it catches up on."""
+    own = begin.claim.scheduled_at
+    return begin.claim.model_copy(
+        update={"scheduled_at": plan.run[0], "origin": origins(plan, own)[0]}
+    )
+
+
+class _Declined(Exception):
+    """Roll the transaction back: the slot is not this run's to claim here."""
+
+
+async def begin_and_work(
+    pool: AsyncConnectionPool, begin: BeginInput, work: SlotWork, params: Any
+) -> BegunWork:
+    """Plan the run, claim its first slot, take it over, work it, write its outbox rows and
+    journal, and complete it: ONE transaction, fenced by the token it raises.
+
+    Every attempt plans as of the run's start (`begin.server_now`, the workflow's clock,
+    also the clock of the starting deadline), and the plan does not look at this run's own
+    rows (`activities.catchup`), so a retry whose predecessor's result was lost plans and
+    claims the same. A failed attempt leaves nothing: its plan, claim and token roll back
+    with its work. An older attempt woken late (a frozen worker) is refused by the
+    take-over order and commits nothing (`take_over_in`). A slot another workflow run holds
+    is not touched (`claim_own_in`): nothing commits, and the result says so (`declined`).
+    """
+    if begin.plan is not None and (reason := future_slot_reason(begin.plan)) is not None:
+        return BegunWork(plan=not_yet(begin.plan, reason))
+    now = begin.server_now
+    own, duration, done = OwnClaim(None), None, WorkResult()
+    with db_span("db.begin_and_work", begin.claim):
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                plan, decision = await _plan(conn, begin, now)
+                if plan.run:
+                    first = _first(begin, plan)
+                    own = await claim_own_in(conn, first, server_now=begin.server_now, now=now)
+                    if own.claim is None:
+                        raise _Declined(
+                            f"{first.job_name} at {first.scheduled_at.isoformat()}: another "
+                            "workflow run holds the slot"
+                        )
+                    if own.claim.outcome == "claimed":
+                        execution = ExecutionRef(
+                            execution_id=own.claim.execution_id,
+                            job_name=first.job_name,
+                            scheduled_at=first.scheduled_at,
+                        )
+                        done, duration = await _work_in(conn, execution, own.fence, work, params)
+        except _Declined as declined:
+            return BegunWork(declined=str(declined))
+    # Committed: counted and logged once.
+    if decision is not None:
+        planned(begin.plan, decision)
+    if own.inserted:
+        count_claim(first, own.claim, now)
+    if duration is not None:
+        record_completed(first.job_name, duration)
+    return BegunWork(plan=plan, claim=own.claim, **done.model_dump())
+
+
+async def _work_in(
+    conn: AsyncConnection,
+    execution: ExecutionRef,
+    fence: Fence | None,
+    work: SlotWork,
+    params: Any,
+) -> tuple[WorkResult, float | None]:
+    """Work the claimed slot and complete it in `conn`'s transaction, taking it over first
+    unless the claim did (`fence`): the result, and the run's duration (None when an
+    earlier attempt of this run completed it)."""
+    if fence is None:
+        taken = await take_over_in(conn, execution.execution_id)
+        if not isinstance(taken, Fence):
+            return settled(execution, *taken), None
+        fence = taken
+        await journal.enter(conn, fence.execution_id, fence.token)
+    counts = await work(conn, execution, params)
+    duration = await fence.complete_journaled(conn, {"counts": counts}, {"counts": counts})
+    return WorkResult(counts=counts), duration
 
 
 class BeginActivities(CatchupActivities):
@@ -69,21 +205,14 @@ class BeginActivities(CatchupActivities):
             return await self._begin(begin)
 
     async def _begin(self, begin: BeginInput) -> BeginResult:
-        own = begin.claim.scheduled_at
         if begin.plan is not None and (reason := future_slot_reason(begin.plan)) is not None:
             return BeginResult(plan=not_yet(begin.plan, reason))
         now = self.clock()
         async with self.pool.connection() as conn, conn.transaction():
-            if begin.plan is None:
-                origin = begin.claim.origin or "scheduled"
-                plan, decision = PlanResult(run=[own], origin=origin), None
-            else:
-                plan, decision = await plan_in(conn, begin.plan, now)
+            plan, decision = await _plan(conn, begin, now)
             claim = None
             if plan.run:
-                first = begin.claim.model_copy(
-                    update={"scheduled_at": plan.run[0], "origin": origins(plan, own)[0]}
-                )
+                first = _first(begin, plan)
                 with db_span("db.claim_execution", first):
                     claim = await claim_in(conn, first, server_now=begin.server_now, now=now)
         if begin.plan is not None and decision is not None:

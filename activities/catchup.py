@@ -188,7 +188,9 @@ async def plan_in(
     """In `conn`'s transaction, decide which slots the run covers and record the missed
     ones it will not run (skipped, with the reason). Call `planned` once committed."""
     slot = plan.scheduled_at
-    cur = await conn.execute(_Q["last_recorded"], {"job_name": plan.job_name, "now": now})
+    cur = await conn.execute(
+        _Q["last_recorded"], {"job_name": plan.job_name, "now": now, "run_id": plan.run_id}
+    )
     (last,) = await cur.fetchone()
     low = max(
         t
@@ -204,7 +206,12 @@ async def plan_in(
     cur = await conn.execute(
         _Q["recorded_between"],
         # Around the slot too: a backfilled future slot's first 01:30 is after now.
-        {"job_name": plan.job_name, "low": low - timedelta(hours=3), "high": max(now, slot)},
+        {
+            "job_name": plan.job_name,
+            "low": low - timedelta(hours=3),
+            "high": max(now, slot),
+            "run_id": plan.run_id,
+        },
     )
     recorded = {row[0] for row in await cur.fetchall()}
     decision = _decide_for(plan, slot, last, low, now, recorded)

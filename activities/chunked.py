@@ -76,10 +76,10 @@ async def begin_attempt(pool: AsyncConnectionPool, execution: ExecutionRef) -> F
         taken = await take_over(pool, execution.execution_id)
     if isinstance(taken, Fence):
         return taken
-    return _settled(execution, *taken)
+    return settled(execution, *taken)
 
 
-def _settled(execution: ExecutionRef, status: str, result: dict[str, Any] | None) -> WorkResult:
+def settled(execution: ExecutionRef, status: str, result: dict[str, Any] | None) -> WorkResult:
     """The result of an attempt that found the slot no longer running."""
     if status == "completed":
         record_run(execution.job_name, "already_completed")
@@ -111,7 +111,7 @@ async def run_in_one_transaction(
         async with pool.connection() as conn, conn.transaction():
             taken = await take_over_in(conn, execution.execution_id)
             if not isinstance(taken, Fence):
-                return _settled(execution, *taken)
+                return settled(execution, *taken)
             fence = taken
             await journal.enter(conn, fence.execution_id, fence.token)
             progress, finished = await plan(conn), False

@@ -133,6 +133,23 @@ class Fence:
         self.progress = progress
         return float((await cur.fetchone())[0])
 
+    async def complete_journaled(
+        self, conn: AsyncConnection, progress: dict[str, Any], result: dict[str, Any]
+    ) -> float:
+        """`complete`, and the commit journal's row of it (`activities.journal.record`),
+        in one statement: the last of the transaction."""
+        cur = await conn.execute(
+            _Q["complete_and_journal"],
+            {
+                "id": self.execution_id,
+                "attempt": self.token,
+                "progress": Jsonb(progress),
+                "result": Jsonb(result),
+            },
+        )
+        self.progress = progress
+        return float((await cur.fetchone())[0])
+
 
 @dataclass(frozen=True)
 class Attempt:
@@ -278,6 +295,101 @@ async def claim_in(
     is recorded: its real run comes at its time. The workflow's plan normally stops such a
     run first (`activities.catchup.future_slot_reason`).
     """
+    found, params = await _insert_claim(conn, claim, server_now=server_now, now=now)
+    if isinstance(found, ClaimResult):
+        count_claim(claim, found, now)
+        return found
+    row = found
+    if row["status"] in ("completed", "skipped"):
+        await conn.execute(_Q["record_duplicate"], {"id": row["id"]})
+        record_duplicate(claim.job_name, row["id"], row["status"])
+        activity.logger.info(
+            "execution already %s", row["status"], extra=_log_fields(claim, row["id"])
+        )
+        return ClaimResult(
+            execution_id=row["id"],
+            outcome=row["status"],
+            reason=f"this slot was already {row['status']}",
+        )
+    if row["status"] == "compensated":
+        await conn.execute(_Q["forget_steps"], {"id": row["id"]})
+    await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
+    lateness = (now - claim.scheduled_at).total_seconds()
+    record_claim(claim.job_name, row["id"], lateness, skipped=False)
+    activity.logger.info(
+        "execution reclaimed from status %s", row["status"], extra=_log_fields(claim, row["id"])
+    )
+    return ClaimResult(execution_id=row["id"], outcome="claimed")
+
+
+@dataclass(frozen=True)
+class OwnClaim:
+    """What `claim_own_in` found: the claim (None: another run's slot, left alone); the
+    attempt's `Fence` when it inserted the row already taken over (count the claim with
+    `count_claim` once committed); `inserted`: it inserted the row (taken over, or
+    skipped past the starting deadline)."""
+
+    claim: ClaimResult | None
+    fence: Fence | None = None
+    inserted: bool = False
+
+
+async def claim_own_in(
+    conn: AsyncConnection, claim: ClaimInput, *, server_now: datetime, now: datetime
+) -> OwnClaim:
+    """`claim_in` inside the transaction of the work itself (`activities.begin`), where
+    only this workflow run's own row may be touched.
+
+    A slot with no row is claimed and taken over by the running attempt in one statement
+    (`claim_and_take_over`: token 1, journaled, the transaction named for the outbox), or
+    recorded skipped past its starting deadline. Another run's row, whatever its status,
+    is left as it is and the claim is None: the caller commits nothing and begins as a run
+    of separate claim and work does (`claim_in`: the duplicate counted, a failed slot
+    retried, a running one passed on).
+
+    A row of this run: an attempt of this activity commits only a finished slot (completed,
+    or skipped past its deadline), so such a row was written by an earlier attempt whose
+    result never reached the server, and it stands (the caller's take-over finds the
+    completion and its counts). A row of this run in any other state was written after
+    this activity ended, by the run's `begin_run` (it declined, or failed for good): this
+    attempt is one the server has given up on, and is refused (`StaleAttemptError`).
+    """
+    attempt = Attempt.current()
+    taking = {"holder": holder_name()} | (attempt.params() if attempt else _NO_ATTEMPT)
+    taking["run_id_of_attempt"] = taking.pop("run_id")
+    new = await _insert_claim(
+        conn, claim, server_now=server_now, now=now, query="claim_and_take_over", extra=taking
+    )
+    found, inserted = new
+    if isinstance(found, ClaimResult):
+        fence = Fence(found.execution_id, inserted["attempt"], {}) if inserted["attempt"] else None
+        return OwnClaim(found, fence, inserted=True)
+    row = found
+    if row["run_id"] != claim.run_id:
+        return OwnClaim(None)
+    status = row["status"]
+    if status == "completed":
+        return OwnClaim(ClaimResult(execution_id=row["id"], outcome="claimed"))
+    if status == "skipped":
+        return OwnClaim(ClaimResult(execution_id=row["id"], outcome="skipped", reason=row["error"]))
+    raise StaleAttemptError(
+        f"execution {row['id']}: this workflow run claimed it after this activity ended "
+        f"(status {status})"
+    )
+
+
+async def _insert_claim(
+    conn: AsyncConnection,
+    claim: ClaimInput,
+    *,
+    server_now: datetime,
+    now: datetime,
+    query: str = "insert_claim",
+    extra: dict[str, Any] | None = None,
+) -> tuple[ClaimResult, dict[str, Any]] | tuple[dict[str, Any], dict[str, Any]]:
+    """Insert the slot's row (running, or skipped past the starting deadline) with
+    `query` and return (the claim, the row inserted); or, if the slot has a row, lock it
+    and return (that row, the claim's parameters)."""
     ahead = (claim.scheduled_at - server_now).total_seconds()
     if ahead > _FUTURE_MARGIN_SECONDS:
         raise ApplicationError(
@@ -303,35 +415,24 @@ async def claim_in(
     }
     # Row factory on a cursor, never on the pooled connection.
     cur = conn.cursor(row_factory=dict_row)
-    await cur.execute(_Q["insert_claim"], params)
+    # Both wait while a frozen attempt's open transaction holds the slot's row or key.
+    await heartbeating(cur.execute(_Q[query], params | (extra or {})))
     row = await cur.fetchone()
     if row is not None:
         outcome = "skipped" if late else "claimed"
-        record_claim(claim.job_name, row["id"], lateness, skipped=late)
-        activity.logger.info("execution %s", outcome, extra=_log_fields(claim, row["id"]))
-        return ClaimResult(execution_id=row["id"], outcome=outcome, reason=reason)
+        return ClaimResult(execution_id=row["id"], outcome=outcome, reason=reason), row
+    await heartbeating(cur.execute(_Q["lock_claim"], params))
+    return await cur.fetchone(), params
 
-    await cur.execute(_Q["lock_claim"], params)
-    row = await cur.fetchone()
-    if row["status"] in ("completed", "skipped"):
-        await conn.execute(_Q["record_duplicate"], {"id": row["id"]})
-        record_duplicate(claim.job_name, row["id"], row["status"])
-        activity.logger.info(
-            "execution already %s", row["status"], extra=_log_fields(claim, row["id"])
-        )
-        return ClaimResult(
-            execution_id=row["id"],
-            outcome=row["status"],
-            reason=f"this slot was already {row['status']}",
-        )
-    if row["status"] == "compensated":
-        await conn.execute(_Q["forget_steps"], {"id": row["id"]})
-    await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
-    record_claim(claim.job_name, row["id"], lateness, skipped=False)
+
+def count_claim(claim: ClaimInput, claimed: ClaimResult, now: datetime) -> None:
+    """Count and log a claim that inserted its slot's row: its lateness, or its skip."""
+    lateness = (now - claim.scheduled_at).total_seconds()
+    skipped = claimed.outcome == "skipped"
+    record_claim(claim.job_name, claimed.execution_id, lateness, skipped=skipped)
     activity.logger.info(
-        "execution reclaimed from status %s", row["status"], extra=_log_fields(claim, row["id"])
+        "execution %s", claimed.outcome, extra=_log_fields(claim, claimed.execution_id)
     )
-    return ClaimResult(execution_id=row["id"], outcome="claimed")
 
 
 def _log_fields(claim: ClaimInput, execution_id: int) -> dict[str, Any]:

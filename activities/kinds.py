@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.begin import BegunWork, WorkOrBegin, begin_and_work
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from activities.runtime import RuntimeKinds, SlotWork
 from activities.steps import StepInput, step_activity
@@ -50,8 +51,10 @@ class JobKind:
     # `owner(pool)`: for work that talks to peers outside Postgres (SMTP, HTTP APIs).
     settings: bool = False
     # A kind whose slot is light may name the owner's method that does one slot's work
-    # inside a given transaction, `(conn, execution, params) -> counts`: runtime schedules
-    # of this kind can then run in batches (`RuntimeKind.batch`, `activities.runtime`).
+    # inside a given transaction, `(conn, execution, params) -> counts`: a run of it then
+    # plans, claims, works and completes its slot in one transaction, in its work activity
+    # (`activities.begin.begin_and_work`, `JobRun.one_transaction`), and runtime schedules
+    # of this kind can run in batches (`RuntimeKind.batch`, `activities.runtime`).
     slot_work: str | None = None
     # The params model: by default the annotation of the work's `params` argument (the
     # activity's, or the first step's), the one the method is written against.
@@ -109,18 +112,28 @@ def parse_params(kind: JobKind, work: WorkInput | StepInput) -> BaseModel:
         problems = "; ".join(
             f"params.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
         )
+        job = work.job_name if isinstance(work, WorkOrBegin) else work.execution.job_name
         raise ApplicationError(
-            f"{work.execution.job_name}: invalid params: {problems}",
+            f"{job}: invalid params: {problems}",
             type="InvalidParams",
             non_retryable=True,
         ) from None
 
 
-def work_activity(kind: JobKind, method: Work) -> Callable[[WorkInput], Awaitable[WorkResult]]:
-    """The activity Temporal runs for `kind`: validate the params once, then do the work."""
+def work_activity(
+    kind: JobKind, method: Work, slot_work: SlotWork | None = None, pool: Any = None
+) -> Callable[[WorkOrBegin], Awaitable[WorkResult]]:
+    """The activity Temporal runs for `kind`: validate the params once, then do the work of
+    the claimed slot; or, given the run's start, begin the run and work its first slot in
+    one transaction (`slot_work`, `activities.begin.begin_and_work`)."""
 
-    async def run(work: WorkInput) -> WorkResult:
-        return await method(work, parse_params(kind, work))
+    async def run(work: WorkOrBegin) -> WorkResult:
+        begin = getattr(work, "begin", None)  # a plain WorkInput, called in-process: none
+        if begin is None:
+            return await method(work, parse_params(kind, work))
+        if slot_work is None:  # a kind that works in chunks now: begin as other runs do
+            return BegunWork(declined=f"kind {kind.name} does not work its slot in one transaction")
+        return await begin_and_work(pool, begin, slot_work, parse_params(kind, work))
 
     run.__name__ = run.__qualname__ = kind.activity
     run.__doc__ = method.__doc__
@@ -184,7 +197,8 @@ def build_kind_activities(
             owners[kind.owner] = kind.owner(pool, settings) if kind.settings else kind.owner(pool)
         owner = owners[kind.owner]
         if kind.activity is not None:
-            add(kind.activity, work_activity(kind, getattr(owner, kind.activity)))
+            slot_work = getattr(owner, kind.slot_work) if kind.slot_work else None
+            add(kind.activity, work_activity(kind, getattr(owner, kind.activity), slot_work, pool))
         for step in kind.steps:
             add(
                 step,

@@ -67,19 +67,25 @@ def postmaster_pid(data_dir: Path) -> int:
     return int((data_dir / "postmaster.pid").read_text().split()[0])
 
 
-def pg_counts(admin_url: str, database: str) -> tuple[int, int]:
-    """(transactions committed or rolled back, statements executed) in `database` so far."""
+def pg_counts(admin_url: str, database: str) -> tuple[int, int, int]:
+    """In `database` so far: (transactions committed or rolled back, statements executed,
+    transactions that configured a new pooled connection: no run's, `worker/sql/pool.sql`).
+
+    pg_stat_database counts every transaction, an autocommitted statement's too; the
+    workers' `configure` commits its own, counted here by its statement."""
     with psycopg.connect(admin_url, autocommit=True) as conn:
         xacts = conn.execute(
             "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s",
             (database,),
         ).fetchone()[0]
-        calls = conn.execute(
-            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s"
-            " JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = %s",
-            (database,),
-        ).fetchone()[0]
-    return int(xacts), int(calls)
+        calls, configures = conn.execute(
+            "SELECT coalesce(sum(calls), 0),"
+            " coalesce(sum(calls) FILTER (WHERE query LIKE %s), 0)"
+            " FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid"
+            " WHERE d.datname = %s",
+            ("%idle_in_transaction_session_timeout%", database),
+        ).fetchone()
+    return int(xacts), int(calls), int(configures)
 
 
 @dataclass

@@ -34,14 +34,20 @@ _Q = queries("worker.sql", "pool")
 
 
 # Modules workflow code may use as they are outside Temporal's sandbox instead of importing
-# them afresh into it: the engine's and the timing package's models, the workflows' own
-# input and result models (workflows/models.py: built once, not per workflow run) and the
-# libraries they pull in. Workflow logic (workflows/, each job's workflow.py) stays sandboxed.
+# them afresh into it (for every workflow run: bench/fleet.py's profile): the engine's and
+# the timing package's models, the workflows' own input and result models
+# (workflows/models.py: built once, not per workflow run), the workflows' helpers without
+# workflow logic (workflows/details.py words the UI's details, workflows/failures.py reads
+# an error chain: pure functions of their arguments) and the libraries they pull in.
+# Workflow logic (workflows/scheduled_job.py, steps.py, attempts.py, runtime_run.py, each
+# job's workflow.py) stays sandboxed.
 PASSTHROUGH = (
     "activities",
     "core",
     "timing",
     "workflows.models",
+    "workflows.details",
+    "workflows.failures",
     "croniter",
     "httpx",
     "httpcore",

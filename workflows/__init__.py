@@ -1,8 +1,23 @@
-"""Workflow definitions only: deterministic, no I/O."""
+"""Workflow definitions only: deterministic, no I/O.
+
+The names below are imported on first use: Temporal's sandbox imports a workflow's module
+afresh for every workflow run, its package's `__init__` included, so importing
+`workflows.scheduled_job` must not import every other workflow module too (a run of
+`ScheduledJobWorkflow` then re-imports only what it uses).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from workflows.models import JobRun, JobRunResult, RetrySettings, StepOptions, WorkflowJobInput
-from workflows.scheduled_job import ScheduledJobWorkflow
-from workflows.steps import JobSteps
+
+if TYPE_CHECKING:
+    from workflows.scheduled_job import ScheduledJobWorkflow
+    from workflows.steps import JobSteps
+
+_LAZY = {"ScheduledJobWorkflow": "workflows.scheduled_job", "JobSteps": "workflows.steps"}
 
 __all__ = [
     "JobRun",
@@ -13,3 +28,9 @@ __all__ = [
     "StepOptions",
     "WorkflowJobInput",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

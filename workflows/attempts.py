@@ -51,10 +51,13 @@ def exhausted_by_timeouts(err: ActivityError) -> bool:
 
 
 async def with_fresh_series(
-    start: Callable[[], Awaitable[T]], execution_id: int, maximum_attempts: int
+    start: Callable[[], Awaitable[T]], execution_id: int | None, maximum_attempts: int
 ) -> T:
     """Await `start()` (one activity); start it again while its retries ran out on
-    attempts that never reached the database (see the module)."""
+    attempts that never reached the database (see the module). `execution_id` None: the
+    activity begins the run and takes the slot over in the one transaction of its work
+    (`activities.begin.begin_and_work`), so an attempt that timed out committed nothing
+    and there is nothing to ask: a new series follows."""
     series = 1
     while True:
         try:
@@ -67,7 +70,7 @@ async def with_fresh_series(
                 or not workflow.patched(ATTEMPT_SERIES_PATCH)
             ):
                 raise
-            ran = await workflow.execute_local_activity_method(
+            ran = execution_id is not None and await workflow.execute_local_activity_method(
                 ExecutionActivities.attempt_took_over,
                 AttemptQuery(
                     execution_id=execution_id,

@@ -3,6 +3,9 @@
 `ScheduledJobWorkflow` and `JobSteps` decide; this module words it. A headline names the
 job, the slot in the job's time zone and how the run came about; the lines under it say
 where the run is.
+
+Passed through Temporal's sandbox (`worker.run.PASSTHROUGH`): imported once per worker, not
+per workflow run; it holds no state and calls nothing non-deterministic.
 """
 
 from __future__ import annotations

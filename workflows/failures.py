@@ -1,6 +1,9 @@
 """How a run's work failed, read from Temporal's error chain: superseded, cancelled, or not.
 
 Deterministic: it reads only the exceptions the SDK raises into the workflow.
+
+Passed through Temporal's sandbox (`worker.run.PASSTHROUGH`): imported once per worker, not
+per workflow run; it holds no state and calls nothing non-deterministic.
 """
 
 from __future__ import annotations

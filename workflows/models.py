@@ -9,6 +9,7 @@ process. It holds no workflow logic, only data and its validation, which are det
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -18,8 +19,21 @@ from temporalio.common import RetryPolicy
 
 # Passed through in any sandbox, also one not configured with `worker.run.PASSTHROUGH`.
 with workflow.unsafe.imports_passed_through():
-    from activities.models import ExecutionRef, Origin, TimingField, Trigger
+    from activities.catchup import PlanResult
+    from activities.models import (
+        ClaimResult,
+        ExecutionRef,
+        Origin,
+        TimingField,
+        Trigger,
+        WorkResult,
+    )
     from timing import Timing
+
+
+STEPS_ID_SUFFIX = "/steps"
+"""A workflow job's steps run as a child named `<run's workflow id>/steps`: the longest id
+the engine builds, so `schedules/limits.py` holds job ids to what it leaves."""
 
 
 class RetrySettings(BaseModel):
@@ -66,6 +80,10 @@ class JobRun(BaseModel):
     # A workflow kind's workflow type instead: run as a child workflow of steps (see
     # workflows/steps.py); `activity` is then empty.
     workflow: str | None = None
+    # The kind works a slot in one transaction (`JobKind.slot_work`): the work activity
+    # plans the run, claims its first slot and works it in that transaction, no `begin_run`
+    # (`activities.begin.begin_and_work`). Absent from inputs a sync before v6 wrote.
+    one_transaction: bool = False
     params: dict[str, Any] = Field(default_factory=dict)
     start_to_close_seconds: float = Field(default=3600.0, gt=0)
     heartbeat_seconds: float | None = Field(default=60.0, gt=0)
@@ -143,3 +161,16 @@ class JobRunResult(BaseModel):
     # of the previous release (`schedules` CLI `--wait`) requires it. Deprecated in v5, removed in v6
     # (docs/architecture.md, Compatibility shims and patches).
     trigger: Trigger = "schedule"
+
+
+@dataclass(frozen=True)
+class Begun:
+    """What the start of a `ScheduledJobWorkflow` run settled: its own slot, the plan, and
+    the claim `begin_run` made with it (of `plan.run[0]`; none on the path of runs before
+    its patch), and the work of that slot when the work activity began the run (patch
+    `begin-in-work`). Here, outside the sandbox: built once, not per workflow run."""
+
+    scheduled_at: datetime
+    plan: PlanResult
+    claims: dict[datetime, ClaimResult]
+    worked: dict[datetime, WorkResult] = field(default_factory=dict)

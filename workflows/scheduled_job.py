@@ -8,12 +8,13 @@ A run has three steps: *begin* (find its slot, plan the slots it covers, claim t
 *run the slots* (each claimed, worked and settled, oldest first), *summarise* (the result,
 and the details the Temporal UI shows, worded by `workflows.details`, with what only the
 server can tell a backfilled run, and a mark on a run that did no work: `workflows.run_notes`).
+A run of a kind whose slot work fits in one transaction (`JobRun.one_transaction`) begins in
+its work activity: the plan, the claim and the first slot's work in one transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
@@ -22,7 +23,7 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.begin import BeginActivities, BeginInput, origins
+    from activities.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
     from activities.catchup import CatchupActivities, PlanInput, PlanResult
     from activities.executions import ExecutionActivities
     from activities.models import (
@@ -41,6 +42,8 @@ from workflows.attempts import with_fresh_series
 from workflows.details import backfill_note, run_headline, showing, summary
 from workflows.failures import cancelled, message, superseded
 from workflows.models import (
+    STEPS_ID_SUFFIX,
+    Begun,
     JobRun,
     JobRunResult,
     SlotRun,
@@ -48,7 +51,6 @@ from workflows.models import (
     WorkflowJobInput,
 )
 from workflows.run_notes import backfill_skips, mark_no_op
-from workflows.steps import STEPS_ID_SUFFIX
 
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
@@ -68,15 +70,11 @@ _BOOKKEEPING: dict[str, Any] = {
 # Patched in v3; deprecate_patch in v5, removed in v6 (docs/architecture.md).
 BEGIN_RUN_PATCH = "begin-run-local"
 
-
-@dataclass(frozen=True)
-class Begun:
-    """What the start of a run settled: its own slot, the plan, and the claim `begin_run`
-    made with it (of `plan.run[0]`; none on the path of runs before BEGIN_RUN_PATCH)."""
-
-    scheduled_at: datetime
-    plan: PlanResult
-    claims: dict[datetime, ClaimResult]
+# Runs of a kind whose slot work fits in one transaction (`JobRun.one_transaction`) begin
+# in their work activity from here on: plan, claim and the first slot's work in ONE
+# transaction (`activities.begin.begin_and_work`), no `begin_run`. Runs started before it
+# keep `begin_run`. Patched in v6 (docs/architecture.md).
+BEGIN_IN_WORK_PATCH = "begin-in-work"
 
 
 @workflow.defn
@@ -120,19 +118,16 @@ class ScheduledJobWorkflow:
         plan_input = None
         if origin != "direct" and job.timing is not None:
             plan_input = self._plan_input(job, scheduled_at, job.timing)
+        claim = self._claim_input(job, scheduled_at, origin)
+        if job.one_transaction and not job.workflow and workflow.patched(BEGIN_IN_WORK_PATCH):
+            self._local = True
+            begin = BeginInput(plan=plan_input, claim=claim, server_now=workflow.now())
+            return await self._begin_in_work(job, begin) or await self._begin_run(begin)
         if workflow.patched(BEGIN_RUN_PATCH):
             self._local = True
-            begin = await workflow.execute_local_activity_method(
-                BeginActivities.begin_run,
-                BeginInput(
-                    plan=plan_input,
-                    claim=self._claim_input(job, scheduled_at, origin),
-                    server_now=workflow.now(),
-                ),
-                **_BOOKKEEPING,
+            return await self._begin_run(
+                BeginInput(plan=plan_input, claim=claim, server_now=workflow.now())
             )
-            claims = {begin.plan.run[0]: begin.claim} if begin.claim is not None else {}
-            return Begun(scheduled_at, begin.plan, claims)
         if plan_input is None:
             plan = PlanResult(run=[scheduled_at], origin=origin)
         else:
@@ -140,6 +135,52 @@ class ScheduledJobWorkflow:
                 CatchupActivities.plan_run, plan_input, **_BOOKKEEPING
             )
         return Begun(scheduled_at, plan, {})
+
+    async def _begin_run(self, begin: BeginInput) -> Begun:
+        """Plan and claim the first slot in `begin_run`, a local activity."""
+        begun = await workflow.execute_local_activity_method(
+            BeginActivities.begin_run, begin, **_BOOKKEEPING
+        )
+        claims = {begun.plan.run[0]: begun.claim} if begun.claim is not None else {}
+        return Begun(begin.claim.scheduled_at, begun.plan, claims)
+
+    async def _begin_in_work(self, job: JobRun, begin: BeginInput) -> Begun | None:
+        """Begin in the work activity: plan, claim and work the first slot in one
+        transaction. None when it declined, having done nothing (another workflow run
+        holds the slot): the run begins with `begin_run`."""
+        own = begin.claim.scheduled_at
+        headline = run_headline(job.job_name, own, "", begin.claim.origin or "scheduled")
+        workflow.set_current_details(showing(headline, "running"))
+        # No timing beside the plan's: the kind's slot work takes the execution and params.
+        work = WorkOrBegin(begin=begin, params=job.params)
+        try:
+            # Every attempt that timed out rolled back, its take-over too: a new series
+            # follows retries a frozen worker absorbed, with no need to ask (`None`).
+            done = await with_fresh_series(
+                lambda: self._work(job, work, BegunWork), None, job.retry.maximum_attempts
+            )
+        except ActivityError as err:
+            # Its attempts committed nothing: record the plan and the claim, then the failure.
+            begun = await self._begin_run(begin)
+            claim = begun.claims.get(begun.plan.run[0]) if begun.plan.run else None
+            execution = None
+            if claim is not None and claim.outcome == "claimed":
+                execution = ExecutionRef(
+                    execution_id=claim.execution_id,
+                    job_name=job.job_name,
+                    scheduled_at=begun.plan.run[0],
+                )
+            await self._fail(job, execution, err, own)
+        if done.declined is not None:
+            workflow.logger.info("beginning with begin_run: %s", done.declined)
+            return None
+        if done.claim is None:
+            return Begun(own, done.plan, {})
+        first = done.plan.run[0]
+        if done.claim.outcome != "claimed":  # settled: skipped past its deadline
+            return Begun(own, done.plan, {first: done.claim})
+        worked = WorkResult(counts=done.counts, already_completed=done.already_completed)
+        return Begun(own, done.plan, {first: done.claim}, {first: worked})
 
     async def _run_slots(
         self, job: JobRun, begun: Begun, headline: str
@@ -150,7 +191,9 @@ class ScheduledJobWorkflow:
         for slot, origin in zip(
             begun.plan.run, origins(begun.plan, begun.scheduled_at), strict=True
         ):
-            done = await self._run_slot(job, slot, origin, headline, begun.claims.get(slot))
+            done = await self._run_slot(
+                job, slot, origin, headline, begun.claims.get(slot), begun.worked.get(slot)
+            )
             if slot == begun.scheduled_at:
                 own = done
             else:
@@ -200,8 +243,10 @@ class ScheduledJobWorkflow:
         origin: Origin,
         headline: str,
         claim: ClaimResult | None,
+        worked: WorkResult | None = None,
     ) -> SlotRun:
-        """Claim one slot (unless `begin_run` did), do its work, record the outcome."""
+        """Claim one slot (unless the run's begin did), do its work (unless the work
+        activity that began the run did), record the outcome."""
         if claim is None:
             claim = await self._bookkeeping(
                 ExecutionActivities.claim_execution,
@@ -217,7 +262,11 @@ class ScheduledJobWorkflow:
             execution_id=claim.execution_id, job_name=job.job_name, scheduled_at=scheduled_at
         )
         try:
-            work = await self._work_or_steps(job, execution, headline)
+            work = (
+                worked
+                if worked is not None
+                else await self._work_or_steps(job, execution, headline)
+            )
         except (ActivityError, ChildWorkflowError) as err:
             if superseded(err):  # another workflow run of the same slot took the work over
                 return slot.model_copy(update={"outcome": "superseded", "reason": message(err)})
@@ -236,41 +285,46 @@ class ScheduledJobWorkflow:
         absorbed its retries, `workflows.attempts`), or a workflow kind's steps."""
         if job.workflow:
             return await self._run_steps(job, execution, headline)
+        work = WorkInput(execution=execution, params=job.params, timing=job.timing)
         return await with_fresh_series(
-            lambda: self._work(job, execution),
+            lambda: self._work(job, work, WorkResult),
             execution.execution_id,
             job.retry.maximum_attempts,
         )
 
     async def _fail(
-        self, job: JobRun, execution: ExecutionRef, err: ActivityError | ChildWorkflowError
+        self,
+        job: JobRun,
+        execution: ExecutionRef | None,
+        err: ActivityError | ChildWorkflowError,
+        slot: datetime | None = None,
     ) -> NoReturn:
         """End the run on its work's failure: an operator's cancellation stays one; any
-        other failure is recorded (what is still running under this run) and fails it."""
+        other failure is recorded (what is still running under this run) and fails it.
+        Without an execution (no slot of it claimed by this run), `slot` names it."""
         if isinstance(err, ChildWorkflowError) and cancelled(err):
             # An operator cancelled the run: its steps compensated and recorded it.
             raise asyncio.CancelledError(message(err)) from err
         # A workflow job has settled its execution already (compensated or failed);
         # this marks only what is still running under this run.
-        await self._bookkeeping(
-            ExecutionActivities.record_failure,
-            FailureInput(
-                execution_id=execution.execution_id,
-                run_id=workflow.info().run_id,
-                error=message(err),
-            ),
-        )
+        if execution is not None:
+            run_id, slot = workflow.info().run_id, execution.scheduled_at
+            failure = FailureInput(
+                execution_id=execution.execution_id, run_id=run_id, error=message(err)
+            )
+            await self._bookkeeping(ExecutionActivities.record_failure, failure)
         raise ApplicationError(
-            f"{job.job_name} at {execution.scheduled_at.isoformat()} failed: {message(err)}",
+            f"{job.job_name} at {slot.isoformat()} failed: {message(err)}",
             non_retryable=True,
         ) from err
 
-    async def _work(self, job: JobRun, execution: ExecutionRef) -> WorkResult:
-        """The kind's work activity for one slot, with the job's timeouts and retries."""
+    async def _work(self, job: JobRun, work: WorkInput, result_type: type[WorkResult]) -> Any:
+        """The kind's work activity, with the job's timeouts and retries: one slot's work,
+        or the run's begin and its first slot's work (`WorkOrBegin`)."""
         return await workflow.execute_activity(
             job.activity,
-            WorkInput(execution=execution, params=job.params, timing=job.timing),
-            result_type=WorkResult,
+            work,
+            result_type=result_type,
             start_to_close_timeout=timedelta(seconds=job.start_to_close_seconds),
             heartbeat_timeout=(
                 timedelta(seconds=job.heartbeat_seconds) if job.heartbeat_seconds else None

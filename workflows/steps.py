@@ -52,14 +52,13 @@ with workflow.unsafe.imports_passed_through():
 from workflows.attempts import with_fresh_series
 from workflows.details import showing, step_progress
 from workflows.failures import cancelled, message, superseded
-from workflows.models import WorkflowJobInput
+from workflows.models import STEPS_ID_SUFFIX, WorkflowJobInput
+
+__all__ = ["COMPENSATED", "STEPS_ID_SUFFIX", "JobSteps"]
 
 COMPENSATED = "Compensated"
 """The error type a workflow job fails with after compensating."""
 
-STEPS_ID_SUFFIX = "/steps"
-"""A workflow job's steps run as a child named `<run's workflow id>/steps`: the longest id
-the engine builds, so `schedules/limits.py` holds job ids to what it leaves."""
 
 # Bookkeeping and compensations retry until the database is back, for up to an hour: a
 # compensation that gave up would leave a half-done run.

@@ -9,8 +9,40 @@ VALUES
 ON CONFLICT (job_name, scheduled_at) DO NOTHING
 RETURNING id, status
 
+-- name: claim_and_take_over
+-- A claim made inside the work's own transaction (`activities.begin`): the slot's row is
+-- inserted already taken over by the asking attempt (fencing token 1, its holder and
+-- order, journaled as every take-over is), and the transaction is named after it for the
+-- outbox rows it writes (`activities.journal`). A claim past the starting deadline is
+-- inserted skipped, not taken over. Nothing when the slot has a row already.
+WITH claimed AS (
+    INSERT INTO job_executions
+        (job_name, scheduled_at, status, origin, workflow_id, run_id, error, finished_at,
+         alert_after_seconds, attempt, holder, holder_run_id, holder_activity_seq,
+         holder_attempt)
+    SELECT %(job_name)s, %(scheduled_at)s, %(status)s, %(origin)s, %(workflow_id)s,
+           %(run_id)s, %(error)s, CASE WHEN running THEN NULL ELSE now() END,
+           %(alert_after_seconds)s, CASE WHEN running THEN 1 ELSE 0 END,
+           CASE WHEN running THEN %(holder)s END,
+           CASE WHEN running THEN %(run_id_of_attempt)s::text END,
+           CASE WHEN running THEN %(activity_seq)s::bigint END,
+           CASE WHEN running THEN %(temporal_attempt)s::integer END
+    FROM (SELECT %(status)s = 'running' AS running) AS claim
+    ON CONFLICT (job_name, scheduled_at) DO NOTHING
+    RETURNING id, status, attempt
+), journaled AS (
+    INSERT INTO commit_journal (execution_id, attempt, what, status)
+    SELECT id, attempt, 'take_over', status FROM claimed WHERE status = 'running'
+)
+SELECT id, status, attempt,
+       CASE WHEN status = 'running' THEN
+           set_config('schedules.execution_id', id::text, true)
+           || set_config('schedules.attempt', attempt::text, true)
+       END
+FROM claimed
+
 -- name: lock_claim
-SELECT id, status, error
+SELECT id, status, error, run_id, result
 FROM job_executions
 WHERE job_name = %(job_name)s AND scheduled_at = %(scheduled_at)s
 FOR UPDATE
@@ -74,6 +106,20 @@ SET status = 'completed', finished_at = now(), progress = %(progress)s, result =
     holder = NULL
 WHERE id = %(id)s
 RETURNING extract(epoch FROM finished_at - started_at)
+
+-- name: complete_and_journal
+-- `complete`, and the commit journal's row of it (`activities.journal.record`), at once.
+WITH done AS (
+    UPDATE job_executions
+    SET status = 'completed', finished_at = now(), progress = %(progress)s,
+        result = %(result)s, holder = NULL
+    WHERE id = %(id)s
+    RETURNING id, status, extract(epoch FROM finished_at - started_at) AS seconds
+), journaled AS (
+    INSERT INTO commit_journal (execution_id, attempt, what, status)
+    SELECT id, %(attempt)s, 'complete', status FROM done
+)
+SELECT seconds FROM done
 
 -- name: fail
 -- Only the workflow run that holds the slot may mark it failed.

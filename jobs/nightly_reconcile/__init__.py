@@ -6,4 +6,11 @@
 from activities.kinds import JobKind
 from jobs.nightly_reconcile.activities import ReconcileActivities
 
-KINDS = (JobKind("nightly-reconcile", ReconcileActivities, activity="reconcile_ledger"),)
+KINDS = (
+    JobKind(
+        "nightly-reconcile",
+        ReconcileActivities,
+        activity="reconcile_ledger",
+        slot_work="reconcile_in",
+    ),
+)

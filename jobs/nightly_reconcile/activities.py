@@ -19,7 +19,7 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field, field_validator
 
 from activities.chunked import Progress, run_in_one_transaction
-from activities.models import WorkInput, WorkResult
+from activities.models import ExecutionRef, WorkInput, WorkResult
 from core.sql import queries
 from timing.zones import ZoneInfo, ZoneInfoNotFoundError
 
@@ -112,18 +112,27 @@ class ReconcileActivities:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
 
-    async def reconcile_ledger(self, work: WorkInput, params: ReconcileParams) -> WorkResult:
-        """Reconcile the local day before the slot's time, once per slot."""
-        execution = work.execution
+    async def reconcile_in(
+        self, conn: AsyncConnection, execution: ExecutionRef, params: ReconcileParams
+    ) -> dict[str, int]:
+        """In `conn`'s transaction: the local day before the slot's time reconciled, its
+        totals stored and its alert written to the outbox (the kind's `slot_work`)."""
         window = previous_local_day(execution.scheduled_at, params.ledger_timezone)
         slot = {"job_name": execution.job_name, "scheduled_at": execution.scheduled_at}
+        return await reconcile_day(conn, window, params, slot)
+
+    async def reconcile_ledger(self, work: WorkInput, params: ReconcileParams) -> WorkResult:
+        """Reconcile the local day before the slot's time, once per slot: a slot claimed
+        before the work (a run begun by `begin_run`). A run that begins in its work
+        activity plans, claims and reconciles in one transaction (`reconcile_in`)."""
+        execution = work.execution
+        window = previous_local_day(execution.scheduled_at, params.ledger_timezone)
 
         async def plan(conn: AsyncConnection) -> Progress:
             return {"cursor": {"day": window.day.isoformat()}, "counts": {}}
 
         async def step(conn: AsyncConnection, progress: Progress) -> tuple[Progress, bool]:
-            counts = await reconcile_day(conn, window, params, slot)
-            return progress | {"counts": counts}, True
+            return progress | {"counts": await self.reconcile_in(conn, execution, params)}, True
 
         # One statement: the take-over, the day's totals, its alert and the completion
         # commit in one transaction.

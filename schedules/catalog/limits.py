@@ -35,7 +35,7 @@ from typing import Any
 from temporalio.client import Schedule, ScheduleActionStartWorkflow
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from workflows.steps import STEPS_ID_SUFFIX
+from workflows.models import STEPS_ID_SUFFIX
 
 MAX_ID_LENGTH = 1000  # limit.maxIDLength
 SCHEDULER_WORKFLOW_PREFIX = "temporal-sys-scheduler:"

@@ -187,6 +187,12 @@ class JobSpec(BaseModel):
         return KINDS[self.kind].workflow_name
 
     @property
+    def one_transaction(self) -> bool:
+        """Whether the kind works a slot in one transaction (`JobKind.slot_work`): its runs
+        plan, claim, work and complete in that transaction (`JobRun.one_transaction`)."""
+        return KINDS[self.kind].slot_work is not None
+
+    @property
     def schedule_text(self) -> str:
         return self.cron if self.cron else f"every {self.interval}"
 

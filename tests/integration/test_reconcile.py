@@ -178,8 +178,10 @@ async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_o
             )
         ]
 
-        # The take-over, the work, the alert and the completion were one transaction, and
+        # The claim, the take-over, the work, the alert and the completion were one
+        # transaction (now() is its start: the row's insert and completion share it), and
         # the audit judges the night clean from the evidence it wrote.
+        assert fall["started_at"] == fall["finished_at"], fall
         journal = db.execute(
             "SELECT what, attempt, txid FROM commit_journal WHERE execution_id = %s ORDER BY seq",
             (fall["id"],),

@@ -268,6 +268,30 @@ async def scenarios(rec: Recorder) -> None:
         await rec.create(job)
         await rec.backfill(job.id, slot, name=job_id)
 
+    # A kind whose slot work fits in one transaction begins in its work activity: the same
+    # night again (declined: another run holds it, so begin_run counts the duplicate), a
+    # catch-up (the oldest missed night in the begin, the rest claimed after), and a run
+    # whose work fails for good (its claim and failure recorded through begin_run).
+    reconcile = catalog["nightly-reconcile"]
+    await rec.backfill(reconcile.id, night.replace(hour=7, minute=0), name=f"{reconcile.id}-again")
+    behind = reconcile.model_copy(update={"id": "replay-reconcile-catchup"})
+    nights = [night.replace(hour=7, minute=0) - timedelta(days=d) for d in (3, 2, 1, 0)]
+    await rec.create(behind, timing_since=nights[0] - timedelta(hours=1))
+    rec.sql(
+        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at) "
+        "VALUES (%s, %s, 'completed', now())",
+        behind.id,
+        nights[0],
+    )
+    await rec.backfill(behind.id, nights[-1], name="nightly-reconcile-catchup")
+    failing = reconcile.model_copy(update={"id": "replay-reconcile-failed"})
+    run = job_run(failing).model_copy(update={"params": {"currency": "dollars"}})
+    workflow_id = f"replay-reconcile-failed-{uuid.uuid4().hex[:6]}"
+    await rec.client.start_workflow(
+        ScheduledJobWorkflow.run, run, id=workflow_id, task_queue=rec.task_queue
+    )
+    await rec.save(workflow_id, "nightly-reconcile-failed")
+
 
 async def record(label: str) -> None:
     out = HERE / "histories" / label

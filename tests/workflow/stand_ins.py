@@ -21,7 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.backfills import BackfillSkips, SkipsInput
-from activities.begin import BeginInput, BeginResult
+from activities.begin import BeginInput, BeginResult, BegunWork, WorkOrBegin
 from activities.catchup import PlanResult
 from activities.models import (
     AttemptQuery,
@@ -46,6 +46,7 @@ class StandIns:
     work_does: Callable[[WorkInput], WorkResult] | None = None  # may raise
     hang_first_series: bool = False  # the first work attempt never returns
     took_over: bool = False  # attempt_took_over's answer
+    declines: bool = False  # work given the run's begin declines it (another run's slot)
     fail_step: str | None = None  # a step that fails for good
     hang_step: str | None = None  # a step that runs until cancelled
     skips: BackfillSkips | None = None  # backfill_skips' answer
@@ -87,6 +88,9 @@ class StandIns:
     @activity.defn(name="begin_run")
     async def begin_run(self, begin: BeginInput) -> BeginResult:
         self.calls.append(("begin_run", begin))
+        return self._begin(begin)
+
+    def _begin(self, begin: BeginInput) -> BeginResult:
         own = begin.claim.scheduled_at
         plan = self.plan or PlanResult(run=[own], origin=begin.claim.origin or "scheduled")
         if not plan.run:
@@ -112,10 +116,24 @@ class StandIns:
         return self.took_over
 
     @activity.defn(name=WORK)
-    async def work(self, work: WorkInput) -> WorkResult:
+    async def work(self, work: WorkOrBegin) -> WorkResult:
+        """The slot's work; given the run's begin (a one-transaction kind), the begin too,
+        as `begin_and_work` does: `("begin_in_work", begin)` then the claim it makes."""
         self.calls.append((WORK, activity.info().activity_id))
         if self.hang_first_series and len(self.of(WORK)) == 1:
             await asyncio.Event().wait()  # a frozen worker: the server times it out
+        if work.begin is None:
+            return self._work(work)
+        self.calls.append(("begin_in_work", work.begin))
+        if self.declines:
+            return BegunWork(declined="another workflow run holds the slot")
+        begun = self._begin(work.begin)
+        if begun.claim is None or begun.claim.outcome != "claimed":
+            return BegunWork(plan=begun.plan, claim=begun.claim)
+        done = self._work(work)
+        return BegunWork(plan=begun.plan, claim=begun.claim, **done.model_dump())
+
+    def _work(self, work: WorkInput) -> WorkResult:
         if self.work_does is not None:
             return self.work_does(work)
         return WorkResult(counts={"sent": 3})

@@ -163,3 +163,61 @@ async def test_a_series_whose_last_attempt_took_over_and_timed_out_fails(workflo
         await run_to_end(workflow_env, stand_ins, _timing_out_job())
     assert len(stand_ins.of(WORK)) == 1 and len(stand_ins.of("attempt_took_over")) == 1
     assert len(stand_ins.of("record_failure")) == 1
+
+
+# A kind whose slot work fits in one transaction (`JobRun.one_transaction`): the work
+# activity begins the run (`activities.begin.begin_and_work`), no begin_run.
+
+
+async def test_a_one_transaction_run_begins_in_its_work_activity(workflow_env):
+    stand_ins = StandIns()
+    result = await run_to_end(workflow_env, stand_ins, job(one_transaction=True))
+    assert (result.outcome, result.counts, result.origin) == ("completed", {"sent": 3}, "scheduled")
+    assert stand_ins.names() == [WORK, "begin_in_work", "claim"]
+    (begin,) = stand_ins.of("begin_in_work")
+    assert begin.plan.scheduled_at == SLOT and begin.claim.origin == "scheduled"
+
+
+async def test_a_one_transaction_run_catches_up_from_its_work_activity(workflow_env):
+    missed = SLOT - HOUR
+    plan = PlanResult(run=[missed, SLOT], skipped=2, origin="catch-up")
+    stand_ins = StandIns(
+        plan=plan, settled={SLOT: ("completed", "this slot was already completed")}
+    )
+    result = await run_to_end(workflow_env, stand_ins, job(one_transaction=True))
+    # The oldest slot is claimed and worked by the activity that began the run; the own slot
+    # is claimed after it (here: found completed, a no-op).
+    assert [(c.scheduled_at, c.outcome) for c in result.caught_up] == [(missed, "completed")]
+    assert (result.outcome, result.missed_skipped) == ("already_completed", 2)
+    assert stand_ins.names() == [WORK, "begin_in_work", "claim", "claim_execution", "claim"]
+
+
+async def test_a_one_transaction_run_declined_begins_with_begin_run(workflow_env):
+    stand_ins = StandIns(
+        declines=True, settled={SLOT: ("completed", "this slot was already completed")}
+    )
+    result = await run_to_end(workflow_env, stand_ins, job(one_transaction=True))
+    assert (result.outcome, result.reason) == (
+        "already_completed",
+        "this slot was already completed",
+    )
+    assert stand_ins.names() == [WORK, "begin_in_work", "begin_run", "claim"]
+
+
+async def test_a_one_transaction_run_whose_work_fails_records_its_claim_and_failure(workflow_env):
+    stand_ins = StandIns(work_does=_broken)
+    with pytest.raises(WorkflowFailureError) as failed:
+        await run_to_end(workflow_env, stand_ins, job(one_transaction=True))
+    assert "failed: the mail server refused" in str(failed.value.cause)
+    # The work's attempts committed nothing: begin_run records the plan and the claim.
+    assert stand_ins.names()[-3:] == ["begin_run", "claim", "record_failure"]
+    (failure,) = stand_ins.of("record_failure")
+    assert failure.error == "the mail server refused"
+
+
+async def test_a_one_transaction_run_starts_a_new_series_without_asking(workflow_env):
+    stand_ins = StandIns(hang_first_series=True)
+    run = _timing_out_job().model_copy(update={"one_transaction": True})
+    result = await run_to_end(workflow_env, stand_ins, run)
+    assert result.outcome == "completed"
+    assert len(stand_ins.of(WORK)) == 2 and stand_ins.of("attempt_took_over") == []
