@@ -79,6 +79,36 @@ def dst_note(job: JobSpec, instant: datetime, previous: datetime) -> str | None:
     return None
 
 
+# --- calendar notes -----------------------------------------------------------------------
+
+
+def calendar_notes(job: JobSpec, after: datetime, times: list[datetime]) -> dict[datetime, str]:
+    """What the job's business calendar did to each of `times` (its fire times from
+    `after` on): the slots moved onto it (`moved from Fri 2026-12-25 09:00 to Mon
+    2026-12-28: NYSE holiday (Christmas Day)`) and, under `on_holiday = "skip"`, the
+    non-business days skipped since the fire time before it. Empty without a calendar."""
+    grid = job.timing.grid
+    if grid is None or not times:
+        return {}
+    notes: dict[datetime, list[str]] = {}
+    for fire in job.timing.fires(times[0], times[-1] + _TICK):
+        if fire.moved:
+            notes.setdefault(fire.at, []).append(fire.moved)
+    if grid.rule.on_holiday == "skip":
+        tz = zone(job.timezone)
+        previous = after.astimezone(tz).date()
+        for instant in times:
+            day = instant.astimezone(tz).date()
+            closed = []
+            while previous < day:
+                if not grid.rule.is_business(previous) and grid.slots_of(previous):
+                    closed.append(grid.skipped_text(previous))
+                previous += timedelta(days=1)
+            if closed:
+                notes.setdefault(instant, []).extend(closed)
+    return {at: "; ".join(lines) for at, lines in notes.items()}
+
+
 # --- reading and showing times ------------------------------------------------------------
 
 
