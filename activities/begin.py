@@ -54,8 +54,17 @@ class BeginResult(BaseModel):
 
 
 def origins(plan: PlanResult, own: datetime) -> list[Origin]:
-    """How each slot of the plan came about (`activities.catchup.slot_origin`)."""
-    return [slot_origin(slot, own, plan.origin) for slot in plan.run]
+    """How each slot of the plan came about (`activities.catchup.slot_origin`); the slots
+    a calendar job's fire time runs (`plan.own`) are all the run's own."""
+    mine = set(plan.own)
+    return [slot_origin(own if slot in mine else slot, own, plan.origin) for slot in plan.run]
+
+
+def due_at(plan: PlanResult, own: datetime, slot: datetime) -> datetime | None:
+    """When `slot` is due in this run: its fire time `own` for a slot a calendar moved
+    there (a `preceding` slot runs before its time, a `following` one after it); None for
+    any other slot, due at its own time."""
+    return own if slot in plan.own and slot != own else None
 
 
 class BeginActivities:
@@ -85,7 +94,11 @@ class BeginActivities:
             claim = None
             if plan.run:
                 first = begin.claim.model_copy(
-                    update={"scheduled_at": plan.run[0], "origin": origins(plan, own)[0]}
+                    update={
+                        "scheduled_at": plan.run[0],
+                        "origin": origins(plan, own)[0],
+                        "due_at": due_at(plan, own, plan.run[0]),
+                    }
                 )
                 with db_span("db.claim_execution", first):
                     claim = await claim_in(conn, first, server_now=begin.server_now, now=now)

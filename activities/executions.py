@@ -279,15 +279,16 @@ async def claim_in(
     is recorded: its real run comes at its time. The workflow's plan normally stops such a
     run first (`activities.catchup.future_slot_reason`).
     """
-    ahead = (claim.scheduled_at - server_now).total_seconds()
+    due = claim.due_at or claim.scheduled_at  # a slot moved by a calendar runs at due_at
+    ahead = (due - server_now).total_seconds()
     if ahead > _FUTURE_MARGIN_SECONDS:
         raise ApplicationError(
-            f"{claim.job_name}: slot {claim.scheduled_at.isoformat()} is {ahead:.0f}s in "
+            f"{claim.job_name}: slot {due.isoformat()} is {ahead:.0f}s in "
             "the future; a slot is claimed only once its time has come",
             type=FUTURE_SLOT,
             non_retryable=True,
         )
-    lateness = (now - claim.scheduled_at).total_seconds()
+    lateness = (now - due).total_seconds()
     late = (
         claim.starting_deadline_seconds is not None and lateness > claim.starting_deadline_seconds
     )

@@ -13,6 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from activities.begin import due_at, origins
+from activities.catchup import PlanInput, PlanResult, _decide_for, run_origin
 from schedules.catalog.model import default_catalog, parse_each
 from tests.unit.calendar_match import utc_matching_times
 from timing import Timing
@@ -305,3 +307,37 @@ def test_a_job_names_a_calendar_the_catalog_defines():
     (job,) = jobs
     assert job.calendar_rule.calendar.extra_holidays == (date(2027, 6, 7),)
     assert job.timing.next_after(ny(2027, 6, 6, 12)) == ny(2027, 6, 8, 2)
+
+
+def plan_at(at: datetime, timing: Timing, **fields) -> PlanInput:
+    data = {"job_name": "j", "scheduled_at": at, "started_at": at, "workflow_id": "w"}
+    return PlanInput(**(data | {"run_id": "r", "timing": timing} | fields))
+
+
+def test_a_fire_time_runs_the_slots_its_calendar_puts_there():
+    """Christmas 2026 (a Friday) and its weekend move to Monday 28 December, 09:00: the run
+    Temporal starts then covers the four slots, each its own ledger key, all its own."""
+    daily = Timing(cron="0 9 * * *", timezone="America/New_York", calendar=rule("following"))
+    monday, thursday = ny(2026, 12, 28, 9), ny(2026, 12, 24, 9)
+    on_time = plan_at(monday, daily)
+    decision = _decide_for(on_time, monday, thursday, thursday, monday, {thursday})
+    assert decision.run == [ny(2026, 12, d, 9) for d in (25, 26, 27, 28)]
+    assert (decision.skip, decision.origin, run_origin(decision, monday)) == (
+        [],
+        "scheduled",
+        "scheduled",
+    )
+    result = PlanResult(run=decision.run, own=list(decision.own))
+    assert origins(result, monday) == ["scheduled"] * 4
+    assert due_at(result, monday, ny(2026, 12, 25, 9)) == monday
+    assert due_at(result, monday, monday) is None
+    # Down from Thursday night to Tuesday: 'latest' runs Tuesday's and skips the four
+    # slots of the missed Monday fire time, each with its reason.
+    tuesday = ny(2026, 12, 29, 9)
+    late = plan_at(tuesday, daily, catchup="latest")
+    decision = _decide_for(late, tuesday, thursday, thursday, tuesday, {thursday})
+    assert decision.run == [tuesday]
+    assert [s for s, _ in decision.skip] == [ny(2026, 12, d, 9) for d in (25, 26, 27, 28)]
+    # A fire time before the timing took effect is a backfill of its slots.
+    old = plan_at(monday, daily, timing_since=tuesday)
+    assert _decide_for(old, monday, None, monday, tuesday, set()).origin == "backfill"
