@@ -57,24 +57,29 @@ _FIRST_DAY, _LAST_DAY = date(1970, 1, 1), date(LAST_YEAR, 12, 31)
 _WEEKDAYS = "Mon Tue Wed Thu Fri Sat Sun".split()
 
 
+# The package's codes, read once at import: a workflow decodes calendars in Temporal's
+# sandbox, where the package's own lazy imports must not run.
+_MARKETS = frozenset(holidays.list_supported_financial())
+_COUNTRIES = {
+    code: frozenset(subdivs) for code, subdivs in holidays.list_supported_countries().items()
+}
+
+
 def known_base(code: str) -> bool:
     """Whether the `holidays` package has this market (`NYSE`) or country (`US`, `GB-ENG`)."""
-    try:
-        _source(code)
-    except (NotImplementedError, KeyError, ValueError, AttributeError):
-        return False
-    return True
+    if code in _MARKETS:
+        return True
+    country, dash, subdiv = code.partition("-")
+    return country in _COUNTRIES and (not dash or subdiv in _COUNTRIES[country])
 
 
 @lru_cache(maxsize=64)
 def _source(code: str) -> holidays.HolidayBase:
-    """The package's calendar for `code`: a financial market, else `COUNTRY[-SUBDIVISION]`.
-    Years are filled in on first look-up (`expand`)."""
-    if code in holidays.list_supported_financial():
+    """The package's calendar for `code` (`known_base`): a financial market, else
+    `COUNTRY[-SUBDIVISION]`. Years are filled in on first look-up (`expand`)."""
+    if code in _MARKETS:
         return holidays.financial_holidays(code)
     country, _, subdiv = code.partition("-")
-    if not country.isupper() or country not in holidays.list_supported_countries():
-        raise KeyError(code)
     return holidays.country_holidays(country, subdiv=subdiv or None)
 
 

@@ -42,6 +42,9 @@ PASSTHROUGH = (
     "timing",
     "workflows.models",
     "croniter",
+    # Business calendars' holidays (timing/business.py), decoded with a job's timing.
+    "holidays",
+    "dateutil",
     "httpx",
     "httpcore",
     "aiosmtplib",

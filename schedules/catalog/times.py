@@ -8,14 +8,15 @@ interval jobs every `interval` from the Unix epoch, as Temporal's interval specs
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import JobSpec
-from timing import zone
+from timing import Timing, zone
 from timing.zones import changes
 
 _TICK = timedelta(microseconds=1)
+_DAY = timedelta(days=1)
 _FAR = datetime(2101, 1, 1, tzinfo=UTC)  # Temporal's calendars match no later year
 _FIRST_YEAR = 1970
 
@@ -107,6 +108,38 @@ def calendar_notes(job: JobSpec, after: datetime, times: list[datetime]) -> dict
             if closed:
                 notes.setdefault(instant, []).extend(closed)
     return {at: "; ".join(lines) for at, lines in notes.items()}
+
+
+def closure_windows(timing: Timing, first: date, last: date) -> list[tuple[date, date]]:
+    """Each run of a calendar job's non-business days touching `[first, last]`, with a day
+    either side (where its runs stop, move and come back)."""
+    if timing.grid is None:
+        return []
+    return [
+        (a - _DAY, b + _DAY)
+        for year in range(first.year - 1, last.year + 1)
+        for a, b in timing.grid.closures(year)
+        if b >= first - _DAY and a <= last + _DAY
+    ]
+
+
+def adjustments(timing: Timing, start: datetime, end: datetime) -> list[str]:
+    """What a calendar job's calendar does in `[start, end)`: each slot it moves (with
+    where), or under `skip` each day it skips."""
+    grid = timing.grid
+    if grid is None:
+        return []
+    if grid.rule.on_holiday != "skip":
+        notes = [f.moved for f in timing.fires(start, end) if f.moved]
+    else:
+        first, last = (t.astimezone(zone(timing.timezone)).date() for t in (start, end))
+        notes = [
+            grid.skipped_text(day)
+            for a, b in closure_windows(timing, first, last)
+            for day in (a + n * _DAY for n in range(1, (b - a).days))
+            if first <= day <= last and grid.slots_of(day)
+        ]
+    return sorted(notes, key=lambda note: ": weekend" in note)  # holidays first
 
 
 # --- reading and showing times ------------------------------------------------------------
