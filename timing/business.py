@@ -34,6 +34,7 @@ slot it is, so a period already run is never run again.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -380,6 +381,10 @@ class Grid:
     def at(self, instant: datetime) -> list[Fire]:
         """The fires that run at `instant` (its slots), oldest slot first."""
         day = self._local_date(instant)
+        if self.rule.on_holiday == "skip":  # nothing moves: a fire time is its one slot
+            times = _times_on(self, day)
+            i = bisect_left(times, instant)
+            return [Fire(instant, instant)] if i < len(times) and times[i] == instant else []
         return [f for f in self.runs_on(day) if f.at == instant]
 
     def what_of(self, slot: datetime) -> str:
