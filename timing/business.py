@@ -387,6 +387,16 @@ class Grid:
             return [Fire(instant, instant)] if i < len(times) and times[i] == instant else []
         return [f for f in self.runs_on(day) if f.at == instant]
 
+    def due(self, slot: datetime) -> datetime | None:
+        """When the unadjusted fire time `slot` runs (None: its calendar skips it)."""
+        day = self._local_date(slot)
+        target = self.rule.target(day)
+        if target is None:
+            return None
+        if target == day:
+            return slot
+        return next((f.at for f in self.runs_on(target) if f.slot == slot), None)
+
     def what_of(self, slot: datetime) -> str:
         """What the calendar does to the unadjusted fire time `slot` ('' for nothing)."""
         tz = zone(self.timezone)

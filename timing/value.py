@@ -261,6 +261,13 @@ class Timing(BaseModel):
             return [f.slot for f in self.grid.at(instant)]
         return [instant] if self.fire_times(instant, instant + _TICK) == [instant] else []
 
+    def run_at(self, slot: datetime) -> datetime | None:
+        """When the slot `slot` runs: itself, or where its calendar moves it (None: its
+        calendar skips it)."""
+        if self.grid is None:
+            return slot
+        return self.grid.due(slot)
+
     def what_of(self, slot: datetime) -> str:
         """What the calendar does to the unadjusted fire time `slot`: '' (nothing: no
         calendar, or a business day), `moved from ... to ...: NYSE holiday (...)`, or
