@@ -382,6 +382,9 @@ def _decide_on_calendar(
     own = timing.slots_at(at)
     if not own:
         return Decision([at], [], 0, "manual")  # a trigger: its slot is the trigger time
+    since = plan.timing_since if not plan.timing_pending else None
+    if since is not None and at >= since:  # a slot from before its timing never runs
+        own = [s for s in own if s >= since] or own[-1:]
     if (last is not None and last >= own[-1]) or (
         plan.timing_since is not None and at < plan.timing_since
     ):
@@ -390,7 +393,7 @@ def _decide_on_calendar(
         return Decision(own, [], 0, "scheduled", tuple(own))
     slots: dict[datetime, list[datetime]] = {}
     for fire in timing.fires(low, now + _TICK, limit=MAX_CONSIDERED, newest=True):
-        if fire.slot not in recorded:
+        if fire.slot not in recorded and (since is None or fire.slot >= since):
             slots.setdefault(fire.at, []).append(fire.slot)
     slots[at] = own
     by_time = decide(at, plan.started_at, sorted(slots), plan)

@@ -295,6 +295,7 @@ def judge(
                 fires = timing.fire_times(scope.judged_from, window.end)
             else:
                 when = timing.due_times(scope.judged_from, window.end)
+                when = {s: t for s, t in when.items() if s >= scope.judged_from}
                 fires = sorted(when)
         pauses = in_force(ledger.pauses.get(job.id, ()), states.get(job.id), rows)
         expected = [f for f in fires if not excused(pauses, when.get(f, f))]

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
+from schedules import tenants
 from schedules.catalog.model import JobSpec, default_catalog, parse_each
 from schedules.health.verify import verify_job
 from schedules.server.times import server_times
@@ -21,9 +22,18 @@ from schedules.sync.apply import sync
 from tests.helpers import assert_eventually
 from tests.helpers.audit import audited
 from tests.integration.jobs import FAST_RETRY, executions, registered
+from tests.integration.runtime import (
+    audit_clean,
+    dispatcher,
+    fresh_ids,
+    settled,
+    slot_rows,
+    tick_all,
+)
 
 NEW_YORK = ZoneInfo("America/New_York")
 WEEK = (datetime(2026, 11, 23, tzinfo=NEW_YORK), datetime(2026, 12, 3, tzinfo=NEW_YORK))
+LATE = timedelta(days=3650)  # the dispatcher's clock is in the past: runs start long after
 
 
 def at9(day: int, month: int = 11) -> datetime:
@@ -130,3 +140,44 @@ async def test_the_server_fires_the_adjusted_times_and_an_edit_runs_no_period_tw
             end=datetime(2026, 12, 2, tzinfo=NEW_YORK).astimezone(UTC),
             every_fire_time=True,
         )
+
+
+async def test_the_dispatcher_runs_a_runtime_schedules_moved_slots_under_their_own_times(
+    db, database_url, client, task_queue, start_workers
+):
+    """A runtime schedule on NYSE days, `following`, through Thanksgiving week: the
+    dispatcher's clock is the test's, every 6 hours; each moved slot is decided when its
+    fire time comes and recorded under its own (unadjusted) time; the audit is clean."""
+    start_workers(1)
+    fresh_ids(db)
+    created = await tenants.create(
+        database_url,
+        {
+            "tenant": "acme",
+            "name": "settle",
+            "kind": "test-noop",
+            "cron": "0 9 * * *",
+            "timezone": "America/New_York",
+            "calendar": "NYSE",
+            "on_holiday": "following",
+            "catchup": "all",
+            "max_missed": 10,
+        },
+        by="test",
+        clock=lambda: WEEK[0].astimezone(UTC),
+    )
+    schedule = created.schedule
+    assert schedule.next_fire_at == at9(23)
+    async with dispatcher(database_url, client, task_queue) as d:
+        now = WEEK[0].astimezone(UTC)
+        while now < at9(1, 12) + timedelta(hours=6):
+            await tick_all(d, now)
+            now += timedelta(hours=6)
+        await settled(db, 9, timeout=120)
+    rows = slot_rows(db, schedule.id)
+    assert [r["scheduled_at"] for r in rows] == [at9(d) for d in range(23, 31)] + [at9(1, 12)]
+    started = {r["scheduled_at"].day: r["started_at"] for r in rows}
+    assert started[26] >= at9(27) and started[28] >= at9(30)  # not before its fire time
+    await audit_clean(
+        database_url, client, task_queue, at9(23) - timedelta(hours=1), at9(2, 12), late=LATE
+    )
