@@ -8,6 +8,10 @@ Thursday 26 November is closed, so its run moves to Friday 27; the weekend's to 
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -19,7 +23,7 @@ from schedules.catalog.model import JobSpec, default_catalog, parse_each
 from schedules.health.verify import verify_job
 from schedules.server.times import server_times
 from schedules.sync.apply import sync
-from tests.helpers import assert_eventually
+from tests.helpers import ROOT, assert_eventually
 from tests.helpers.audit import audited
 from tests.integration.jobs import FAST_RETRY, executions, registered
 from tests.integration.runtime import (
@@ -181,3 +185,24 @@ async def test_the_dispatcher_runs_a_runtime_schedules_moved_slots_under_their_o
     await audit_clean(
         database_url, client, task_queue, at9(23) - timedelta(hours=1), at9(2, 12), late=LATE
     )
+
+
+def test_the_python_walkthrough_of_the_docs_runs_as_written(database_url):
+    page = ROOT / "docs" / "calendars.md"
+    (block,) = re.findall(r"^```python\n(.*?)^```$", page.read_text(), re.MULTILINE | re.DOTALL)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "TENANT_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", block],
+        cwd=ROOT,
+        env=env | {"DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("2027-01-04 08:00:00+00:00 runs slot 2027-01-01 08:00:00+00:00")
+    assert lines[0].endswith("US holiday (New Year's Day)")
+    assert lines[2].startswith("moved from Fri 2027-01-01 03:00 to Mon 2027-01-04")
+    assert lines[3].startswith("NYSE following holidays ")
+    assert "on_holiday: a runtime schedule takes 'skip' or 'following'" in lines[4]
