@@ -90,32 +90,6 @@ def decide_slots(
     now: datetime,
     max_missed: int | None = None,
 ) -> Slots:
-    """`decide_times`, and for a schedule with a business calendar each decided fire time
-    as the slots its calendar puts there: unadjusted, the intents' and the ledger's keys
-    (a `following` slot runs, once its fire time has come, under its own time)."""
-    decided = decide_times(timing, catchup, next_fire_at, timing_since, now, max_missed)
-    if timing.calendar is None:
-        return decided
-    low = max(next_fire_at, timing_since) if timing_since is not None else next_fire_at
-    slots: dict[datetime, list[datetime]] = {}
-    for fire in timing.fires(low, now + _TICK, limit=MAX_CONSIDERED, newest=True):
-        if timing_since is None or fire.slot >= timing_since:  # none from before its timing
-            slots.setdefault(fire.at, []).append(fire.slot)
-    return Slots(
-        [(slot, origin) for at, origin in decided.run for slot in slots.get(at, [])],
-        [(slot, why) for at, why in decided.skip for slot in slots.get(at, [])],
-        decided.next_fire_at,
-    )
-
-
-def decide_times(
-    timing: Timing,
-    catchup: str,
-    next_fire_at: datetime,
-    timing_since: datetime | None,
-    now: datetime,
-    max_missed: int | None = None,
-) -> Slots:
     """Pure policy: which of the fire times in [next_fire_at, now] run (never one after
     `now`, never one before `timing_since`: an edit does not invent missed runs).
 
@@ -147,10 +121,31 @@ def decide_times(
         run = missed[-keep:] + ([newest] if on_time else [])
         why = f"missed: beyond catch-up policy 'all' (max_missed {keep})"
     ran = set(run)
-    return Slots(
+    decided = Slots(
         [(slot, origin(slot)) for slot in run],
         [(slot, why) for slot in due if slot not in ran],
         following,
+    )
+    return (
+        decided if timing.calendar is None else _as_slots(timing, decided, low, timing_since, now)
+    )
+
+
+def _as_slots(
+    timing: Timing, decided: Slots, low: datetime, since: datetime | None, now: datetime
+) -> Slots:
+    """A schedule with a business calendar: each decided fire time as the slots its
+    calendar puts there, unadjusted (the intents' and the ledger's keys), none from before
+    its timing took effect: a `following` slot runs once its fire time has come, under its
+    own time."""
+    slots: dict[datetime, list[datetime]] = {}
+    for fire in timing.fires(low, now + _TICK, limit=MAX_CONSIDERED, newest=True):
+        if since is None or fire.slot >= since:
+            slots.setdefault(fire.at, []).append(fire.slot)
+    return Slots(
+        [(slot, origin) for at, origin in decided.run for slot in slots.get(at, [])],
+        [(slot, why) for at, why in decided.skip for slot in slots.get(at, [])],
+        decided.next_fire_at,
     )
 
 

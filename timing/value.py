@@ -238,22 +238,16 @@ class Timing(BaseModel):
         found = cron_fires(self.expression, self.timezone, start, end, None if newest else limit)
         return found[-limit:] if newest and limit is not None else found
 
-    def fires(
-        self,
-        start: datetime | None,
-        end: datetime,
-        *,
-        limit: int | None = None,
-        newest: bool = False,
-    ) -> list[Fire]:
+    def fires(self, start: datetime | None, end: datetime, **bounds: Any) -> list[Fire]:
         """Each slot whose fire time is in `[start, end)` with that fire time, ordered by
-        (fire time, slot); `limit` fire times at most, as `fire_times`. Without a calendar
-        each fire time is its own slot."""
-        if self.grid is not None:
-            if start is None and not (newest and limit is not None):
-                raise ValueError("fires without a start needs newest=True and a limit")
-            return self.grid.fires(start, end, limit, newest)
-        return [Fire(t, t) for t in self.fire_times(start, end, limit=limit, newest=newest)]
+        (fire time, slot); `limit` fire times at most (the oldest, or with `newest` the
+        newest), as `fire_times`. Without a calendar each fire time is its own slot."""
+        if self.grid is None:
+            return [Fire(t, t) for t in self.fire_times(start, end, **bounds)]
+        limit, newest = bounds.get("limit"), bounds.get("newest", False)
+        if start is None and not (newest and limit is not None):
+            raise ValueError("fires without a start needs newest=True and a limit")
+        return self.grid.fires(start, end, limit, newest)
 
     def slots_at(self, instant: datetime) -> list[datetime]:
         """The slots a fire at `instant` runs, oldest first (none: not a fire time)."""

@@ -18,10 +18,9 @@ days of the catalog entry. The rules are stated again here, from docs/calendars.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import cache
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import holidays
 
@@ -64,10 +63,9 @@ class Days:
         )
 
     def open(self, day: date) -> bool:
-        if day in self.extra_on:
-            return True
-        if day in self.extra_off:
-            return False
+        """Extras first (a working day wins), then the base's weekend and holidays."""
+        if day in self.extra_on or day in self.extra_off:
+            return day in self.extra_on
         if self.base is None:
             return day.isoweekday() <= 5
         base = _base(self.base)
@@ -85,18 +83,12 @@ class Days:
         """The open day a slot of `day` runs on (None: it does not run)."""
         if self.open(day):
             return day
-        if self.on_holiday == "following":
-            return self._near(day, _DAY)
-        if self.on_holiday == "preceding":
-            return self._near(day, -_DAY)
-        if self.on_holiday == "modified_following":
-            after = self._near(day, _DAY)
-            if after is not None and after.month == day.month:
-                return after
-            return self._near(day, -_DAY)
-        return None  # skip
+        after, before = self._near(day, _DAY), self._near(day, -_DAY)
+        same_month = after if after is not None and after.month == day.month else before
+        rules = {"following": after, "preceding": before, "modified_following": same_month}
+        return rules.get(self.on_holiday)  # skip: none
 
-    def due(self, slot: datetime, tz: ZoneInfo) -> datetime | None:
+    def due(self, slot: datetime, tz: tzinfo) -> datetime | None:
         """When `slot` runs (UTC), or None if its calendar drops it."""
         local = slot.astimezone(tz)
         day = self.target(local.date())

@@ -25,6 +25,8 @@ from timing.business import BusinessCalendar, known_base
 
 CALENDARS_TABLE = "calendars"
 """The catalog's table of calendars; a job cannot be called this."""
+CALENDAR_FIELDS = ("calendar", "on_holiday", "calendar_definition")
+"""A job's (and a runtime schedule's) calendar fields: all unset for one without."""
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
 

@@ -18,6 +18,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributeKey
 
+from schedules.catalog.calendars import CALENDAR_FIELDS
 from schedules.catalog.limits import MAX_DETAILS_BYTES, MAX_NOTE_BYTES, MAX_SUMMARY_BYTES, fit
 from schedules.catalog.model import JobSpec
 from timing.zones import zone
@@ -54,19 +55,10 @@ OVERLAP = {
 
 
 # The catalog fields that decide when a job fires; changing one restarts `timing_since`.
-TIMING_FIELDS = (
-    "cron",
-    "interval",
-    "timezone",
-    "start_at",
-    "end_at",
-    "calendar",
-    "on_holiday",
-    "calendar_definition",
-)
+TIMING_FIELDS = ("cron", "interval", "timezone", "start_at", "end_at", *CALENDAR_FIELDS)
 # Of those, the ones left out of a timing's fingerprint while unset, so the stamps of jobs
 # without a calendar read as they did before calendars existed.
-OPTIONAL_TIMING_FIELDS = ("calendar", "on_holiday", "calendar_definition")
+OPTIONAL_TIMING_FIELDS = CALENDAR_FIELDS
 
 
 def alert_after(job: JobSpec, now: datetime) -> timedelta | None:

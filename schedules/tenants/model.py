@@ -27,6 +27,7 @@ from pydantic import (
 
 from core.errors import InvalidScheduleError
 from schedules.catalog.calendars import (
+    CALENDAR_FIELDS,
     CALENDARS_TABLE,
     calendar_problems,
     define_calendar,
@@ -55,19 +56,9 @@ DEFINITION_FIELDS = (
     "max_missed",
     "start_at",
     "end_at",
-    "calendar",
-    "on_holiday",
-    "calendar_definition",
+    *CALENDAR_FIELDS,
 )
-TIMING_FIELDS = (
-    "cron",
-    "timezone",
-    "start_at",
-    "end_at",
-    "calendar",
-    "on_holiday",
-    "calendar_definition",
-)
+TIMING_FIELDS = ("cron", "timezone", "start_at", "end_at", *CALENDAR_FIELDS)
 # What a runtime schedule's holiday may do: its dispatcher decides a slot once its fire time
 # has come, so it never runs a slot before the slot's own time (`preceding` would).
 RUNTIME_ON_HOLIDAY = ("skip", "following")

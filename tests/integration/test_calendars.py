@@ -8,10 +8,6 @@ Thursday 26 November is closed, so its run moves to Friday 27; the weekend's to 
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -23,17 +19,10 @@ from schedules.catalog.model import JobSpec, default_catalog, parse_each
 from schedules.health.verify import verify_job
 from schedules.server.times import server_times
 from schedules.sync.apply import sync
-from tests.helpers import ROOT, assert_eventually
+from tests.helpers import ROOT, assert_eventually, run_python_walkthrough
 from tests.helpers.audit import audited
+from tests.integration import runtime
 from tests.integration.jobs import FAST_RETRY, executions, registered
-from tests.integration.runtime import (
-    audit_clean,
-    dispatcher,
-    fresh_ids,
-    settled,
-    slot_rows,
-    tick_all,
-)
 
 NEW_YORK = ZoneInfo("America/New_York")
 WEEK = (datetime(2026, 11, 23, tzinfo=NEW_YORK), datetime(2026, 12, 3, tzinfo=NEW_YORK))
@@ -153,7 +142,7 @@ async def test_the_dispatcher_runs_a_runtime_schedules_moved_slots_under_their_o
     dispatcher's clock is the test's, every 6 hours; each moved slot is decided when its
     fire time comes and recorded under its own (unadjusted) time; the audit is clean."""
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     created = await tenants.create(
         database_url,
         {
@@ -172,35 +161,23 @@ async def test_the_dispatcher_runs_a_runtime_schedules_moved_slots_under_their_o
     )
     schedule = created.schedule
     assert schedule.next_fire_at == at9(23)
-    async with dispatcher(database_url, client, task_queue) as d:
+    async with runtime.dispatcher(database_url, client, task_queue) as d:
         now = WEEK[0].astimezone(UTC)
         while now < at9(1, 12) + timedelta(hours=6):
-            await tick_all(d, now)
+            await runtime.tick_all(d, now)
             now += timedelta(hours=6)
-        await settled(db, 9, timeout=120)
-    rows = slot_rows(db, schedule.id)
+        await runtime.settled(db, 9, timeout=120)
+    rows = runtime.slot_rows(db, schedule.id)
     assert [r["scheduled_at"] for r in rows] == [at9(d) for d in range(23, 31)] + [at9(1, 12)]
     started = {r["scheduled_at"].day: r["started_at"] for r in rows}
     assert started[26] >= at9(27) and started[28] >= at9(30)  # not before its fire time
-    await audit_clean(
+    await runtime.audit_clean(
         database_url, client, task_queue, at9(23) - timedelta(hours=1), at9(2, 12), late=LATE
     )
 
 
 def test_the_python_walkthrough_of_the_docs_runs_as_written(database_url):
-    page = ROOT / "docs" / "calendars.md"
-    (block,) = re.findall(r"^```python\n(.*?)^```$", page.read_text(), re.MULTILINE | re.DOTALL)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "TENANT_"))}
-    done = subprocess.run(
-        [sys.executable, "-c", block],
-        cwd=ROOT,
-        env=env | {"DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    lines = run_python_walkthrough(ROOT / "docs" / "calendars.md", database_url)
     assert lines[0].startswith("2027-01-04 08:00:00+00:00 runs slot 2027-01-01 08:00:00+00:00")
     assert lines[0].endswith("US holiday (New Year's Day)")
     assert lines[2].startswith("moved from Fri 2027-01-01 03:00 to Mon 2027-01-04")
