@@ -97,8 +97,17 @@ class BegunWork(WorkResult):
 
 
 def origins(plan: PlanResult, own: datetime) -> list[Origin]:
-    """How each slot of the plan came about (`activities.catchup.slot_origin`)."""
-    return [slot_origin(slot, own, plan.origin) for slot in plan.run]
+    """How each slot of the plan came about (`activities.catchup.slot_origin`); the slots
+    a calendar job's fire time runs (`plan.own`) are all the run's own."""
+    mine = set(plan.own)
+    return [slot_origin(own if slot in mine else slot, own, plan.origin) for slot in plan.run]
+
+
+def due_at(plan: PlanResult, own: datetime, slot: datetime) -> datetime | None:
+    """When `slot` is due in this run: its fire time `own` for a slot a calendar moved
+    there (a `preceding` slot runs before its time, a `following` one after it); None for
+    any other slot, due at its own time."""
+    return own if slot in plan.own and slot != own else None
 
 
 async def _plan(
@@ -116,7 +125,11 @@ def _first(begin: BeginInput, plan: PlanResult) -> ClaimInput:
     """The claim of the plan's first slot: the run's own, or the oldest it catches up on."""
     own = begin.claim.scheduled_at
     return begin.claim.model_copy(
-        update={"scheduled_at": plan.run[0], "origin": origins(plan, own)[0]}
+        update={
+            "scheduled_at": plan.run[0],
+            "origin": origins(plan, own)[0],
+            "due_at": due_at(plan, own, plan.run[0]),
+        }
     )
 
 

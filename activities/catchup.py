@@ -34,6 +34,7 @@ from activities.models import Origin
 from activities.telemetry import record_catchup_gap, record_skip
 from core.sql import queries
 from timing import Timing
+from timing.business import MAX_SHIFT
 from timing.zones import ZoneInfo
 
 _Q = queries("activities.sql", "catchup")
@@ -47,6 +48,7 @@ ON_TIME = timedelta(seconds=30)
 # margin covers the clock of a host that triggered a run with its own nominal time.
 FUTURE_MARGIN = timedelta(seconds=60)
 _TICK = timedelta(microseconds=1)
+_AHEAD = timedelta(days=MAX_SHIFT + 1)
 
 
 class PlanInput(BaseModel):
@@ -91,6 +93,11 @@ class PlanResult(BaseModel):
     # until v6).
     origin: Origin = Field(default="scheduled", validation_alias=AliasChoices("origin", "kind"))
     local_time: str = ""  # the slot in the job's time zone, e.g. "2027-03-14 03:00 EDT"
+    # A calendar job's fire time runs the slots its business calendar puts there (one
+    # moved from a holiday, several onto one day): those slots, oldest first, and what the
+    # calendar did. Empty: the fire time is the run's one own slot.
+    own: list[datetime] = Field(default_factory=list)
+    calendar_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,7 @@ class Decision:
     skip: list[tuple[datetime, str]]
     gap: int
     origin: Origin = "scheduled"
+    own: tuple[datetime, ...] = ()  # the slots of the run's own fire time (a calendar job)
 
 
 def _fmt(instant: datetime) -> str:
@@ -209,7 +217,8 @@ async def plan_in(
         {
             "job_name": plan.job_name,
             "low": low - timedelta(hours=3),
-            "high": max(now, slot),
+            # A calendar's `preceding` runs a slot before its time: look as far ahead.
+            "high": max(now, slot) + (_AHEAD if plan.timing.calendar else timedelta(0)),
             "run_id": plan.run_id,
         },
     )
@@ -228,6 +237,7 @@ async def plan_in(
                 "reason": reason,
             },
         )
+    own = list(decision.own) if decision.own and list(decision.own) != [slot] else []
     return (
         PlanResult(
             run=decision.run,
@@ -236,18 +246,29 @@ async def plan_in(
             reason=next((r for s, r in decision.skip if s == slot), None),
             origin=origin,
             local_time=local_time(slot, plan.timing.timezone),
+            own=own,
+            calendar_note=calendar_note(plan.timing, own),
         ),
         decision,
     )
 
 
 def run_origin(decision: Decision, slot: datetime) -> Origin:
-    """How a schedule-started run came about, from its plan's decision for its own `slot`:
-    the decision's origin (`manual` off the grid, `backfill` for an older slot), except that
-    a run that catches up on or skips missed times is a `catch-up`."""
-    if decision.origin == "scheduled" and (decision.skip or decision.run != [slot]):
+    """How a schedule-started run came about, from its plan's decision for its own `slot`
+    (or the slots its calendar puts at that time): the decision's origin (`manual` off the
+    grid, `backfill` for an older slot), except that a run that catches up on or skips
+    missed times is a `catch-up`."""
+    own = list(decision.own) or [slot]
+    if decision.origin == "scheduled" and (decision.skip or decision.run != own):
         return "catch-up"
     return decision.origin
+
+
+def calendar_note(timing: Timing, own: list[datetime]) -> str | None:
+    """What the calendar did to a run's own slots, for the UI: `moved from Fri 2026-12-25
+    09:00 to Mon 2026-12-28: NYSE holiday (Christmas Day)`, one line a moved slot."""
+    notes = [note.partition("; runs at")[0] for slot in own if (note := timing.what_of(slot))]
+    return "\n".join(notes) or None
 
 
 def slot_origin(slot: datetime, own: datetime, origin: Origin) -> Origin:
@@ -324,6 +345,8 @@ def _decide_for(
     reason = repeated_hour_reason(slot, recorded, plan)
     if reason is not None:
         return Decision([], [(slot, reason)], 0)
+    if timing.calendar is not None:
+        return _decide_on_calendar(plan, slot, last, low, now, recorded)
     on_grid = timing.fire_times(slot, slot + timedelta(seconds=1)) == [slot]
     older = (last is not None and last >= slot) or (
         plan.timing_since is not None and slot < plan.timing_since
@@ -340,3 +363,43 @@ def _decide_for(
     due = timing.fire_times(low, now + _TICK, limit=MAX_CONSIDERED, newest=True)
     missing = sorted({t for t in due if t not in recorded} | {slot})
     return decide(slot, plan.started_at, missing, plan)
+
+
+def _decide_on_calendar(
+    plan: PlanInput,
+    at: datetime,
+    last: datetime | None,
+    low: datetime,
+    now: datetime,
+    recorded: set[datetime],
+) -> Decision:
+    """`_decide_for` for a calendar job, whose fire time `at` (adjusted: when the server
+    fires) runs the slots the calendar puts there (unadjusted: the ledger keys).
+
+    The policy decides on fire times, exactly as for a job without a calendar (`decide`):
+    a fire time is missed when its run never came, and it is on time when this run is it.
+    Each decided fire time then stands for its slots, less those already recorded; the
+    run's own fire time stands for all its slots (a completed one is a no-op claim).
+    """
+    timing = plan.timing
+    own = timing.slots_at(at)
+    if not own:
+        return Decision([at], [], 0, "manual")  # a trigger: its slot is the trigger time
+    since = plan.timing_since if not plan.timing_pending else None
+    if since is not None and at >= since:  # a slot from before its timing never runs
+        own = [s for s in own if s >= since] or own[-1:]
+    if (last is not None and last >= own[-1]) or (
+        plan.timing_since is not None and at < plan.timing_since
+    ):
+        return Decision(own, [], 0, "backfill", tuple(own))  # or a re-run of older slots
+    if plan.timing_pending:
+        return Decision(own, [], 0, "scheduled", tuple(own))
+    slots: dict[datetime, list[datetime]] = {}
+    for fire in timing.fires(low, now + _TICK, limit=MAX_CONSIDERED, newest=True):
+        if fire.slot not in recorded and (since is None or fire.slot >= since):
+            slots.setdefault(fire.at, []).append(fire.slot)
+    slots[at] = own
+    by_time = decide(at, plan.started_at, sorted(slots), plan)
+    run = [s for t in by_time.run for s in slots[t]]
+    skip = [(s, reason) for t, reason in by_time.skip for s in slots[t]]
+    return Decision(run, skip, len(skip) if by_time.gap else 0, by_time.origin, tuple(own))

@@ -29,6 +29,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
@@ -52,6 +53,7 @@ from activities.runtime_models import (
 )
 from core.sql import queries
 from timing import Timing
+from timing.business import BusinessCalendar, CalendarRule
 
 _Q = queries("activities.sql", "dispatch")
 _TICK = timedelta(microseconds=1)
@@ -119,10 +121,41 @@ def decide_slots(
         run = missed[-keep:] + ([newest] if on_time else [])
         why = f"missed: beyond catch-up policy 'all' (max_missed {keep})"
     ran = set(run)
-    return Slots(
+    decided = Slots(
         [(slot, origin(slot)) for slot in run],
         [(slot, why) for slot in due if slot not in ran],
         following,
+    )
+    return (
+        decided if timing.calendar is None else _as_slots(timing, decided, low, timing_since, now)
+    )
+
+
+def _as_slots(
+    timing: Timing, decided: Slots, low: datetime, since: datetime | None, now: datetime
+) -> Slots:
+    """A schedule with a business calendar: each decided fire time as the slots its
+    calendar puts there, unadjusted (the intents' and the ledger's keys), none from before
+    its timing took effect: a `following` slot runs once its fire time has come, under its
+    own time."""
+    slots: dict[datetime, list[datetime]] = {}
+    for fire in timing.fires(low, now + _TICK, limit=MAX_CONSIDERED, newest=True):
+        if since is None or fire.slot >= since:
+            slots.setdefault(fire.at, []).append(fire.slot)
+    return Slots(
+        [(slot, origin) for at, origin in decided.run for slot in slots.get(at, [])],
+        [(slot, why) for at, why in decided.skip for slot in slots.get(at, [])],
+        decided.next_fire_at,
+    )
+
+
+@lru_cache(maxsize=1024)
+def calendar_rule(definition: str | None, on_holiday: str | None) -> CalendarRule | None:
+    """A runtime schedule's business calendar from its row (the definition as JSON text)."""
+    if definition is None:
+        return None
+    return CalendarRule(
+        calendar=BusinessCalendar.model_validate_json(definition), on_holiday=on_holiday or "skip"
     )
 
 
@@ -239,8 +272,14 @@ class Dispatcher:
             decided: dict[tuple, Slots] = {}  # a herd shares a few timings: each decided once
             for sid, kind, *key in rows:
                 if (slots := decided.get(tuple(key))) is None:
-                    cron, zone, catchup, max_missed, start_at, end_at, nxt, since = key
-                    timing = Timing(cron=cron, timezone=zone, start_at=start_at, end_at=end_at)
+                    cron, zone, catchup, max_missed, start_at, end_at, nxt, since, *days = key
+                    timing = Timing(
+                        cron=cron,
+                        timezone=zone,
+                        start_at=start_at,
+                        end_at=end_at,
+                        calendar=calendar_rule(*days),
+                    )
                     slots = decided[tuple(key)] = decide_slots(
                         timing, catchup, nxt, since, now, max_missed
                     )

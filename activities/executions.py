@@ -314,7 +314,7 @@ async def claim_in(
     if row["status"] == "compensated":
         await conn.execute(_Q["forget_steps"], {"id": row["id"]})
     await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
-    lateness = (now - claim.scheduled_at).total_seconds()
+    lateness = (now - (claim.due_at or claim.scheduled_at)).total_seconds()
     record_claim(claim.job_name, row["id"], lateness, skipped=False)
     activity.logger.info(
         "execution reclaimed from status %s", row["status"], extra=_log_fields(claim, row["id"])
@@ -390,15 +390,16 @@ async def _insert_claim(
     """Insert the slot's row (running, or skipped past the starting deadline) with
     `query` and return (the claim, the row inserted); or, if the slot has a row, lock it
     and return (that row, the claim's parameters)."""
-    ahead = (claim.scheduled_at - server_now).total_seconds()
+    due = claim.due_at or claim.scheduled_at  # a slot moved by a calendar runs at due_at
+    ahead = (due - server_now).total_seconds()
     if ahead > _FUTURE_MARGIN_SECONDS:
         raise ApplicationError(
-            f"{claim.job_name}: slot {claim.scheduled_at.isoformat()} is {ahead:.0f}s in "
+            f"{claim.job_name}: slot {due.isoformat()} is {ahead:.0f}s in "
             "the future; a slot is claimed only once its time has come",
             type=FUTURE_SLOT,
             non_retryable=True,
         )
-    lateness = (now - claim.scheduled_at).total_seconds()
+    lateness = (now - due).total_seconds()
     late = (
         claim.starting_deadline_seconds is not None and lateness > claim.starting_deadline_seconds
     )
@@ -427,7 +428,7 @@ async def _insert_claim(
 
 def count_claim(claim: ClaimInput, claimed: ClaimResult, now: datetime) -> None:
     """Count and log a claim that inserted its slot's row: its lateness, or its skip."""
-    lateness = (now - claim.scheduled_at).total_seconds()
+    lateness = (now - (claim.due_at or claim.scheduled_at)).total_seconds()
     skipped = claimed.outcome == "skipped"
     record_claim(claim.job_name, claimed.execution_id, lateness, skipped=skipped)
     activity.logger.info(

@@ -66,6 +66,9 @@ class ClaimInput(BaseModel):
     run_id: str
     # A run that starts later than this after its scheduled time is recorded as skipped.
     starting_deadline_seconds: float | None = None
+    # When the slot is due, if not at `scheduled_at`: a slot a business calendar moved
+    # (the lateness and the future-slot check count from here).
+    due_at: datetime | None = None
     # How long after the job's last success the next is overdue (exported for alerts).
     alert_after_seconds: float | None = None
 

@@ -11,17 +11,25 @@ job fire" asks it: the catalog (`JobSpec.timing`), the schedule compiler, `next`
 
 The job's own `start_at` and `end_at` bound every answer and are inclusive, as Temporal's.
 Fire times are nominal: the schedule's jitter delays each start by up to `jitter`.
+
+With a business `calendar` (`timing.business`), the fire times are the *adjusted* ones, when
+the server fires and the runs happen; each runs one or more *slots*, the unadjusted fire
+times that key the ledger: `fires(...)` pairs them, `slots_at(t)` names a fire time's slots,
+`what_of(slot)` says what the calendar did to one. Without a calendar a fire time is its own
+slot.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from functools import cached_property
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, model_serializer, model_validator
 from temporalio.client import ScheduleIntervalSpec, ScheduleSpec
 
+from timing.business import CalendarRule, Fire, Grid
+from timing.business_spec import compile_business_spec
 from timing.calendars import compile_spec
 from timing.cron import Cron, CronError, parse_cron
 from timing.firetimes import (
@@ -92,10 +100,25 @@ class Timing(BaseModel):
     start_at: Instant | None = None
     end_at: Instant | None = None
     jitter: timedelta = timedelta(0)
+    # Business days and what a holiday's fire time does (`timing.business`); None: every day.
+    calendar: CalendarRule | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_no_calendar(self, handler: Any) -> Any:
+        """Leave `calendar` out when there is none, so a worker of the release before it
+        (whose `Timing` forbids unknown fields) still reads every other job's input."""
+        data = handler(self)
+        if self.calendar is None and isinstance(data, dict):
+            data.pop("calendar", None)
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         problems = []
+        if self.calendar is not None and self.cron is None:
+            problems.append(
+                "calendar: needs a cron (an interval job runs on elapsed time, not on days)"
+            )
         if (self.cron is None) == (self.interval is None):
             problems.append("cron / interval: give exactly one of them")
         elif self.interval is not None and self.interval < timedelta(seconds=1):
@@ -115,6 +138,27 @@ class Timing(BaseModel):
         """The parsed cron (None for an interval job)."""
         return parse_cron(self.cron) if self.cron is not None else None
 
+    @cached_property
+    def grid(self) -> Grid | None:
+        """The cron, zone, bounds and calendar rule of a calendar job (None: no calendar)."""
+        if self.calendar is None or self.expression is None:
+            return None
+        return Grid(self.expression, self.timezone, self.start_at, self.end_at, self.calendar)
+
+    @property
+    def plain(self) -> Timing:
+        """This timing without its calendar: the grid of unadjusted fire times."""
+        if self.calendar is None:
+            return self
+        # Built anew, not `model_copy`: that would carry the cached `grid` over.
+        return Timing(
+            cron=self.cron,
+            timezone=self.timezone,
+            start_at=self.start_at,
+            end_at=self.end_at,
+            jitter=self.jitter,
+        )
+
     @property
     def fixed_hour(self) -> bool:
         """Whether the job keeps its wall-clock time across DST (its hour field names hours
@@ -132,7 +176,20 @@ class Timing(BaseModel):
         if self.interval is not None:
             return self.interval
         assert self.expression is not None
-        return longest_gap(self.expression, self.timezone, year)
+        gap = longest_gap(self.expression, self.timezone, year)
+        if gap is None or self.grid is None:
+            return gap
+        # Runs move only across non-business days, so a longer gap than the cron's own
+        # spans one of them: measure each, from the run before it to the run after it.
+        tz = zone(self.timezone)
+        for first, last in self.grid.closures(year):
+            before = self.last_before(datetime.combine(first, time(), tz).astimezone(UTC))
+            after = self.next_after(
+                datetime.combine(last + timedelta(days=1), time(), tz).astimezone(UTC) - _TICK
+            )
+            if before is not None and after is not None and before.astimezone(tz).year == year:
+                gap = max(gap, after - before)
+        return gap
 
     def period(self) -> timedelta:
         """The shortest gap between two fire times by the wall clock (DST aside)."""
@@ -167,6 +224,8 @@ class Timing(BaseModel):
             raise ValueError("fire_times without a start needs newest=True and a limit")
         if limit is not None and limit <= 0:
             return []
+        if self.grid is not None:
+            return self.grid.times(start, end, limit, newest)
         start, end = self._bounds(start, end)
         if start is not None and start >= end:
             return []
@@ -179,8 +238,41 @@ class Timing(BaseModel):
         found = cron_fires(self.expression, self.timezone, start, end, None if newest else limit)
         return found[-limit:] if newest and limit is not None else found
 
+    def fires(self, start: datetime | None, end: datetime, **bounds: Any) -> list[Fire]:
+        """Each slot whose fire time is in `[start, end)` with that fire time, ordered by
+        (fire time, slot); `limit` fire times at most (the oldest, or with `newest` the
+        newest), as `fire_times`. Without a calendar each fire time is its own slot."""
+        if self.grid is None:
+            return [Fire(t, t) for t in self.fire_times(start, end, **bounds)]
+        limit, newest = bounds.get("limit"), bounds.get("newest", False)
+        if start is None and not (newest and limit is not None):
+            raise ValueError("fires without a start needs newest=True and a limit")
+        return self.grid.fires(start, end, limit, newest)
+
+    def slots_at(self, instant: datetime) -> list[datetime]:
+        """The slots a fire at `instant` runs, oldest first (none: not a fire time)."""
+        if self.grid is not None:
+            return [f.slot for f in self.grid.at(instant)]
+        return [instant] if self.fire_times(instant, instant + _TICK) == [instant] else []
+
+    def run_at(self, slot: datetime) -> datetime | None:
+        """When the slot `slot` runs: itself, or where its calendar moves it (None: its
+        calendar skips it)."""
+        if self.grid is None:
+            return slot
+        return self.grid.due(slot)
+
+    def what_of(self, slot: datetime) -> str:
+        """What the calendar does to the unadjusted fire time `slot`: '' (nothing: no
+        calendar, or a business day), `moved from ... to ...: NYSE holiday (...)`, or
+        `skipped on ...`."""
+        return "" if self.grid is None else self.grid.what_of(slot)
+
     def next_after(self, instant: datetime) -> datetime | None:
         """The first fire time strictly after `instant` (None: none, within the bounds)."""
+        if self.grid is not None:
+            found = self.fire_times(instant + _TICK, _END_OF_CALENDARS, limit=1)
+            return found[0] if found else None
         if self.start_at is not None and instant < self.start_at:
             instant = self.start_at - _TICK
         if self.interval is not None:
@@ -209,6 +301,8 @@ class Timing(BaseModel):
         `now` places a UTC compilation's horizon; `utc` asks for UTC calendars even where
         calendars in the job's zone are right by the model of Temporal's matching.
         """
+        if self.grid is not None:
+            return compile_business_spec(self.grid, jitter=self.jitter, now=now)
         if self.interval is not None:
             return ScheduleSpec(
                 intervals=[ScheduleIntervalSpec(every=self.interval)],

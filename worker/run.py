@@ -49,6 +49,9 @@ PASSTHROUGH = (
     "workflows.details",
     "workflows.failures",
     "croniter",
+    # Business calendars' holidays (timing/business.py), decoded with a job's timing.
+    "holidays",
+    "dateutil",
     "httpx",
     "httpcore",
     "aiosmtplib",

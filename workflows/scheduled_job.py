@@ -69,6 +69,11 @@ _BOOKKEEPING: dict[str, Any] = {
 # through the server per run instead of three. Runs started before it keep the three.
 # Patched in v3; deprecate_patch in v5, removed in v6 (docs/architecture.md).
 BEGIN_RUN_PATCH = "begin-run-local"
+# A calendar job's fire time runs the slots its business calendar put there (`plan.own`):
+# the run's own slot is one of them, and a moved slot is due at the fire time. Asked only
+# by such runs, so others carry no marker. Patched in v6; deprecate_patch in v8, removed
+# in v9 (docs/architecture.md).
+CALENDAR_PATCH = "business-calendar"
 
 # Runs of a kind whose slot work fits in one transaction (`JobRun.one_transaction`) begin
 # in their work activity from here on: plan, claim and the first slot's work in ONE
@@ -87,6 +92,8 @@ class ScheduledJobWorkflow:
         begun = await self._begin(job)
         plan = begun.plan
         headline = run_headline(job.job_name, begun.scheduled_at, plan.local_time, plan.origin)
+        if plan.calendar_note:
+            headline = f"{headline}\n{plan.calendar_note}"
         workflow.set_current_details(showing(headline, "running"))
         own, caught_up = await self._run_slots(job, begun, headline)
         details = summary(headline, own, caught_up, plan.skipped, plan.gap)
@@ -188,13 +195,19 @@ class ScheduledJobWorkflow:
         """Run the plan's slots, oldest first: the run's own slot and those it caught up on."""
         own = SlotRun(scheduled_at=begun.scheduled_at, outcome="skipped", reason=begun.plan.reason)
         caught_up = []
+        mine = begun.scheduled_at
+        moved = (
+            set(begun.plan.own) if begun.plan.own and workflow.patched(CALENDAR_PATCH) else set()
+        )
+        if moved and mine not in moved:
+            mine = max(moved)  # the fire time runs only moved slots: the newest stands for it
         for slot, origin in zip(
             begun.plan.run, origins(begun.plan, begun.scheduled_at), strict=True
         ):
-            done = await self._run_slot(
-                job, slot, origin, headline, begun.claims.get(slot), begun.worked.get(slot)
-            )
-            if slot == begun.scheduled_at:
+            due = begun.scheduled_at if slot in moved and slot != begun.scheduled_at else None
+            claim, worked = begun.claims.get(slot), begun.worked.get(slot)
+            done = await self._run_slot(job, slot, origin, headline, claim, worked, due)
+            if slot == mine:
                 own = done
             else:
                 caught_up.append(done)
@@ -215,11 +228,14 @@ class ScheduledJobWorkflow:
             timing_pending=job.timing_pending,
         )
 
-    def _claim_input(self, job: JobRun, slot: datetime, origin: Origin | None) -> ClaimInput:
+    def _claim_input(
+        self, job: JobRun, slot: datetime, origin: Origin | None, due: datetime | None = None
+    ) -> ClaimInput:
         info = workflow.info()
         return ClaimInput(
             job_name=job.job_name,
             scheduled_at=slot,
+            due_at=due,
             origin=origin,
             workflow_id=info.workflow_id,
             run_id=info.run_id,
@@ -244,13 +260,15 @@ class ScheduledJobWorkflow:
         headline: str,
         claim: ClaimResult | None,
         worked: WorkResult | None = None,
+        due: datetime | None = None,
     ) -> SlotRun:
         """Claim one slot (unless the run's begin did), do its work (unless the work
-        activity that began the run did), record the outcome."""
+        activity that began the run did), record the outcome. `due`: when a slot a calendar
+        moved is due (this run's fire time)."""
         if claim is None:
             claim = await self._bookkeeping(
                 ExecutionActivities.claim_execution,
-                self._claim_input(job, scheduled_at, origin),
+                self._claim_input(job, scheduled_at, origin, due),
             )
         slot = SlotRun(
             scheduled_at=scheduled_at, execution_id=claim.execution_id, outcome="skipped"

@@ -4,7 +4,7 @@
 -- The due runtime schedules of one shard, locked for this transaction; rows another
 -- dispatcher holds are passed over (two dispatchers on one shard split the work).
 SELECT id, kind, cron, timezone, catchup, max_missed, start_at, end_at, next_fire_at,
-       timing_since
+       timing_since, calendar_definition::text, on_holiday
 FROM runtime_schedules
 WHERE shard = %(shard)s AND next_fire_at <= %(now)s AND NOT paused AND deleted_at IS NULL
 ORDER BY next_fire_at, id

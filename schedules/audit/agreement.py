@@ -75,11 +75,23 @@ def outcome_mismatches(
         )
 
 
-def rowless_runs(job: Any, rows: dict[datetime, Any], visibility: Visibility) -> Iterator[Finding]:
-    """missing_row: closed runs of the job's schedule whose slot has no row (see the module)."""
+def rowless_runs(
+    job: Any,
+    rows: dict[datetime, Any],
+    visibility: Visibility,
+    due: dict[datetime, datetime] | None = None,
+) -> Iterator[Finding]:
+    """missing_row: closed runs of the job's schedule whose slot has no row (see the module).
+    `due` (slot -> when its run is due) names the slots a calendar job's run at a time
+    stands for: it is rowless only if none of them has a row."""
+    moved: dict[datetime, list[datetime]] = {}
+    for slot, when in (due or {}).items():
+        moved.setdefault(when, []).append(slot)
     for run in visibility.runs.get(job.id, ()):
         if run.slot is None or run.slot in rows:
             continue
+        if any(slot in rows for slot in moved.get(run.slot, ())):
+            continue  # a calendar job's run at this time works the slots moved here
         status = visibility.status(run.workflow_id, run.run_id)
         if status is None or status == IN_FLIGHT:
             continue

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from schedules.audit.agreement import outcome_mismatches, rowless_runs
+from schedules.audit.days import Days
 from schedules.audit.finding import Finding, row_witnesses
 from schedules.audit.history import Ledger, Visibility, Window
 from schedules.audit.oracle import Timing
@@ -71,7 +72,8 @@ def workflow_id(job_id: str, slot: datetime) -> str:
 
 
 def timing_of(job: Any) -> Timing:
-    return Timing(job.cron, job.interval, job.timezone, job.start_at, job.end_at)
+    days = Days.of(getattr(job, "calendar_definition", None), getattr(job, "on_holiday", None))
+    return Timing(job.cron, job.interval, job.timezone, job.start_at, job.end_at, days)
 
 
 def scope_of(job: Any, ledger: Ledger, window: Window, state: Any) -> JobScope:
@@ -108,8 +110,12 @@ def coverage(
     rows: dict[datetime, Any],
     visibility: Visibility | None,
     window: Window,
+    due: dict[datetime, datetime] | None = None,
 ) -> Iterator[Finding]:
-    """lost and late: every fire time due in the scope has one terminal row, on time."""
+    """lost and late: every fire time due in the scope has one terminal row, on time.
+    `due`: when each slot a business calendar moved is due (its run's time): it is judged
+    from then, not from the slot's own time."""
+    due = due or {}
     job = scope.job
     if scope.start is None or scope.end is None:
         return
@@ -118,19 +124,20 @@ def coverage(
         runs = {r.slot: r for r in visibility.runs.get(job.id, ()) if r.slot is not None}
     limit = (job.starting_deadline or window.late) + job.jitter
     for fire in fires:
-        if not scope.start <= fire < scope.end:
+        when = due.get(fire, fire)
+        if not scope.start <= when < scope.end:
             continue
         row = rows.get(fire)
         if row is None:
-            run = runs.get(fire)
-            witnesses = {"workflow_id": workflow_id(job.id, fire)}
+            run = runs.get(when)
+            witnesses = {"workflow_id": workflow_id(job.id, when)}
             if run is not None:
                 witnesses |= {"run_id": run.run_id, "run_status": run.status}
             yield Finding("lost", job.id, fire, "no ledger row for this fire time", witnesses)
             continue
         if row.status not in TERMINAL:
             continue  # running: orphan_running judges it
-        lateness = row.started_at - fire
+        lateness = row.started_at - when
         if row.origin == "scheduled" and row.status == "completed" and lateness > limit:
             yield Finding(
                 "late",
@@ -162,12 +169,16 @@ def unexpected(
 
 
 def temporal_agreement(
-    job: Any, rows: dict[datetime, Any], visibility: Visibility, window: Window
+    job: Any,
+    rows: dict[datetime, Any],
+    visibility: Visibility,
+    window: Window,
+    due: dict[datetime, datetime] | None = None,
 ) -> Iterator[Finding]:
     """missing_row: a closed run without a row; outcome_mismatch: a terminal row whose run
     ended the other way (both in `agreement`); orphan_running: a row `running` whose run is
     closed (or gone within retention; past it, inconclusive)."""
-    yield from rowless_runs(job, rows, visibility)
+    yield from rowless_runs(job, rows, visibility, due)
     yield from outcome_mismatches(job, rows, visibility)
     for row in rows.values():
         if row.status != "running" or not row.workflow_id:
@@ -256,20 +267,27 @@ def judge(
         rows = ledger.rows.get(job.id, {})
         scope = scope_of(job, ledger, window, states.get(job.id))
         scopes.append(scope)
-        fires = []
+        fires: list[datetime] = []
+        when: dict[datetime, datetime] = {}  # slot -> when its run is due (a calendar job)
         if scope.judged_from is not None:
-            fires = timing_of(job).fire_times(scope.judged_from, window.end)
+            timing = timing_of(job)
+            if timing.days is None:
+                fires = timing.fire_times(scope.judged_from, window.end)
+            else:
+                when = timing.due_times(scope.judged_from, window.end)
+                when = {s: t for s, t in when.items() if s >= scope.judged_from}
+                fires = sorted(when)
         pauses = in_force(ledger.pauses.get(job.id, ()), states.get(job.id), rows)
-        expected = [f for f in fires if not excused(pauses, f)]  # outside recorded pauses
+        expected = [f for f in fires if not excused(pauses, when.get(f, f))]
         if scope.start is not None and scope.end is not None:
-            due = sum(1 for f in expected if scope.start <= f < scope.end)
+            due = sum(1 for f in expected if scope.start <= when.get(f, f) < scope.end)
             scopes[-1] = scope = replace(scope, due=due)
-        findings += coverage(scope, expected, rows, visibility, window)
+        findings += coverage(scope, expected, rows, visibility, window, when)
         state = states.get(job.id)
         findings += unrecorded_pause(job, scope.end, expected, state, pauses, window)
         findings += unexpected(scope, frozenset(fires), rows)
         if visibility is not None:
-            findings += temporal_agreement(job, rows, visibility, window)
+            findings += temporal_agreement(job, rows, visibility, window, when)
     findings += ledger_findings(ledger)
     order = {kind: i for i, kind in enumerate(KINDS)}
     far = datetime.max.replace(tzinfo=UTC)

@@ -29,6 +29,8 @@ from importlib import resources
 from math import inf
 from zoneinfo import ZoneInfo
 
+from schedules.audit.days import MAX_SHIFT, Days
+
 _MINUTE = timedelta(minutes=1)
 # The aliases of docs/catalog.md, each as the seven fields it stands for.
 _ALIASES = {
@@ -217,9 +219,11 @@ class Timing:
     timezone: str
     start_at: datetime | None = None
     end_at: datetime | None = None
+    days: Days | None = None  # a business calendar (`schedules.audit.days`)
 
     def fire_times(self, start: datetime, end: datetime) -> list[datetime]:
-        """The fire times in [start, end), within the job's own start_at and end_at."""
+        """The fire times in [start, end), within the job's own start_at and end_at: for a
+        job with a business calendar, its *slots* (unadjusted) that run at all."""
         if self.start_at is not None:
             start = max(start, self.start_at)
         if self.end_at is not None:
@@ -230,4 +234,21 @@ class Timing:
             return list(interval_fire_times(self.interval, start, end))
         if self.cron is None:
             raise OracleError("a job needs a cron or an interval")
-        return list(cron_fire_times(parse(self.cron), zone(self.timezone), start, end))
+        found = cron_fire_times(parse(self.cron), zone(self.timezone), start, end)
+        if self.days is None:
+            return list(found)
+        return [s for s in found if self.days.due(s, zone(self.timezone)) is not None]
+
+    def due_times(self, start: datetime, end: datetime) -> dict[datetime, datetime]:
+        """Each slot (unadjusted fire time) whose run is due in [start, end), with when:
+        the slot itself without a calendar, else the time its calendar moves it to."""
+        if self.days is None:
+            return {t: t for t in self.fire_times(start, end)}
+        tz = zone(self.timezone)
+        reach = timedelta(days=MAX_SHIFT + 1)
+        found = {}
+        for slot in self.fire_times(start - reach, end + reach):
+            due = self.days.due(slot, tz)
+            if due is not None and start <= due < end:
+                found[slot] = due
+        return found

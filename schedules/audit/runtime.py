@@ -35,6 +35,7 @@ from schedules.audit.checks import (
     temporal_agreement,
     unexpected,
 )
+from schedules.audit.days import Days
 from schedules.audit.history import (
     PAGE_SIZE,
     Run,
@@ -72,6 +73,8 @@ class RuntimeJob:
     jitter: timedelta = timedelta(0)
     starting_deadline: None = None
     paused: bool = False  # pauses are intervals (`stopped`), not a state
+    calendar_definition: Any = None  # its business calendar (`schedules.audit.days`)
+    on_holiday: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,23 +115,27 @@ async def audit_runtime(
     )
     findings: list[Finding] = []
     scopes = []
-    fires_of: dict[Timing, list[datetime]] = {}
+    fires_of: dict[Timing, dict[datetime, datetime]] = {}  # slot -> when its run is due
     for job, state in schedules:
         rows = ledger.rows.get(job.id, {})
         scope = scope_of(job, ledger, window, state)
         fires: list[datetime] = []
+        when: dict[datetime, datetime] = {}
         if scope.judged_from is not None:
-            timing = Timing(job.cron, None, job.timezone, job.start_at, job.end_at)
+            days = Days.of(job.calendar_definition, job.on_holiday)
+            timing = Timing(job.cron, None, job.timezone, job.start_at, job.end_at, days)
             if timing not in fires_of:
-                fires_of[timing] = timing.fire_times(window.start, window.end)
-            fires = [f for f in fires_of[timing] if f >= scope.judged_from]
-        due = [f for f in fires if not _stopped(f, stopped.get(job.schedule_id, ()))]
+                fires_of[timing] = timing.due_times(window.start, window.end)
+            when = {s: t for s, t in fires_of[timing].items() if s >= scope.judged_from}
+            fires = sorted(when)
+        due = [f for f in fires if not _stopped(when[f], stopped.get(job.schedule_id, ()))]
         if scope.start is not None and scope.end is not None:
-            scope = replace(scope, due=sum(1 for f in due if scope.start <= f < scope.end))
+            count = sum(1 for f in due if scope.start <= when[f] < scope.end)
+            scope = replace(scope, due=count)
         scopes.append(scope)
-        findings += coverage(scope, due, rows, visibility, window)
+        findings += coverage(scope, due, rows, visibility, window, when)
         findings += unexpected(scope, frozenset(fires), rows)
-        findings += temporal_agreement(job, rows, visibility, window)
+        findings += temporal_agreement(job, rows, visibility, window, when)
     findings += ledger_findings(ledger)
     findings += _unstarted(intents)
     return RuntimeAudit(
@@ -184,6 +191,8 @@ async def _read_schedules(
             timezone=r["timezone"],
             start_at=r["start_at"],
             end_at=r["end_at"],
+            calendar_definition=r["calendar_definition"],
+            on_holiday=r["on_holiday"],
         )
         schedules.append((job, RuntimeState(timing_since=r["timing_since"])))
     return schedules, {sid: tuple(s) for sid, s in spans.items()}, intents

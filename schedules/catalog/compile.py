@@ -18,6 +18,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributeKey
 
+from schedules.catalog.calendars import CALENDAR_FIELDS
 from schedules.catalog.limits import MAX_DETAILS_BYTES, MAX_NOTE_BYTES, MAX_SUMMARY_BYTES, fit
 from schedules.catalog.model import JobSpec
 from timing.zones import zone
@@ -54,7 +55,10 @@ OVERLAP = {
 
 
 # The catalog fields that decide when a job fires; changing one restarts `timing_since`.
-TIMING_FIELDS = ("cron", "interval", "timezone", "start_at", "end_at")
+TIMING_FIELDS = ("cron", "interval", "timezone", "start_at", "end_at", *CALENDAR_FIELDS)
+# Of those, the ones left out of a timing's fingerprint while unset, so the stamps of jobs
+# without a calendar read as they did before calendars existed.
+OPTIONAL_TIMING_FIELDS = CALENDAR_FIELDS
 
 
 def alert_after(job: JobSpec, now: datetime) -> timedelta | None:
@@ -127,7 +131,7 @@ def compile_schedule(
             job_run(job, timing_since, now, timing_pending=timing_pending),
             id=job.id,
             task_queue=task_queue,
-            memo={CATALOG_MEMO_KEY: job.model_dump(mode="json")},
+            memo={CATALOG_MEMO_KEY: memo_entry(job)},
             # Shown by the Temporal UI on the schedule and on every run it starts; cut to
             # Temporal's user-metadata limits (the run input has the whole description).
             static_summary=fit(
@@ -135,7 +139,8 @@ def compile_schedule(
             ),
             static_details=fit(
                 f"owner: {job.owner or 'unset'}\n\n"
-                f"runs: {job.schedule_text} ({job.timezone}); catch-up {job.catchup}; "
+                f"runs: {job.schedule_text} ({job.timezone}){_on_days(job)}; "
+                f"catch-up {job.catchup}; "
                 f"overlap {job.overlap}",
                 MAX_DETAILS_BYTES,
             ),
@@ -144,6 +149,22 @@ def compile_schedule(
         policy=SchedulePolicy(overlap=OVERLAP[job.overlap], catchup_window=job.catchup_window),
         state=ScheduleState(paused=job.paused, note=intent_note(job)),
     )
+
+
+def memo_entry(job: JobSpec) -> dict[str, Any]:
+    """The job's catalog entry as the action's memo keeps it; the calendar fields only when
+    set, so the entries of jobs without one read as they did before calendars existed."""
+    entry = job.model_dump(mode="json")
+    for name in OPTIONAL_TIMING_FIELDS:
+        if entry.get(name) is None:
+            entry.pop(name, None)
+    return entry
+
+
+def _on_days(job: JobSpec) -> str:
+    """` on NYSE business days, following`, or '' for a job without a calendar."""
+    rule = job.calendar_rule
+    return "" if rule is None else f" on {rule.label}"
 
 
 def intent_note(job: JobSpec) -> str:
@@ -155,7 +176,7 @@ def intent_note(job: JobSpec) -> str:
     where an operator reads what the schedule is for. An operator's pause replaces it with
     the reason until `resume`, which puts it back."""
     parts = [job.note] if job.note else []
-    parts.append(f"runs {job.schedule_text} in {job.timezone}")
+    parts.append(f"runs {job.schedule_text} in {job.timezone}{_on_days(job)}")
     if job.description:
         parts.append(job.description)
     parts.append(f"owner {job.owner or 'unset'}")
@@ -203,6 +224,9 @@ def _plain(value: Any) -> Any:
 
 def _timing_fingerprint(job: JobSpec) -> str:
     fields = job.model_dump(mode="json", include=set(TIMING_FIELDS))
+    for name in OPTIONAL_TIMING_FIELDS:
+        if fields.get(name) is None:
+            fields.pop(name, None)
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -19,8 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from core.errors import CatalogError
 from jobs import KINDS
 from schedules.catalog import limits
+from schedules.catalog.calendars import (
+    CALENDARS_TABLE,
+    calendar_problems,
+    define_calendar,
+    parse_calendars,
+)
 from schedules.catalog.durations import Duration
 from timing import Timing
+from timing.business import BusinessCalendar, CalendarRule, OnHoliday
 from timing.value import CronText, Instant, TimingProblems, ZoneName
 from workflows import RetrySettings
 
@@ -93,6 +100,10 @@ class JobSpec(BaseModel):
     start_at: Instant | None = None
     end_at: Instant | None = None
     jitter: Duration = timedelta(0)
+    # Business days (`schedules.catalog.calendars`); the definition comes from the name.
+    calendar: str | None = None
+    on_holiday: OnHoliday | None = None
+    calendar_definition: BusinessCalendar | None = None
     overlap: Overlap = "skip"
     catchup: Catchup = "latest"
     max_missed: int | None = None
@@ -114,6 +125,8 @@ class JobSpec(BaseModel):
         if too_long:
             raise ValueError(too_long)
         return value
+
+    _define_calendar = model_validator(mode="before")(define_calendar)
 
     @field_validator("kind")
     @classmethod
@@ -148,7 +161,7 @@ class JobSpec(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> JobSpec:
-        problems = _timing_problems(self)
+        problems = calendar_problems(self) or _timing_problems(self)
         if self.catchup == "all" and (self.max_missed is None or self.max_missed < 1):
             problems.append(
                 f"max_missed: catchup 'all' needs max_missed >= 1, got {self.max_missed}"
@@ -173,8 +186,20 @@ class JobSpec(BaseModel):
         Not a cached property: `model_copy(update=...)` would carry the old one over.
         """
         return _timing(
-            self.cron, self.interval, self.timezone, self.start_at, self.end_at, self.jitter
+            self.cron,
+            self.interval,
+            self.timezone,
+            self.start_at,
+            self.end_at,
+            self.jitter,
+            self.calendar_rule,
         )
+
+    @property
+    def calendar_rule(self) -> CalendarRule | None:
+        """The job's business calendar and holiday rule (None: it runs every day)."""
+        found, on_holiday = self.calendar_definition, self.on_holiday or "skip"
+        return None if found is None else CalendarRule(calendar=found, on_holiday=on_holiday)
 
     @property
     def activity(self) -> str:
@@ -251,6 +276,7 @@ def _timing(
     start_at: datetime | None,
     end_at: datetime | None,
     jitter: timedelta,
+    calendar: CalendarRule | None,
 ) -> Timing:
     return Timing(
         cron=cron,
@@ -259,6 +285,7 @@ def _timing(
         start_at=start_at,
         end_at=end_at,
         jitter=jitter,
+        calendar=calendar,
     )
 
 
@@ -281,8 +308,12 @@ def _format_error(job_id: str, err: dict) -> list[str]:
 
 
 def parse_each(data: dict[str, Any]) -> tuple[tuple[JobSpec, ...], dict[str, list[str]]]:
-    """Validate every job table on its own: the valid jobs, and each invalid one's problems."""
-    jobs, problems = [], {}
+    """Validate every job table on its own: the valid jobs, and each invalid one's problems.
+
+    `[calendars]` is the catalog's calendars, not a job: jobs may name them."""
+    data = dict(data)
+    calendars, problems = parse_calendars(data.pop(CALENDARS_TABLE, None))
+    jobs: list[JobSpec] = []
     for job_id, table in data.items():
         if not isinstance(table, dict):
             problems[job_id] = [f"job {job_id!r}: must be a table of settings, got {_short(table)}"]
@@ -294,7 +325,9 @@ def parse_each(data: dict[str, Any]) -> tuple[tuple[JobSpec, ...], dict[str, lis
             ]
             continue
         try:
-            jobs.append(JobSpec.model_validate({**table, "id": job_id}))
+            jobs.append(
+                JobSpec.model_validate({**table, "id": job_id}, context={"calendars": calendars})
+            )
         except ValidationError as exc:
             problems[job_id] = [line for err in exc.errors() for line in _format_error(job_id, err)]
     return tuple(jobs), problems

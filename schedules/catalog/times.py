@@ -8,14 +8,15 @@ interval jobs every `interval` from the Unix epoch, as Temporal's interval specs
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import JobSpec
-from timing import zone
+from timing import Timing, zone
 from timing.zones import changes
 
 _TICK = timedelta(microseconds=1)
+_DAY = timedelta(days=1)
 _FAR = datetime(2101, 1, 1, tzinfo=UTC)  # Temporal's calendars match no later year
 _FIRST_YEAR = 1970
 
@@ -77,6 +78,68 @@ def dst_note(job: JobSpec, instant: datetime, previous: datetime) -> str | None:
         if not fixed:
             return f"spring forward: {_name_times(skipped)}, skipped"
     return None
+
+
+# --- calendar notes -----------------------------------------------------------------------
+
+
+def calendar_notes(job: JobSpec, after: datetime, times: list[datetime]) -> dict[datetime, str]:
+    """What the job's business calendar did to each of `times` (its fire times from
+    `after` on): the slots moved onto it (`moved from Fri 2026-12-25 09:00 to Mon
+    2026-12-28: NYSE holiday (Christmas Day)`) and, under `on_holiday = "skip"`, the
+    non-business days skipped since the fire time before it. Empty without a calendar."""
+    grid = job.timing.grid
+    if grid is None or not times:
+        return {}
+    notes: dict[datetime, list[str]] = {}
+    for fire in job.timing.fires(times[0], times[-1] + _TICK):
+        if fire.moved:
+            notes.setdefault(fire.at, []).append(fire.moved)
+    if grid.rule.on_holiday == "skip":
+        tz = zone(job.timezone)
+        previous = after.astimezone(tz).date()
+        for instant in times:
+            day = instant.astimezone(tz).date()
+            closed = []
+            while previous < day:
+                if not grid.rule.is_business(previous) and grid.slots_of(previous):
+                    closed.append(grid.skipped_text(previous))
+                previous += timedelta(days=1)
+            if closed:
+                notes.setdefault(instant, []).extend(closed)
+    return {at: "; ".join(lines) for at, lines in notes.items()}
+
+
+def closure_windows(timing: Timing, first: date, last: date) -> list[tuple[date, date]]:
+    """Each run of a calendar job's non-business days touching `[first, last]`, with a day
+    either side (where its runs stop, move and come back)."""
+    if timing.grid is None:
+        return []
+    return [
+        (a - _DAY, b + _DAY)
+        for year in range(first.year - 1, last.year + 1)
+        for a, b in timing.grid.closures(year)
+        if b >= first - _DAY and a <= last + _DAY
+    ]
+
+
+def adjustments(timing: Timing, start: datetime, end: datetime) -> list[str]:
+    """What a calendar job's calendar does in `[start, end)`: each slot it moves (with
+    where), or under `skip` each day it skips."""
+    grid = timing.grid
+    if grid is None:
+        return []
+    if grid.rule.on_holiday != "skip":
+        notes = [f.moved for f in timing.fires(start, end) if f.moved]
+    else:
+        first, last = (t.astimezone(zone(timing.timezone)).date() for t in (start, end))
+        notes = [
+            grid.skipped_text(day)
+            for a, b in closure_windows(timing, first, last)
+            for day in (a + n * _DAY for n in range(1, (b - a).days))
+            if first <= day <= last and grid.slots_of(day)
+        ]
+    return sorted(notes, key=lambda note: ": weekend" in note)  # holidays first
 
 
 # --- reading and showing times ------------------------------------------------------------

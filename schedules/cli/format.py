@@ -11,9 +11,17 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from schedules.catalog.compile import OPTIONAL_TIMING_FIELDS, memo_entry
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import JobSpec
-from schedules.catalog.times import dst_note, local_iso, local_text, schedule_text, utc_text
+from schedules.catalog.times import (
+    calendar_notes,
+    dst_note,
+    local_iso,
+    local_text,
+    schedule_text,
+    utc_text,
+)
 from schedules.server.state import ServerState
 from timing import TZDATA_VERSION
 
@@ -168,7 +176,7 @@ def describe_entry(
         server |= {
             "matches_catalog": None
             if state.definition is None
-            else state.definition == job.model_dump(mode="json"),
+            else state.definition == memo_entry(job),
             # A paused schedule runs nothing: its next times are for after a resume.
             "next_runs": [] if state.paused else [_instant(t, tz) for t in state.next_times],
             "recent_actions": [
@@ -188,7 +196,11 @@ def describe_entry(
             "buffer_dropped": state.buffer_dropped,
         }
     return {
-        "job": {name: _catalog_value(v) for name, v in job.model_dump().items()},
+        "job": {
+            name: _catalog_value(v)
+            for name, v in job.model_dump().items()
+            if v is not None or name not in OPTIONAL_TIMING_FIELDS
+        },
         # Every fire time shown (and every UTC calendar sync writes) uses this database.
         "time_zone_database": f"tzdata {TZDATA_VERSION}",
         "server": server,
@@ -303,19 +315,23 @@ def next_entry(job: JobSpec, after: datetime, times: list[datetime]) -> dict[str
     """`next`'s content: each run in UTC and local time, with what DST does to it."""
     # A change at `after` itself counts: `next --from T` lists a run at T.
     runs, previous = [], after - timedelta(microseconds=1)
+    moved = calendar_notes(job, after, times)
     for instant in times:
+        notes = [n for n in (dst_note(job, instant, previous), moved.get(instant)) if n]
         runs.append(
             {
                 "utc": utc_text(instant),
                 "local": local_iso(instant, job.timezone),
-                "note": dst_note(job, instant, previous),
+                "note": "; ".join(notes) or None,
             }
         )
         previous = instant
+    rule = job.calendar_rule
     return {
         "job": job.id,
         "schedule": schedule_text(job),
         "timezone": job.timezone,
+        "calendar": None if rule is None else f"{rule.label} ({rule.calendar.version})",
         "after": utc_text(after),
         # The catalog's pause (`next` asks no server; `describe` shows an operator's pause).
         "paused": job.paused,
@@ -328,8 +344,9 @@ def format_next(entry: dict[str, Any]) -> str:
     """`next` as text: local time, UTC, and a DST note where one applies."""
     tz = entry["timezone"]
     after = datetime.fromisoformat(entry["after"])
+    on_days = f", on {entry['calendar']}" if entry.get("calendar") else ""
     lines = [
-        f"next {len(entry['runs'])} run(s) of {entry['job']} ({entry['schedule']}, {tz}) "
+        f"next {len(entry['runs'])} run(s) of {entry['job']} ({entry['schedule']}, {tz}{on_days}) "
         f"from {local_text(after, tz)} ({entry['after']})"
     ]
     if entry.get("paused"):
@@ -338,7 +355,8 @@ def format_next(entry: dict[str, Any]) -> str:
             "these until resumed; they are the times it fires once resumed"
         )
     notes = any(run["note"] for run in entry["runs"])
-    header = ("LOCAL", "UTC", "DST") if notes else ("LOCAL", "UTC")
+    header = ("LOCAL", "UTC", "NOTE" if entry.get("calendar") else "DST")
+    header = header if notes else header[:2]
     rows = [(*_when(run, tz), run["note"] or "")[: len(header)] for run in entry["runs"]]
     if rows:
         lines += table(header, rows, indent="  ")

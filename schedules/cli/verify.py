@@ -62,6 +62,18 @@ def divergence_line(d: Divergence) -> str:
     )
 
 
+def calendar_lines(verdict: Verdict, shown: int = 5) -> list[str]:
+    """A calendar job's rule and what its calendar does in the range, the first few."""
+    if not verdict.calendar:
+        return []
+    count = len(verdict.calendar_notes)
+    lines = [f"{'':<14}calendar: {verdict.calendar}; {count} adjustment(s) in the range"]
+    lines += [f"{'':<16}{note}" for note in verdict.calendar_notes[:shown]]
+    if count > shown:
+        lines.append(f"{'':<16}... and {count - shown} more (`next --from` lists them)")
+    return lines
+
+
 def verdict_lines(verdict: Verdict) -> list[str]:
     """A job's lines of the report: its verdict, then each divergence and the cause."""
     form = f" ({verdict.form})" if verdict.form else ""
@@ -75,13 +87,15 @@ def verdict_lines(verdict: Verdict) -> list[str]:
             f"{FULL_CHECK:,} in the range: the days around offset changes and the 1st of "
             "each month)"
         )
+    notes = calendar_lines(verdict)
     if verdict.status == "ok":
-        return [f"{'ok':<12}{verdict.job_id}: as intended; {scope}{form}"]
+        return [f"{'ok':<12}{verdict.job_id}: as intended; {scope}{form}", *notes]
     lines = [
         f"{'DIVERGES':<12}{verdict.job_id}: {len(verdict.divergences)} day(s) differ; {scope}{form}"
     ]
     lines += [f"{'':<14}{divergence_line(d)}" for d in verdict.divergences]
     lines.append(f"{'':<14}why: {verdict.why}")
+    lines += notes
     return lines
 
 

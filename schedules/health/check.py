@@ -187,8 +187,9 @@ def _not_completed(
         return
     fire = latest[0]
     until = timing.next_after(fire)
+    first = _first_slot(timing, fire)
     bucket = [
-        r for r in runs if r.scheduled_at >= fire and (until is None or r.scheduled_at < until)
+        r for r in runs if r.scheduled_at >= first and (until is None or r.scheduled_at < until)
     ]
     if any(r.status in (COMPLETED, SKIPPED) for r in bucket):
         return
@@ -208,6 +209,14 @@ def _not_completed(
     )
 
 
+def _first_slot(timing: Timing, fire: datetime) -> datetime:
+    """The oldest slot a fire time runs: itself, or for a calendar job possibly an earlier
+    slot moved onto it (`following`); its runs are recorded from there on."""
+    if timing.calendar is None:
+        return fire
+    return min([fire, *timing.slots_at(fire)])
+
+
 def _missed(
     status: JobStatus, timing: Timing, rows: list[Execution], start: datetime, end: datetime
 ) -> None:
@@ -216,7 +225,11 @@ def _missed(
         return
     times = [r.scheduled_at for r in rows]
     bounds: list[datetime | None] = [*fires[1:], timing.next_after(fires[-1])]
-    missed = [f for f, b in zip(fires, bounds, strict=True) if not _covered(times, f, b)]
+    missed = [
+        f
+        for f, b in zip(fires, bounds, strict=True)
+        if not _covered(times, _first_slot(timing, f), b)
+    ]
     if missed:
         shown = ", ".join(_when(f) for f in missed[-5:])
         more = f" (newest 5: {shown})" if len(missed) > 5 else f": {shown}"

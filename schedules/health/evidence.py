@@ -30,7 +30,9 @@ _TICK = timedelta(microseconds=1)
 def _grid(job: JobSpec) -> Timing:
     """The job's fire times without its bounds: explain judges a time against the grid
     and the bounds apart, so it can say "after the schedule's end_at"."""
-    return job.timing.model_copy(update={"start_at": None, "end_at": None})
+    # Without its calendar too: a slot is judged on the cron's grid, then what the calendar
+    # did to it is said (`Evidence.calendar`).
+    return job.timing.plain.model_copy(update={"start_at": None, "end_at": None})
 
 
 def latest_fire_time(job: JobSpec, now: datetime) -> datetime | None:
@@ -70,7 +72,10 @@ async def gather_evidence(
         if first is not None and on_grid(job, first):
             ev.repeated_of = first
         return ev
-    if fire > now:
+    ev.run_at = fire
+    if job.timing.calendar is not None:
+        ev.calendar, ev.run_at = job.timing.what_of(fire), job.timing.run_at(fire)
+    if (ev.run_at or fire) > now and not ev.calendar:
         return ev
     try:
         ev.row = await execution_at(conninfo, job.id, fire)
@@ -81,8 +86,8 @@ async def gather_evidence(
             client = await client()
         ev.schedule = await schedule_state(client, job.id, retry=retry)
         ev.timing_since = ev.schedule.timing_since
-        ev.workflow_status = await workflow_status(
-            client, f"{job.id}-{utc_text(fire)}", retry=retry
+        ev.workflow_status = await workflow_status(  # named after when it runs
+            client, f"{job.id}-{utc_text(ev.run_at or fire)}", retry=retry
         )
         ev.pollers = await pollers(client, ev.task_queue, retry=retry)
         if ev.row is None and ev.schedule.exists and ev.schedule.skipped_overlap:

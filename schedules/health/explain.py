@@ -5,7 +5,8 @@ schedule's state, the slot's workflow, the workers polling the task queue), neve
 guess: `gather` collects that evidence and `explain` (pure, so every reason is unit-tested)
 turns it into one verdict, in this order:
 
-- the time is not one of the job's fire times, or has not come yet;
+- the time is not one of the job's fire times, its business calendar skips it, or its run
+  (where its calendar moved it) has not come yet;
 - the slot has a row: completed (it ran), skipped (by the catch-up policy, the starting
   deadline, the repeated DST hour, a future slot: the row says which), failed after N
   attempts, compensated, still running, or left running by a run that is gone;
@@ -54,6 +55,10 @@ class Evidence:
     repeated_of: datetime | None = None
     # A backfill over this time whose overlap policy drops a slot that meets an open run.
     backfill: BackfillRequest | None = None
+    # What the job's business calendar did to this slot ('' for nothing), and when its run
+    # is due (the slot itself, or where the calendar moved it; None: the calendar skips it).
+    calendar: str = ""
+    run_at: datetime | None = None
 
 
 @dataclass
@@ -78,7 +83,15 @@ def _ago(ev: Evidence, instant: datetime) -> str:
 
 
 def explain(ev: Evidence) -> Verdict:
-    """The verdict for `ev` (see the module's docstring for the order of the reasons)."""
+    """The verdict for `ev` (see the module's docstring for the order of the reasons), with
+    what the job's business calendar did to the slot first among its details."""
+    verdict = _explain(ev)
+    if ev.calendar and verdict.reason != "calendar_skipped":
+        verdict.details.insert(0, f"calendar: {ev.calendar}")
+    return verdict
+
+
+def _explain(ev: Evidence) -> Verdict:
     if not ev.on_grid and ev.repeated_of is not None:
         return Verdict(
             False,
@@ -95,9 +108,16 @@ def explain(ev: Evidence) -> Verdict:
             f"{_when(ev)} is not a fire time of {ev.job.id} ({ev.job.schedule_text})",
             [f"the nearest fire times: {near}"] if near else [],
         )
-    if ev.fire > ev.now:
+    if ev.run_at is None and ev.calendar and ev.row is None:
         return Verdict(
-            False, "not_due", f"not due yet: it fires in {format_duration(ev.fire - ev.now)}"
+            False,
+            "calendar_skipped",
+            f"its business calendar does not run it: {ev.calendar}",
+        )
+    due = ev.run_at or ev.fire
+    if due > ev.now and ev.row is None:
+        return Verdict(
+            False, "not_due", f"not due yet: it fires in {format_duration(due - ev.now)}"
         )
     if ev.row is not None:
         return _from_row(ev, ev.row)

@@ -36,6 +36,7 @@ from temporalio.client import Client, ScheduleDescription, ScheduleSpec
 
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, schedule_digest
 from schedules.catalog.model import JobSpec
+from schedules.catalog.times import adjustments, closure_windows
 from schedules.progress import QUIET, Progress
 from schedules.server.found import schedule_or_none
 from schedules.server.times import server_times
@@ -85,6 +86,10 @@ class Verdict:
     divergences: list[Divergence] = field(default_factory=list)
     why: str = ""  # for `diverges`: the likely cause and its fix; for `unknown`: the reason
     form: str = ""  # the server's spec: "calendars in <zone>" ...
+    # A calendar job: its rule, and what the calendar does in the range (the intended,
+    # adjusted times are what was compared): "moved from Fri 2026-12-25 ... to Mon ...".
+    calendar: str = ""
+    calendar_notes: list[str] = field(default_factory=list)
 
 
 # --- the server's answer --------------------------------------------------------------------
@@ -102,6 +107,7 @@ def windows(timing: Timing, start: datetime, end: datetime) -> list[tuple[dateti
     first, last = start.astimezone(zone(tz)).date(), end.astimezone(zone(tz)).date()
     days = [(first, first)]
     days += change_windows(tz, first, last)
+    days += [(max(a, first), min(b, last)) for a, b in closure_windows(timing, first, last)]
     month = date(first.year, first.month, 1)
     while month <= last:
         days.append((month, month))
@@ -211,6 +217,10 @@ async def verify_job(
     timing, start, end = job.timing, now, now + timedelta(days=days)
     ranges = windows(timing, start, end)
     verdict = Verdict(job.id, "ok", form=form_of(description.schedule.spec))
+    if timing.calendar is not None:
+        rule = timing.calendar
+        verdict.calendar = f"{rule.label} ({rule.calendar.version})"
+        verdict.calendar_notes = adjustments(timing, start, end)
     jitter = timing.jitter
     missing: list[datetime] = []
     extra: list[datetime] = []

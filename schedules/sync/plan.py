@@ -54,6 +54,7 @@ from schedules.catalog.compile import (
     MANAGED_MEMO_VALUE,
     TIMING_FIELDS,
     compile_schedule,
+    memo_entry,
     schedule_digest,
     timing_stamp,
 )
@@ -317,7 +318,7 @@ def _fields(
     """What differs between the schedule on the server (`old`: the catalog entry it was
     built from) and the job's target."""
     job = target.job
-    fields = _field_changes(old, job.model_dump(mode="json"))
+    fields = _field_changes(old, memo_entry(job))
     task_queue = description.schedule.action.task_queue
     if task_queue != target.task_queue:
         fields["task_queue"] = (task_queue, target.task_queue)

@@ -31,7 +31,7 @@ from schedules.tenants.quota import Quotas
 from schedules.tenants.store import Database
 
 # What `update` may change; tenant and name identify the schedule.
-UPDATABLE = frozenset(DEFINITION_FIELDS)
+UPDATABLE = frozenset(DEFINITION_FIELDS) - {"calendar_definition"}  # set from `calendar`
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,14 @@ class Page:
 
 
 def as_definition(data: Definition | Mapping[str, Any]) -> Definition:
-    return data if isinstance(data, Definition) else definition(data)
+    if isinstance(data, Definition):
+        return data
+    if "calendar_definition" in data:  # resolved from `calendar`, never given
+        raise InvalidScheduleError(
+            f"schedule {data.get('tenant')!r}/{data.get('name')!r}: calendar_definition: is "
+            "not a field of a runtime schedule; name a calendar (`calendar`)"
+        )
+    return definition(data)
 
 
 async def create(
@@ -179,11 +186,16 @@ async def update(
     now = clock()
 
     def updated(current: Schedule) -> Schedule | None:
-        merged = definition(current.model_dump(include=set(Definition.model_fields)) | changes)
+        base = current.model_dump(include=set(Definition.model_fields))
+        if "calendar" in changes:  # resolved from the name again (its definition today)
+            base.pop("calendar_definition", None)
+            if changes["calendar"] is None:
+                base.pop("on_holiday", None)
+        merged = definition(base | changes)
         quotas.check_period(merged)
         if all(getattr(merged, f) == getattr(current, f) for f in DEFINITION_FIELDS):
             return None
-        new = current.model_copy(update=merged.model_dump(include=set(DEFINITION_FIELDS)))
+        new = current.model_copy(update={f: getattr(merged, f) for f in DEFINITION_FIELDS})
         if any(getattr(merged, f) != getattr(current, f) for f in TIMING_FIELDS):
             new = new.model_copy(
                 update={"timing_since": now, "next_fire_at": next_fire_at(merged, now, now)}

@@ -58,6 +58,8 @@ def _parse_line(number: int, text: str) -> Definition | str:
         return f"line {number}: not JSON: {exc.msg} at column {exc.colno}"
     if not isinstance(data, dict):
         return f"line {number}: must be a JSON object, got {text.strip()[:60]}"
+    if isinstance(data, dict) and "calendar_definition" in data:
+        return f"line {number}: calendar_definition: is not a field; name a calendar (`calendar`)"
     try:
         return Definition.model_validate(data)
     except ValidationError as exc:
@@ -176,6 +178,9 @@ def _copy_row(number: int, new: Definition, next_fire_at: datetime | None) -> tu
         new.paused,
         new.note or None,
         next_fire_at,
+        new.calendar,
+        store.columns(new)["calendar_definition"],
+        new.on_holiday if new.calendar else None,
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from pydantic import (
@@ -26,9 +26,17 @@ from pydantic import (
 )
 
 from core.errors import InvalidScheduleError
-from schedules.catalog.model import Catchup
+from schedules.catalog.calendars import (
+    CALENDAR_FIELDS,
+    CALENDARS_TABLE,
+    calendar_problems,
+    define_calendar,
+    parse_calendars,
+)
+from schedules.catalog.model import Catchup, read_catalog
 from schedules.tenants.kinds import runtime_kind
 from timing import Timing, UnknownZoneError, zone
+from timing.business import BusinessCalendar, CalendarRule, OnHoliday
 from timing.cron import CronError, parse_cron
 
 # Dispatcher shards: a schedule's shard is id % SHARDS, fixed when it is stored. At most 16
@@ -48,8 +56,12 @@ DEFINITION_FIELDS = (
     "max_missed",
     "start_at",
     "end_at",
+    *CALENDAR_FIELDS,
 )
-TIMING_FIELDS = ("cron", "timezone", "start_at", "end_at")
+TIMING_FIELDS = ("cron", "timezone", "start_at", "end_at", *CALENDAR_FIELDS)
+# What a runtime schedule's holiday may do: its dispatcher decides a slot once its fire time
+# has come, so it never runs a slot before the slot's own time (`preceding` would).
+RUNTIME_ON_HOLIDAY = ("skip", "following")
 
 
 def ledger_name(schedule_id: int) -> str:
@@ -88,9 +100,22 @@ class Definition(BaseModel):
     max_missed: int | None = None
     start_at: datetime | None = None
     end_at: datetime | None = None
+    # Business days (docs/calendars.md): a calendar's name (the holidays package's, or one
+    # of the catalog's [calendars]) and what a fire time on another day does; the
+    # definition is resolved from the name when the schedule is written, and kept.
+    calendar: str | None = None
+    on_holiday: OnHoliday | None = None
+    calendar_definition: BusinessCalendar | None = None
     # The state a create starts in; later changed by pause / resume only.
     paused: bool = False
     note: str = Field(default="", max_length=MAX_NOTE)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _define_calendar(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("calendar") and not data.get("on_holiday"):
+            data = data | {"on_holiday": "skip"}
+        return define_calendar(cls, data, _CatalogCalendars())
 
     @field_validator("tenant", "name")
     @classmethod
@@ -165,6 +190,14 @@ class Definition(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Definition:
+        problems = calendar_problems(self)
+        if problems:
+            raise ValueError(problems[0])
+        if self.on_holiday is not None and self.on_holiday not in RUNTIME_ON_HOLIDAY:
+            raise ValueError(
+                f"on_holiday: a runtime schedule takes 'skip' or 'following' (its dispatcher "
+                f"never runs a slot before its time), got {self.on_holiday!r}"
+            )
         if self.catchup == "all" and self.max_missed is None:
             raise ValueError("max_missed: catchup 'all' needs max_missed >= 1, got None")
         if self.catchup != "all" and self.max_missed is not None:
@@ -176,7 +209,12 @@ class Definition(BaseModel):
     @property
     def timing(self) -> Timing:
         """When it fires: the one value of `timing/` every fire time comes from."""
-        return _timing(self.cron, self.timezone, self.start_at, self.end_at)
+        rule = None
+        if self.calendar_definition is not None:
+            rule = CalendarRule(
+                calendar=self.calendar_definition, on_holiday=self.on_holiday or "skip"
+            )
+        return _timing(self.cron, self.timezone, self.start_at, self.end_at, rule)
 
     def same_definition(self, other: Definition) -> bool:
         """Whether `other` runs the same work at the same times (pause state aside)."""
@@ -204,6 +242,10 @@ class Schedule(Definition):
         validated when written; a kind no longer registered still reads."""
         data = {k: v for k, v in row.items() if k in cls.model_fields}
         data["note"] = row.get("paused_note") or ""
+        if data.get("calendar_definition") is not None:  # jsonb: built, as validated
+            data["calendar_definition"] = BusinessCalendar.model_validate(
+                data["calendar_definition"]
+            )
         return cls.model_construct(**data)
 
     @property
@@ -215,7 +257,8 @@ class Schedule(Definition):
         data = self.model_dump(mode="json", include=set(Definition.model_fields))
         if not data["note"]:
             del data["note"]
-        for key in ("max_missed", "start_at", "end_at"):
+        del data["calendar_definition"]  # `import` resolves the name again
+        for key in ("max_missed", "start_at", "end_at", "calendar", "on_holiday"):
             if data[key] is None:
                 del data[key]
         return data
@@ -258,5 +301,27 @@ def _short(value: Any) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _timing(cron: str, timezone: str, start_at: datetime | None, end_at: datetime | None) -> Timing:
-    return Timing(cron=cron, timezone=timezone, start_at=start_at, end_at=end_at)
+def _timing(
+    cron: str,
+    timezone: str,
+    start_at: datetime | None,
+    end_at: datetime | None,
+    calendar: CalendarRule | None = None,
+) -> Timing:
+    return Timing(cron=cron, timezone=timezone, start_at=start_at, end_at=end_at, calendar=calendar)
+
+
+@cache
+def catalog_calendars() -> dict[str, BusinessCalendar]:
+    """The packaged catalog's own calendars (`schedules/jobs.toml`) by name: what a
+    runtime schedule's `calendar` may name besides the holidays package's."""
+    found, _ = parse_calendars(read_catalog().get(CALENDARS_TABLE))
+    return found
+
+
+class _CatalogCalendars:
+    """The validation info `define_calendar` reads: the packaged catalog's calendars."""
+
+    @property
+    def context(self) -> dict[str, Any]:
+        return {"calendars": catalog_calendars()}

@@ -89,7 +89,15 @@ def columns(schedule: Definition) -> dict[str, Any]:
         "end_at": schedule.end_at,
         "paused": schedule.paused,
         "paused_note": schedule.note or None,
+        "calendar": schedule.calendar,
+        "calendar_definition": _calendar(schedule),
+        "on_holiday": schedule.on_holiday if schedule.calendar else None,
     }
+
+
+def _calendar(schedule: Definition) -> Jsonb | None:
+    found = schedule.calendar_definition
+    return None if found is None else Jsonb(found.model_dump(mode="json"))
 
 
 async def insert(

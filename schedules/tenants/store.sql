@@ -9,12 +9,14 @@ inserted AS (
     INSERT INTO runtime_schedules (
         id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
         end_at, paused, paused_note, paused_by, shard, next_fire_at, timing_since,
-        created_at, updated_at, created_by, updated_by
+        created_at, updated_at, created_by, updated_by, calendar, calendar_definition,
+        on_holiday
     )
     SELECT new.id, %(tenant)s, %(name)s, %(kind)s, %(cron)s, %(timezone)s, %(params)s,
            %(catchup)s, %(max_missed)s, %(start_at)s, %(end_at)s,
            %(paused)s, %(paused_note)s, %(paused_by)s, new.id %% %(shards)s,
-           %(next_fire_at)s, %(timing_since)s, %(now)s, %(now)s, %(by)s, %(by)s
+           %(next_fire_at)s, %(timing_since)s, %(now)s, %(now)s, %(by)s, %(by)s,
+           %(calendar)s, %(calendar_definition)s, %(on_holiday)s
     FROM new
     ON CONFLICT (tenant, name) WHERE deleted_at IS NULL DO NOTHING
     RETURNING *
@@ -41,7 +43,9 @@ UPDATE runtime_schedules SET
     catchup = %(catchup)s, max_missed = %(max_missed)s, start_at = %(start_at)s,
     end_at = %(end_at)s, paused = %(paused)s, paused_note = %(paused_note)s,
     paused_by = %(paused_by)s, deleted_at = %(deleted_at)s, next_fire_at = %(next_fire_at)s,
-    timing_since = %(timing_since)s, version = version + 1,
+    timing_since = %(timing_since)s, calendar = %(calendar)s,
+    calendar_definition = %(calendar_definition)s, on_holiday = %(on_holiday)s,
+    version = version + 1,
     updated_at = %(now)s, updated_by = %(by)s
 WHERE id = %(id)s
 RETURNING *
@@ -107,13 +111,14 @@ LIMIT %(limit)s
 CREATE TEMP TABLE runtime_import (
     line integer, tenant text, name text, kind text, cron text, timezone text,
     params jsonb, catchup text, max_missed integer, start_at timestamptz,
-    end_at timestamptz, paused boolean, paused_note text, next_fire_at timestamptz
+    end_at timestamptz, paused boolean, paused_note text, next_fire_at timestamptz,
+    calendar text, calendar_definition jsonb, on_holiday text
 ) ON COMMIT DROP
 
 -- name: import_copy
 COPY runtime_import (
     line, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
-    end_at, paused, paused_note, next_fire_at
+    end_at, paused, paused_note, next_fire_at, calendar, calendar_definition, on_holiday
 ) FROM STDIN
 
 -- name: import_conflicts
@@ -124,6 +129,8 @@ JOIN runtime_schedules s ON s.tenant = i.tenant AND s.name = i.name AND s.delete
 WHERE (s.kind, s.cron, s.timezone, s.params, s.catchup, s.start_at, s.end_at)
       IS DISTINCT FROM (i.kind, i.cron, i.timezone, i.params, i.catchup, i.start_at, i.end_at)
    OR s.max_missed IS DISTINCT FROM i.max_missed
+   OR (s.calendar, s.calendar_definition, s.on_holiday)
+      IS DISTINCT FROM (i.calendar, i.calendar_definition, i.on_holiday)
 ORDER BY i.line
 LIMIT 20
 
@@ -150,11 +157,13 @@ WITH fresh AS (
     INSERT INTO runtime_schedules (
         id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
         end_at, paused, paused_note, paused_by, shard, next_fire_at, timing_since,
-        created_at, updated_at, created_by, updated_by
+        created_at, updated_at, created_by, updated_by, calendar, calendar_definition,
+        on_holiday
     )
     SELECT id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
            end_at, paused, paused_note, CASE WHEN paused THEN %(by)s END,
-           id %% %(shards)s, next_fire_at, %(now)s, %(now)s, %(now)s, %(by)s, %(by)s
+           id %% %(shards)s, next_fire_at, %(now)s, %(now)s, %(now)s, %(by)s, %(by)s,
+           calendar, calendar_definition, on_holiday
     FROM fresh
     ON CONFLICT (tenant, name) WHERE deleted_at IS NULL DO NOTHING
     RETURNING *
@@ -164,7 +173,8 @@ SELECT id, %(now)s, %(by)s, 'create', NULL,
        jsonb_build_object('tenant', tenant, 'name', name, 'kind', kind, 'cron', cron,
                           'timezone', timezone, 'params', params, 'catchup', catchup,
                           'max_missed', max_missed, 'start_at', start_at, 'end_at', end_at,
-                          'paused', paused, 'note', paused_note, 'source', 'import')
+                          'paused', paused, 'note', paused_note, 'calendar', calendar,
+                          'on_holiday', on_holiday, 'source', 'import')
 FROM inserted
 
 -- name: export

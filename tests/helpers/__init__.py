@@ -54,3 +54,25 @@ def wait_for_text(
             tail = path.read_text(errors="replace")[-2000:] if path.exists() else "(no file)"
             raise AssertionError(f"{text!r} did not appear in {path} within {timeout}s:\n{tail}")
         time.sleep(interval)
+
+
+def run_python_walkthrough(page: Path, database_url: str) -> list[str]:
+    """Run a docs page's one Python block as written, on `database_url`; its output lines.
+    Fails the test, with its stderr, if it does not exit 0."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    (block,) = re.findall(r"^```python\n(.*?)^```$", page.read_text(), re.MULTILINE | re.DOTALL)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "TENANT_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", block],
+        cwd=ROOT,
+        env=env | {"DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()

@@ -119,6 +119,10 @@ async def fire_once(
             update={
                 "cron": None,
                 "interval": every,
+                # An interval runs on elapsed time: no business calendar (card-settlement's).
+                "calendar": None,
+                "on_holiday": None,
+                "calendar_definition": None,
                 "start_at": fire - timedelta(seconds=1),
                 "end_at": fire + timedelta(seconds=1),
                 "paused": False,

@@ -250,6 +250,24 @@ async def scenarios(rec: Recorder) -> None:
     )
     rec.provider.recover()
 
+    # Business calendars (v6): a fire time that runs the slots its calendar moved there
+    # (Saturday, Sunday and Monday 30 November 2026 on NYSE days, `following`), and one that
+    # runs a later slot before its time (Thanksgiving, `preceding`, on Wednesday the 25th).
+    for rule, fire in (
+        ("following", datetime(2026, 11, 30, 7, 30, tzinfo=UTC)),
+        ("preceding", datetime(2026, 11, 25, 7, 30, tzinfo=UTC)),
+    ):
+        moved = _job(
+            f"replay-calendar-{rule}",
+            kind="invoice-reminders",
+            cron="30 2 * * *",
+            timezone="America/New_York",
+            calendar="NYSE",
+            on_holiday=rule,
+        )
+        await rec.create(moved)
+        await rec.backfill(moved.id, fire, name=f"calendar-{rule}")
+
     # Every other reference job, one ordinary run each.
     for job_id, slot in (
         ("card-settlement", now.replace(second=0) - timedelta(minutes=1)),

@@ -330,3 +330,19 @@ def test_alert_grace_is_read_per_job(grace):
     assert Kind.NOT_COMPLETED in kinds(evaluate_job(job, rows, REGISTERED, late))
     early = NOW + grace - timedelta(minutes=1)
     assert Kind.NOT_COMPLETED not in kinds(evaluate_job(job, rows, REGISTERED, early))
+
+
+def test_a_slot_its_calendar_moved_is_neither_missing_nor_overdue():
+    """monthly-billing's 1 January 2027 (New Year's Day, a Friday) runs on Monday the
+    4th: once that run completed the slot, check is quiet; before it, the slot is not due."""
+    job = next(j for j in load_catalog() if j.id == "monthly-billing")
+    since = datetime(2026, 11, 15, tzinfo=UTC)
+    state = ScheduleState(exists=True, created_at=since, timing_since=since)
+    slots = [f.slot for f in job.timing.fires(since, datetime(2027, 1, 5, tzinfo=UTC))]
+    assert slots[-1] == datetime(2027, 1, 1, 8, tzinfo=UTC)
+    monday = datetime(2027, 1, 4, 8, tzinfo=UTC)
+    done = [run(s, job_name=job.id, started_at=max(s, monday)) for s in slots]
+    assert evaluate_job(job, done, state, monday + timedelta(hours=3)).alerts == []
+    assert evaluate_job(job, done[:-1], state, datetime(2027, 1, 3, tzinfo=UTC)).alerts == []
+    late = evaluate_job(job, done[:-1], state, monday + timedelta(hours=3))
+    assert kinds(late) == {Kind.NOT_COMPLETED, Kind.MISSED_RUNS}

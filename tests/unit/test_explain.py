@@ -134,3 +134,57 @@ def test_each_reason_has_its_verdict(reason):
     assert shown.startswith(
         f"nightly at {ev.fire:%Y-%m-%d %H:%M} GMT ({ev.fire:%Y-%m-%dT%H:%M}:00Z): "
     )
+
+
+def test_explain_says_what_a_business_calendar_did_to_the_slot():
+    """monthly-billing's 1 January 2027 ran on Monday the 4th (New Year's Day, then the
+    weekend); card-settlement's minutes of Saturday 2 January are skipped by its calendar."""
+    from schedules.catalog.model import default_catalog
+
+    billing = default_catalog()["monthly-billing"]
+    slot = datetime(2027, 1, 1, 8, tzinfo=UTC)
+    monday = datetime(2027, 1, 4, 8, tzinfo=UTC)
+    assert billing.timing.run_at(slot) == monday
+    note = billing.timing.what_of(slot)
+    ran = explain(
+        evidence(
+            job=billing,
+            fire=slot,
+            now=monday + timedelta(hours=1),
+            calendar=note,
+            run_at=monday,
+            row=row("completed"),
+        )
+    )
+    assert ran.ran is True
+    assert ran.details[0] == (
+        "calendar: moved from Fri 2027-01-01 03:00 to Mon 2027-01-04: US holiday "
+        "(New Year's Day); runs at 2027-01-04T08:00:00Z"
+    )
+    early = explain(
+        evidence(
+            job=billing,
+            fire=slot,
+            now=datetime(2027, 1, 2, tzinfo=UTC),
+            calendar=note,
+            run_at=monday,
+        )
+    )
+    assert (early.ran, early.reason) == (False, "not_due")
+    settlement = default_catalog()["card-settlement"]
+    saturday = datetime(2027, 1, 2, 15, tzinfo=UTC)
+    assert settlement.timing.run_at(saturday) is None
+    skipped = explain(
+        evidence(
+            job=settlement,
+            fire=saturday,
+            now=NOW + timedelta(days=30),
+            calendar=settlement.timing.what_of(saturday),
+            run_at=None,
+        )
+    )
+    assert (skipped.ran, skipped.reason) == (False, "calendar_skipped")
+    assert skipped.text == (
+        "its business calendar does not run it: skipped on Sat 2027-01-02: weekend "
+        "(on_holiday skip)"
+    )

@@ -28,6 +28,8 @@ _FIELDS = {
     "max_missed": "--max-missed",
     "start_at": "--start-at",
     "end_at": "--end-at",
+    "calendar": "--calendar",
+    "on_holiday": "--on-holiday",
 }
 
 
@@ -40,15 +42,26 @@ def _definition_options(parser: argparse.ArgumentParser, required: bool) -> None
     parser.add_argument("--max-missed", type=int, metavar="N")
     parser.add_argument("--start-at", metavar="TIME", help="ISO time with offset")
     parser.add_argument("--end-at", metavar="TIME", help="ISO time with offset")
+    parser.add_argument(
+        "--calendar",
+        metavar="NAME",
+        help="business days: a holidays-package market or country (NYSE, US, GB-ENG) or one "
+        "of the catalog's [calendars]",
+    )
+    parser.add_argument(
+        "--on-holiday", metavar="RULE", help="skip (default) | following: a non-business day's run"
+    )
 
 
-_CLEARABLE = ("max_missed", "start_at", "end_at", "params")
+_CLEARABLE = ("max_missed", "start_at", "end_at", "params", "calendar")
 
 
 def _given(args: argparse.Namespace) -> dict[str, Any]:
     given = {f: getattr(args, f) for f in _FIELDS if getattr(args, f) is not None}
     for name in getattr(args, "clear", ()):
         given[name] = {} if name == "params" else None
+        if name == "calendar":
+            given["on_holiday"] = None
     return given
 
 
