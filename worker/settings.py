@@ -56,6 +56,9 @@ class Settings(BaseSettings):
 
     worker_graceful_shutdown_seconds: float = Field(default=30.0, ge=0)
     worker_max_concurrent_activities: int = Field(default=20, ge=1)
+    # Temporal's own defaults; a test of slot dependencies runs a worker of one of each.
+    worker_max_concurrent_workflow_tasks: int = Field(default=100, ge=1)
+    worker_max_concurrent_local_activities: int = Field(default=100, ge=1)
     worker_identity: str | None = None
     migrate_on_start: bool = True
     # `python -m schedules backfill` starts at most this many runs without --yes.

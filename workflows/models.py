@@ -18,6 +18,7 @@ from temporalio.common import RetryPolicy
 
 # Passed through in any sandbox, also one not configured with `worker.run.PASSTHROUGH`.
 with workflow.unsafe.imports_passed_through():
+    from activities.dependency_models import Dependency
     from activities.models import ExecutionRef, Origin, TimingField, Trigger
     from timing import Timing
 
@@ -85,6 +86,8 @@ class JobRun(BaseModel):
     # that time (it does so in a second write); runs meanwhile count no missed time.
     timing_since: datetime | None = None
     timing_pending: bool = False
+    # The upstream slots each slot waits for before its work (docs/dependencies.md).
+    depends_on: list[Dependency] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
