@@ -101,6 +101,7 @@ def job_run(
         timing_since=timing_since,
         alert_after_seconds=overdue.total_seconds() if overdue else None,
         timing_pending=timing_pending,
+        depends_on=[dep.dependency() for dep in job.depends_on],
     )
 
 
