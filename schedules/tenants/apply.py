@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import schedules.tenants.dependencies as dependencies
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import InvalidScheduleError
@@ -88,6 +89,8 @@ async def apply(
         rows = await store.all_rows(conn, "tenant_live", {"tenant": tenant})
         stored = {row["name"]: Schedule.of_row(row) for row in rows}
         report = _plan(stored, wanted)
+        changed = set(report.created) | set(report.updated) | set(report.deleted)
+        dependencies.check(tenant, dict(wanted), changed, now)
         if dry_run:
             return report
         for name in report.created:

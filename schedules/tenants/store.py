@@ -22,7 +22,7 @@ from core import redact
 from core.errors import ScheduleNotFoundError
 from core.sql import queries
 from schedules.record import DatabaseUnavailableError, database_hint
-from schedules.tenants.model import SHARDS, Definition, Schedule
+from schedules.tenants.model import SHARDS, Definition, Schedule, stored_dependencies
 
 Q = queries(__package__, "store")
 Database = str | AsyncConnection
@@ -89,6 +89,7 @@ def columns(schedule: Definition) -> dict[str, Any]:
         "end_at": schedule.end_at,
         "paused": schedule.paused,
         "paused_note": schedule.note or None,
+        "depends_on": Jsonb(stored_dependencies(schedule)),
     }
 
 

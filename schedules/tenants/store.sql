@@ -9,12 +9,13 @@ inserted AS (
     INSERT INTO runtime_schedules (
         id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
         end_at, paused, paused_note, paused_by, shard, next_fire_at, timing_since,
-        created_at, updated_at, created_by, updated_by
+        created_at, updated_at, created_by, updated_by, depends_on
     )
     SELECT new.id, %(tenant)s, %(name)s, %(kind)s, %(cron)s, %(timezone)s, %(params)s,
            %(catchup)s, %(max_missed)s, %(start_at)s, %(end_at)s,
            %(paused)s, %(paused_note)s, %(paused_by)s, new.id %% %(shards)s,
-           %(next_fire_at)s, %(timing_since)s, %(now)s, %(now)s, %(by)s, %(by)s
+           %(next_fire_at)s, %(timing_since)s, %(now)s, %(now)s, %(by)s, %(by)s,
+           %(depends_on)s
     FROM new
     ON CONFLICT (tenant, name) WHERE deleted_at IS NULL DO NOTHING
     RETURNING *
@@ -41,7 +42,7 @@ UPDATE runtime_schedules SET
     catchup = %(catchup)s, max_missed = %(max_missed)s, start_at = %(start_at)s,
     end_at = %(end_at)s, paused = %(paused)s, paused_note = %(paused_note)s,
     paused_by = %(paused_by)s, deleted_at = %(deleted_at)s, next_fire_at = %(next_fire_at)s,
-    timing_since = %(timing_since)s, version = version + 1,
+    timing_since = %(timing_since)s, depends_on = %(depends_on)s, version = version + 1,
     updated_at = %(now)s, updated_by = %(by)s
 WHERE id = %(id)s
 RETURNING *
@@ -53,6 +54,14 @@ VALUES (%(schedule_id)s, %(now)s, %(by)s, %(action)s, %(before)s, %(after)s)
 -- name: changes_of
 SELECT id, schedule_id, at, by, action, before, after FROM runtime_schedule_changes
 WHERE schedule_id = %(id)s ORDER BY id DESC LIMIT %(limit)s
+
+-- name: dependents
+-- The tenant's live schedules, other than these, that depend on one of these by name.
+SELECT name FROM runtime_schedules
+WHERE tenant = %(tenant)s AND deleted_at IS NULL AND name <> ALL(%(names)s::text[])
+  AND EXISTS (SELECT 1 FROM jsonb_array_elements(depends_on) d
+              WHERE d->>'schedule' = ANY(%(names)s::text[]))
+ORDER BY name
 
 -- name: lock_tenant
 -- Creates of one tenant one at a time: the quota is counted and kept in one transaction.
@@ -107,13 +116,14 @@ LIMIT %(limit)s
 CREATE TEMP TABLE runtime_import (
     line integer, tenant text, name text, kind text, cron text, timezone text,
     params jsonb, catchup text, max_missed integer, start_at timestamptz,
-    end_at timestamptz, paused boolean, paused_note text, next_fire_at timestamptz
+    end_at timestamptz, paused boolean, paused_note text, next_fire_at timestamptz,
+    depends_on jsonb
 ) ON COMMIT DROP
 
 -- name: import_copy
 COPY runtime_import (
     line, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
-    end_at, paused, paused_note, next_fire_at
+    end_at, paused, paused_note, next_fire_at, depends_on
 ) FROM STDIN
 
 -- name: import_conflicts
@@ -121,8 +131,9 @@ COPY runtime_import (
 SELECT i.line, i.tenant, i.name, s.id
 FROM runtime_import i
 JOIN runtime_schedules s ON s.tenant = i.tenant AND s.name = i.name AND s.deleted_at IS NULL
-WHERE (s.kind, s.cron, s.timezone, s.params, s.catchup, s.start_at, s.end_at)
-      IS DISTINCT FROM (i.kind, i.cron, i.timezone, i.params, i.catchup, i.start_at, i.end_at)
+WHERE (s.kind, s.cron, s.timezone, s.params, s.catchup, s.start_at, s.end_at, s.depends_on)
+      IS DISTINCT FROM (i.kind, i.cron, i.timezone, i.params, i.catchup, i.start_at, i.end_at,
+                        i.depends_on)
    OR s.max_missed IS DISTINCT FROM i.max_missed
 ORDER BY i.line
 LIMIT 20
@@ -150,11 +161,12 @@ WITH fresh AS (
     INSERT INTO runtime_schedules (
         id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
         end_at, paused, paused_note, paused_by, shard, next_fire_at, timing_since,
-        created_at, updated_at, created_by, updated_by
+        created_at, updated_at, created_by, updated_by, depends_on
     )
     SELECT id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
            end_at, paused, paused_note, CASE WHEN paused THEN %(by)s END,
-           id %% %(shards)s, next_fire_at, %(now)s, %(now)s, %(now)s, %(by)s, %(by)s
+           id %% %(shards)s, next_fire_at, %(now)s, %(now)s, %(now)s, %(by)s, %(by)s,
+           depends_on
     FROM fresh
     ON CONFLICT (tenant, name) WHERE deleted_at IS NULL DO NOTHING
     RETURNING *
@@ -164,7 +176,8 @@ SELECT id, %(now)s, %(by)s, 'create', NULL,
        jsonb_build_object('tenant', tenant, 'name', name, 'kind', kind, 'cron', cron,
                           'timezone', timezone, 'params', params, 'catchup', catchup,
                           'max_missed', max_missed, 'start_at', start_at, 'end_at', end_at,
-                          'paused', paused, 'note', paused_note, 'source', 'import')
+                          'paused', paused, 'note', paused_note, 'depends_on', depends_on,
+                          'source', 'import')
 FROM inserted
 
 -- name: export

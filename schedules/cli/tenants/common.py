@@ -84,6 +84,17 @@ def params_json(text: str) -> dict[str, Any]:
     return value
 
 
+def json_list(text: str) -> list[Any]:
+    """An argparse type: a JSON array."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"must be a JSON array: {exc.msg}") from None
+    if not isinstance(value, list):
+        raise argparse.ArgumentTypeError(f"must be a JSON array, got {text[:60]!r}")
+    return value
+
+
 def entry(schedule: Schedule) -> dict[str, Any]:
     """A schedule as one JSON object (`show --json`, a line of `list --json`)."""
     data = schedule.model_dump(mode="json")

@@ -10,6 +10,7 @@ from schedules.cli.context import Context
 from schedules.cli.tenants.common import (
     add_by,
     add_id,
+    json_list,
     params_json,
     quotas,
     subcommand,
@@ -28,6 +29,7 @@ _FIELDS = {
     "max_missed": "--max-missed",
     "start_at": "--start-at",
     "end_at": "--end-at",
+    "depends_on": "--depends-on",
 }
 
 
@@ -40,15 +42,23 @@ def _definition_options(parser: argparse.ArgumentParser, required: bool) -> None
     parser.add_argument("--max-missed", type=int, metavar="N")
     parser.add_argument("--start-at", metavar="TIME", help="ISO time with offset")
     parser.add_argument("--end-at", metavar="TIME", help="ISO time with offset")
+    parser.add_argument(
+        "--depends-on",
+        type=json_list,
+        metavar="JSON",
+        help='upstream slots to wait for: [{"job" or "schedule": ..., "slots": "same" | '
+        '"window" | "latest", "within": "2h", "on_failure": "wait" | "skip" | "run"}] '
+        "(docs/dependencies.md)",
+    )
 
 
-_CLEARABLE = ("max_missed", "start_at", "end_at", "params")
+_CLEARABLE = ("max_missed", "start_at", "end_at", "params", "depends_on")
 
 
 def _given(args: argparse.Namespace) -> dict[str, Any]:
     given = {f: getattr(args, f) for f in _FIELDS if getattr(args, f) is not None}
     for name in getattr(args, "clear", ()):
-        given[name] = {} if name == "params" else None
+        given[name] = {"params": {}, "depends_on": []}.get(name)
     return given
 
 
