@@ -36,6 +36,7 @@ KINDS = (
     "outbox_pending",
     "outbox_dead",
     "unstarted_intent",
+    "dependency_unmet",
     "inconclusive",
 )
 # Reported, but not a violation: the exit code stays 0 for these alone.
