@@ -110,7 +110,13 @@ async def run_audit(
     zones: dict[str, str] = {}
     if runtime:
         judged = await audit_runtime(
-            conninfo, client, window, task_queue=task_queue, timeout=timeout
+            conninfo,
+            client,
+            window,
+            task_queue=task_queue,
+            timeout=timeout,
+            catalog=known,
+            states=described,
         )
         findings, scopes = findings + judged.findings, scopes + judged.scopes
         rows, runs, zones = rows + judged.rows, runs + judged.runs, judged.zones
