@@ -102,8 +102,12 @@ SELECT * FROM runtime_dispatch_intents
 WHERE schedule_id = %(id)s AND scheduled_at = %(slot)s
 
 -- name: execution_at
-SELECT id, job_name, scheduled_at, status, attempt, origin, started_at, finished_at, error
-FROM job_executions WHERE job_name = %(job)s AND scheduled_at = %(slot)s
+-- With its wait for upstream slots, if it has dependencies (docs/dependencies.md).
+SELECT e.id, e.job_name, e.scheduled_at, e.status, e.attempt, e.origin, e.started_at,
+       e.finished_at, e.error, w.status AS wait_status, w.progress AS wait_progress,
+       w.deadline AS wait_deadline, w.reason AS wait_reason
+FROM job_executions e LEFT JOIN dependency_waits w ON w.execution_id = e.id
+WHERE e.job_name = %(job)s AND e.scheduled_at = %(slot)s
 
 -- name: runs
 SELECT id, scheduled_at, status, attempt, origin, started_at, finished_at, error, result
