@@ -127,11 +127,26 @@ def _done_by(found: tuple | None, started: datetime) -> bool:
 
 
 def _excused(dep: Any, row: Any, started: datetime, unmet: list, wait: Any) -> bool:
+    """A run anyway its policy allowed: past its deadline when its work started, or an
+    unmet slot settled undone (now, or as the run recorded it when it decided: a failed
+    upstream slot may have been run again since)."""
     if dep.on_failure != "run" or wait is None or wait["status"] != "run_anyway":
         return False
     deadline = max(row.scheduled_at, wait["began_at"]) + dep.within
-    settled_undone = any(found is not None and found[0] in UNDONE for _, found in unmet)
+    recorded = wait.get("failed", frozenset())
+    settled_undone = any(
+        (found is not None and found[0] in UNDONE) or slot in recorded for slot, found in unmet
+    )
     return started >= deadline or settled_undone
+
+
+def _recorded_failed(detail: Any) -> frozenset[datetime]:
+    """The upstream slots a wait recorded as settled undone when it last checked."""
+    found = set()
+    for upstream in detail or ():
+        for slot, *_ in upstream.get("failed") or ():
+            found.add(datetime.fromisoformat(slot.replace("Z", "+00:00")))
+    return frozenset(found)
 
 
 def _finding(job_id: str, row: Any, started: datetime, upstream: Upstream, unmet: list) -> Finding:
@@ -183,7 +198,8 @@ async def read_facts(
     facts.work_started = dict(await cur.fetchall())
     cur = await conn.execute(_Q["dependency_waits"], {"ids": worked})
     facts.waits = {
-        r[0]: {"status": r[1], "began_at": r[2], "reason": r[3]} for r in await cur.fetchall()
+        r[0]: {"status": r[1], "began_at": r[2], "reason": r[3], "failed": _recorded_failed(r[4])}
+        for r in await cur.fetchall()
     }
     needed: dict[str, set[datetime]] = {}
     for d in downstreams:

@@ -98,7 +98,7 @@ GROUP BY execution_id
 
 -- name: dependency_waits
 -- What each execution's wait for its upstreams decided (run_anyway: by its policy).
-SELECT execution_id, status, began_at, reason FROM dependency_waits
+SELECT execution_id, status, began_at, reason, detail FROM dependency_waits
 WHERE execution_id = ANY(%(ids)s::bigint[])
 
 -- name: upstream_slots

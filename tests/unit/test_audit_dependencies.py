@@ -64,3 +64,11 @@ def test_slots_before_the_upstream_timing_took_effect_are_not_expected():
     early = {s: SLOT + 3 * H for s in MAPPED[:10]}
     assert len(judged(done_at=early)) == 1
     assert judged(done_at=early, floor=MAPPED[10]) == []
+
+
+def test_a_run_anyway_after_a_failure_is_excused_though_the_slot_was_run_again_since():
+    rerun = {SLOT: SLOT + 5 * H}  # failed when the night decided, completed later
+    wait = {"status": "run_anyway", "began_at": SLOT, "failed": frozenset({SLOT})}
+    assert judged("run", started=SLOT + H, done_at=rerun, wait=wait) == []
+    unrecorded = wait | {"failed": frozenset()}
+    assert len(judged("run", started=SLOT + H, done_at=rerun, wait=unrecorded)) == 1
