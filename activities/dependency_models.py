@@ -61,8 +61,8 @@ class Dependency(BaseModel):
 
     @property
     def upstream(self) -> str:
-        """The upstream as written: a catalog job id, or `schedule:<name>`."""
-        return self.job if self.job is not None else f"schedule:{self.schedule}"
+        """The upstream as people read it: a catalog job id, or `schedule '<name>'`."""
+        return self.job if self.job is not None else f"schedule {self.schedule!r}"
 
 
 class WaitInput(BaseModel):

@@ -193,7 +193,7 @@ async def update(
         quotas.check_period(merged)
         if all(getattr(merged, f) == getattr(current, f) for f in DEFINITION_FIELDS):
             return None
-        new = current.model_copy(update=merged.model_dump(include=set(DEFINITION_FIELDS)))
+        new = current.model_copy(update={f: getattr(merged, f) for f in DEFINITION_FIELDS})
         if any(getattr(merged, f) != getattr(current, f) for f in TIMING_FIELDS):
             new = new.model_copy(
                 update={"timing_since": now, "next_fire_at": next_fire_at(merged, now, now)}

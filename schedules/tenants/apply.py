@@ -125,7 +125,7 @@ async def _create(conn: Any, new: Definition, now: Any, by: str) -> None:
 
 
 async def _update(conn: Any, current: Schedule, new: Definition, now: Any, by: str) -> None:
-    changes: dict[str, Any] = new.model_dump(include=set(DEFINITION_FIELDS))
+    changes: dict[str, Any] = {f: getattr(new, f) for f in DEFINITION_FIELDS}
     if any(getattr(current, f) != getattr(new, f) for f in TIMING_FIELDS):
         changes |= {"timing_since": now, "next_fire_at": next_fire_at(new, now, now)}
     if new.paused and not current.paused:
