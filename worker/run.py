@@ -101,6 +101,7 @@ def build_worker(client: Client, settings: Settings, pool: AsyncConnectionPool) 
         max_concurrent_activities=settings.worker_max_concurrent_activities,
         max_concurrent_local_activities=settings.worker_max_concurrent_local_activities,
         max_concurrent_workflow_tasks=settings.worker_max_concurrent_workflow_tasks,
+        max_cached_workflows=settings.worker_max_cached_workflows,
         graceful_shutdown_timeout=settings.graceful_shutdown,
         identity=settings.worker_identity,
         interceptors=[ScrubbingInterceptor()],
