@@ -17,6 +17,7 @@ truth of what fires) or a runtime schedule of the same tenant (its row).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from psycopg import AsyncConnection
@@ -84,12 +85,13 @@ async def catalog_upstream(client: Client, job_id: str) -> Upstream | str:
     return Upstream(ledger=job_id, timing=Timing.model_validate(run["timing"]), since=since)
 
 
+@dataclass
 class UpstreamActivities:
-    """`check_upstream`, `await_upstream`, `cancel_wait`; built by the worker with its pool."""
+    """`check_upstream`, `await_upstream`, `cancel_wait`; built by the worker with its pool
+    (`clock`: the time the deadlines are judged at, a parameter for the tests)."""
 
-    def __init__(self, pool: AsyncConnectionPool, clock: Clock = utcnow) -> None:
-        self.pool = pool
-        self.clock = clock
+    pool: AsyncConnectionPool
+    clock: Clock = utcnow
 
     @activity.defn
     async def check_upstream(self, wait: WaitInput) -> WaitResult:

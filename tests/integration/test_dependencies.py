@@ -12,10 +12,6 @@ Each test ends with `schedules audit` clean, whose own check of dependencies
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -35,6 +31,7 @@ from schedules.health.status import Kind
 from tests.dependency_windows import COUNTS, WINDOWS, H, hours, utc
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.audit import audited
+from tests.helpers.docs import run_python_example
 from tests.integration.jobs import FAST_RETRY, registered_since
 from tests.integration.runtime import audit_clean, dispatcher, fresh_ids, tick_all
 
@@ -318,17 +315,7 @@ async def test_runtime_schedules_wait_for_the_tenants_schedule_and_for_a_catalog
 def test_the_python_example_of_the_docs_runs_as_written(database_url):
     """docs/dependencies.md's Python example (its shell block is a runnable one:
     tests/integration/test_docs_runnable.py)."""
-    page = (ROOT / "docs" / "dependencies.md").read_text()
-    (block,) = re.findall(r"^```python\n(.*?)^```$", page, re.MULTILINE | re.DOTALL)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "TENANT_"))}
-    done = subprocess.run(
-        [sys.executable, "-c", block],
-        cwd=ROOT,
-        env=env | {"DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_python_example(ROOT / "docs" / "dependencies.md", database_url)
     assert done.returncode == 0, done.stderr
     shown, cycle, orphan = done.stdout.splitlines()
     assert shown == "report [\"schedule 'export'\", 'hourly-sync']"

@@ -3,29 +3,16 @@ shell walkthrough is a runnable block: tests/integration/test_docs_runnable.py).
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-
 import psycopg
 
 from tests.helpers import ROOT
+from tests.helpers.docs import run_python_example
 
 PAGE = ROOT / "docs" / "runtime-schedules.md"
 
 
 def test_the_python_walkthrough_runs_as_written(database_url):
-    (block,) = re.findall(r"^```python\n(.*?)^```$", PAGE.read_text(), re.MULTILINE | re.DOTALL)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "TENANT_"))}
-    done = subprocess.run(
-        [sys.executable, "-c", block],
-        cwd=ROOT,
-        env=env | {"DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_python_example(PAGE, database_url)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("rt-") and " 1 " in lines[0]
