@@ -12,6 +12,7 @@ Each test ends with `schedules audit` clean, whose own check of dependencies
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -32,6 +33,7 @@ from tests.dependency_windows import COUNTS, WINDOWS, H, hours, utc
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.audit import audited
 from tests.helpers.docs import run_python_example
+from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import FAST_RETRY, registered_since
 from tests.integration.runtime import audit_clean, dispatcher, fresh_ids, tick_all
 
@@ -324,3 +326,23 @@ def test_the_python_example_of_the_docs_runs_as_written(database_url):
         "cannot wait, through others, for itself"
     )
     assert orphan.startswith("schedule 'acme'/'export': cannot be deleted: 'report' depend")
+
+
+def test_the_command_line_refuses_a_bad_dependency_in_one_line_and_writes_nothing(
+    settings, db, tmp_path
+):
+    create = ("tenants", "create", "--tenant", "acme", "--name", "x", "--kind", "test-noop")
+    create += ("--cron", "0 2 * * *", "--timezone", "UTC", "--depends-on")
+    done = schedules_cli(settings, *create, '[{"job": "nope", "slots": "window", "within": "2h"}]')
+    assert done.returncode == 2 and "depends_on[0].job: no catalog job 'nope'" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    lines = [
+        {"tenant": "acme", "name": a, "kind": "test-noop", "cron": "0 * * * *",
+         "timezone": "UTC", "depends_on": [{"schedule": b, "slots": "same", "within": "1h"}]}
+        for a, b in (("a", "b"), ("b", "a"))
+    ]  # fmt: skip
+    path = tmp_path / "cycle.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = schedules_cli(settings, "tenants", "import", str(path))
+    assert done.returncode == 2 and "a cycle: a -> b -> a" in done.stderr, done.stderr
+    assert db.execute("SELECT count(*) FROM runtime_schedules").fetchone() == (0,)
