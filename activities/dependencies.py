@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from activities.dependency_models import (
+    MAX_FAILED,
     Dependency,
     SlotMapping,
     UpstreamProgress,
@@ -88,11 +89,14 @@ def progress(
         if status == "completed":
             found.done += 1
         elif status in SETTLED_UNDONE:
-            found.failed.append(
-                (slot, status, (error or "").splitlines()[0][:200] if error else "")
-            )
+            found.failed_count += 1
+            if len(found.failed) < MAX_FAILED:
+                first_line = (error or "").splitlines()[0][:200] if error else ""
+                found.failed.append((slot, status, first_line))
         else:
-            found.pending.append(slot)
+            found.pending += 1
+            found.pending_first = found.pending_first or slot
+            found.pending_last = slot
     return found
 
 
@@ -100,10 +104,6 @@ def missing(dep: Dependency, why: str) -> UpstreamProgress:
     """An upstream that cannot be found (deleted, never scheduled): it can complete
     nothing, so it counts as failed."""
     return UpstreamProgress(upstream=dep.upstream, missing=why)
-
-
-def _outstanding(up: UpstreamProgress) -> bool:
-    return bool(up.pending or up.failed or up.missing)
 
 
 def judge(wait: WaitInput, upstreams: Sequence[UpstreamProgress], now: datetime) -> WaitResult:
@@ -122,10 +122,10 @@ def judge(wait: WaitInput, upstreams: Sequence[UpstreamProgress], now: datetime)
     deadlines = [deadline_of(wait.scheduled_at, wait.began_at, d.within) for d in wait.depends_on]
     waiting, overdue, skip, ran_anyway = [], False, [], []
     for dep, up, deadline in zip(wait.depends_on, upstreams, deadlines, strict=True):
-        if not _outstanding(up):
+        if not up.outstanding:
             continue
         late = now >= deadline
-        troubled = bool(up.failed or up.missing)
+        troubled = bool(up.failed_count or up.missing)
         if dep.on_failure == "skip" and (troubled or late):
             skip.append(_trouble(up, dep, deadline, late, wait.zone))
         elif dep.on_failure == "run" and (late or not up.pending):
@@ -134,7 +134,7 @@ def judge(wait: WaitInput, upstreams: Sequence[UpstreamProgress], now: datetime)
             waiting.append(up)
             overdue = overdue or late
     open_deadlines = [
-        d for d, up in zip(deadlines, upstreams, strict=True) if _outstanding(up)
+        d for d, up in zip(deadlines, upstreams, strict=True) if up.outstanding
     ] or deadlines
     result = WaitResult(state="ready", deadline=min(open_deadlines), upstreams=list(upstreams))
     if skip:
@@ -156,7 +156,7 @@ def next_deadline(wait: WaitInput, result: WaitResult, now: datetime) -> datetim
     future = [
         deadline_of(wait.scheduled_at, wait.began_at, dep.within)
         for dep, up in zip(wait.depends_on, result.upstreams, strict=True)
-        if _outstanding(up)
+        if up.outstanding
     ]
     later = [d for d in future if d > now]
     return min(later, default=None)
@@ -183,10 +183,12 @@ def waiting_text(up: UpstreamProgress) -> str:
     """`waiting for hourly-sync 2026-11-01 03:00-05:00 UTC, 21 of 24 done` (+ failures)."""
     if up.missing:
         return f"waiting for {up.upstream}: {up.missing}"
-    outstanding = sorted([*up.pending, *(f[0] for f in up.failed)])
-    text = f"waiting for {up.upstream} {span_text(outstanding, up.zone)}, {up.done} of {up.mapped} done"
-    if up.failed:
-        text += f", {len(up.failed)} {_failures(up)}"
+    ends = [t for t in (up.pending_first, up.pending_last) if t is not None]
+    outstanding = sorted([*ends, *(f[0] for f in up.failed)])
+    span = span_text([outstanding[0], outstanding[-1]], up.zone)
+    text = f"waiting for {up.upstream} {span}, {up.done} of {up.mapped} done"
+    if up.failed_count:
+        text += f", {up.failed_count} {_failures(up)}"
     return text
 
 
@@ -200,7 +202,8 @@ def _failures(up: UpstreamProgress) -> str:
         f"{_local(slot, up.zone)} {status}" + (f" ({error})" if error else "")
         for slot, status, error in up.failed[:SHOWN_FAILURES]
     )
-    more = f" and {len(up.failed) - SHOWN_FAILURES} more" if len(up.failed) > SHOWN_FAILURES else ""
+    left = up.failed_count - min(len(up.failed), SHOWN_FAILURES)
+    more = f" and {left} more" if left > 0 else ""
     return f"settled without completing: {shown}{more}"
 
 
@@ -210,13 +213,13 @@ def _trouble(
     """Why a dependency decided: its failed slots, or those not done by the deadline."""
     if up.missing:
         return f"upstream {up.upstream}: {up.missing}"
-    if up.failed:
-        return f"upstream {up.upstream}: {len(up.failed)} slot(s) {_failures(up)}"
-    assert late
+    if up.failed_count:
+        return f"upstream {up.upstream}: {up.failed_count} slot(s) {_failures(up)}"
+    assert late and up.pending_first is not None and up.pending_last is not None
     return (
-        f"upstream {up.upstream}: {len(up.pending)} of {up.mapped} slot(s) not completed "
+        f"upstream {up.upstream}: {up.pending} of {up.mapped} slot(s) not completed "
         f"within {_duration(dep.within)} (deadline {_local(deadline, our_zone)}): "
-        f"{span_text(up.pending, up.zone)}"
+        f"{span_text([up.pending_first, up.pending_last], up.zone)}"
     )
 
 

@@ -39,6 +39,7 @@ UPSTREAM_SETTLED_SIGNAL = "upstream_settled"
 # The PostgreSQL channel the ledger's trigger notifies on (worker/migrations/0021).
 UPSTREAM_SETTLED_CHANNEL = "upstream_settled"
 NOT_READY = "UpstreamNotReady"
+MAX_FAILED = 20  # failed upstream slots a check keeps (and the audit reads back)
 
 
 class Dependency(BaseModel):
@@ -88,10 +89,20 @@ class UpstreamProgress(BaseModel):
     zone: str = "UTC"
     mapped: int = 0
     done: int = 0
-    pending: list[datetime] = Field(default_factory=list)
-    # Mapped slots that settled without completing: (slot, status, error).
+    # Counts and the first and last slot only: this travels in workflow history (a day of
+    # minutes would be 1,440 times), ids and counts only.
+    pending: int = 0
+    pending_first: datetime | None = None
+    pending_last: datetime | None = None
+    # Mapped slots that settled without completing: (slot, status, error), the oldest
+    # `MAX_FAILED` of `failed_count`.
     failed: list[tuple[datetime, str, str]] = Field(default_factory=list)
+    failed_count: int = 0
     missing: str | None = None  # why the upstream could not be found
+
+    @property
+    def outstanding(self) -> bool:
+        return bool(self.pending or self.failed_count or self.missing)
 
 
 class WaitResult(BaseModel):

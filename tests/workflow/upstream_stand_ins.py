@@ -28,7 +28,8 @@ def answer(state: WaitState, progress: str = "", reason: str | None = None) -> W
     """A check's answer for a job of one dependency (its upstream outstanding unless ready)."""
     up = UpstreamProgress(upstream="up", mapped=2, done=2 if state == "ready" else 1)
     if state != "ready":
-        up.pending = [datetime(2026, 11, 30, 2, tzinfo=UTC)]
+        pending = datetime(2026, 11, 30, 2, tzinfo=UTC)
+        up = up.model_copy(update={"pending": 1, "pending_first": pending, "pending_last": pending})
     return WaitResult(state=state, deadline=LATER, progress=progress, reason=reason, upstreams=[up])
 
 
