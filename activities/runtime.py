@@ -97,7 +97,7 @@ class RuntimeActivities:
                 why = f"unknown runtime schedule or kind (schedule {run.schedule_id})"
                 await self._skip(conn, job_name, run.scheduled_at, begin, why)
                 return RuntimeBegun(job_name=job_name, outcome="skipped", reason=why)
-            _, _, _, kind, cron, zone, params, start_at, end_at, _ = row
+            _, tenant, _, kind, cron, zone, params, start_at, end_at, _, depends_on = row
             with runtime_kind(kind):
                 claim = await claim_in(
                     conn,
@@ -109,6 +109,8 @@ class RuntimeActivities:
             activity=self.kinds.activities[kind],
             params=params or {},
             timing={"cron": cron, "timezone": zone, "start_at": start_at, "end_at": end_at},
+            depends_on=depends_on or [],
+            tenant=tenant,
         )
         return RuntimeBegun(
             execution_id=claim.execution_id,

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from temporalio.common import SearchAttributeKey
 
+from activities.dependency_models import Dependency
 from activities.models import Origin
 
 LEDGER_PREFIX = "rt-"
@@ -82,6 +83,10 @@ class RuntimeWork(BaseModel):
     start_to_close_seconds: float = 600.0
     heartbeat_seconds: float | None = None
     maximum_attempts: int = 10
+    # The upstream slots the slot waits for before its work (docs/dependencies.md), and
+    # the tenant whose schedules they name.
+    depends_on: list[Dependency] = Field(default_factory=list)
+    tenant: str | None = None
 
 
 class RuntimeBegun(BaseModel):

@@ -19,10 +19,12 @@ from activities.executions import ExecutionActivities
 from activities.run_notes import RunNotesActivities
 from activities.runtime import RuntimeActivities
 from activities.steps import StepsActivities
+from activities.upstream import UpstreamActivities
 from core.sql import queries
 from jobs import kind_activities, kind_workflows, runtime_work
 from worker.client import connect
 from worker.migrate import apply_migrations
+from worker.release import release_waiters
 from worker.scrubbing import ScrubbingInterceptor
 from worker.settings import Settings
 from worker.telemetry import Telemetry, worker_telemetry
@@ -77,6 +79,7 @@ def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
     steps = StepsActivities(pool)
     runtime = RuntimeActivities(pool, runtime_work(pool, settings))
     notes = RunNotesActivities()
+    upstream = UpstreamActivities(pool)
     return [
         BeginActivities(pool).begin_run,
         notes.backfill_skips,
@@ -89,6 +92,9 @@ def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
         steps.settle_steps,
         runtime.begin_runtime_run,
         runtime.run_runtime_batch,
+        upstream.check_upstream,
+        upstream.await_upstream,
+        upstream.cancel_wait,
         *kind_activities(pool, settings),
     ]
 
@@ -106,6 +112,9 @@ def build_worker(client: Client, settings: Settings, pool: AsyncConnectionPool) 
         workflow_runner=workflow_runner(),
         activities=build_activities(pool, settings),
         max_concurrent_activities=settings.worker_max_concurrent_activities,
+        max_concurrent_local_activities=settings.worker_max_concurrent_local_activities,
+        max_concurrent_workflow_tasks=settings.worker_max_concurrent_workflow_tasks,
+        max_cached_workflows=settings.worker_max_cached_workflows,
         graceful_shutdown_timeout=settings.graceful_shutdown,
         identity=settings.worker_identity,
         interceptors=[ScrubbingInterceptor()],
@@ -152,6 +161,7 @@ async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Tele
         # Bounded like each connection: one attempt and a retry, then the worker gives up.
         await pool.wait(timeout=2 * settings.database_connect_timeout_seconds)
         worker = build_worker(client, settings, pool)
+        releasing = asyncio.create_task(release_waiters(conninfo, client))
         async with worker:
             logger.info(
                 "worker ready",
@@ -161,6 +171,7 @@ async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Tele
                 },
             )
             await stop.wait()
+            releasing.cancel()
             logger.info(
                 "stopping: no new tasks; draining in-flight activities for up to %ss",
                 settings.worker_graceful_shutdown_seconds,

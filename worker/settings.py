@@ -56,6 +56,11 @@ class Settings(BaseSettings):
 
     worker_graceful_shutdown_seconds: float = Field(default=30.0, ge=0)
     worker_max_concurrent_activities: int = Field(default=20, ge=1)
+    # Temporal's own defaults; a test of slot dependencies runs a worker of one of each,
+    # caching no workflow (no sticky queue: its one poller polls the task queue alone).
+    worker_max_concurrent_workflow_tasks: int = Field(default=100, ge=1)
+    worker_max_concurrent_local_activities: int = Field(default=100, ge=1)
+    worker_max_cached_workflows: int = Field(default=1000, ge=0)
     worker_identity: str | None = None
     migrate_on_start: bool = True
     # `python -m schedules backfill` starts at most this many runs without --yes.

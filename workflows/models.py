@@ -20,6 +20,7 @@ from temporalio.common import RetryPolicy
 # Passed through in any sandbox, also one not configured with `worker.run.PASSTHROUGH`.
 with workflow.unsafe.imports_passed_through():
     from activities.catchup import PlanResult
+    from activities.dependency_models import Dependency
     from activities.models import (
         ClaimResult,
         ExecutionRef,
@@ -103,6 +104,8 @@ class JobRun(BaseModel):
     # that time (it does so in a second write); runs meanwhile count no missed time.
     timing_since: datetime | None = None
     timing_pending: bool = False
+    # The upstream slots each slot waits for before its work (docs/dependencies.md).
+    depends_on: list[Dependency] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

@@ -22,6 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
     from activities.executions import ExecutionActivities
     from activities.models import ExecutionRef, FailureInput, WorkInput, WorkResult
     from activities.runtime import RuntimeActivities
@@ -38,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from timing import Timing
 
 from workflows.attempts import with_fresh_series
+from workflows.dependencies import DEPENDS_PATCH, UpstreamWait
 from workflows.failures import message, superseded
 
 # Bookkeeping activities retry until the database is back, for up to an hour.
@@ -53,7 +55,15 @@ _WORK_RETRY = {"initial_interval": timedelta(seconds=1), "maximum_interval": tim
 
 @workflow.defn
 class RuntimeRunWorkflow:
-    """One slot of one runtime schedule: begin (claim), work, settle."""
+    """One slot of one runtime schedule: begin (claim), wait for upstreams, work, settle."""
+
+    def __init__(self) -> None:
+        self._upstream = UpstreamWait()  # the slot's wait for its upstream slots
+
+    @workflow.signal(name=UPSTREAM_SETTLED_SIGNAL)
+    def upstream_settled(self) -> None:
+        """An upstream slot this run waits for settled: check again now."""
+        self._upstream.nudge()
 
     @workflow.run
     async def run(self, run: RuntimeRun) -> RuntimeRunResult:
@@ -73,6 +83,10 @@ class RuntimeRunWorkflow:
             job_name=begun.job_name,
             scheduled_at=run.scheduled_at,
         )
+        if begun.work.depends_on and workflow.patched(DEPENDS_PATCH):
+            skipped = await self._wait_for_upstream(execution, begun.work)
+            if skipped is not None:  # a dependency's policy skipped the slot, recorded
+                return done.model_copy(update={"outcome": "skipped", "reason": skipped})
         try:
             work = await with_fresh_series(
                 lambda: self._work(execution, begun.work),
@@ -85,6 +99,27 @@ class RuntimeRunWorkflow:
             await self._fail(execution, err)
         outcome = "already_completed" if work.already_completed else "completed"
         return done.model_copy(update={"outcome": outcome, "counts": work.counts})
+
+    async def _wait_for_upstream(self, execution: ExecutionRef, work: RuntimeWork) -> str | None:
+        """Wait until the slot's upstream slots completed (`workflows.dependencies`); the
+        reason when a dependency's policy skipped the slot instead."""
+        info = workflow.info()
+        timing = Timing.model_validate(work.timing) if work.timing else None
+        wait = WaitInput(
+            job_name=execution.job_name,
+            scheduled_at=execution.scheduled_at,
+            execution_id=execution.execution_id,
+            timing=timing,
+            zone=timing.timezone if timing else "UTC",
+            depends_on=work.depends_on,
+            tenant=work.tenant,
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            began_at=workflow.now(),
+        )
+        result = await self._upstream.wait(wait, workflow.set_current_details)
+        workflow.set_current_details(result.reason or result.progress)
+        return result.reason if result.state == "skip" else None
 
     async def _begin(self, run: RuntimeRun) -> RuntimeBegun:
         info = workflow.info()

@@ -25,6 +25,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 with workflow.unsafe.imports_passed_through():
     from activities.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
     from activities.catchup import CatchupActivities, PlanInput, PlanResult
+    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
     from activities.executions import ExecutionActivities
     from activities.models import (
         ClaimInput,
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from timing import Timing
 
 from workflows.attempts import with_fresh_series
+from workflows.dependencies import DEPENDS_PATCH, UpstreamWait
 from workflows.details import backfill_note, run_headline, showing, summary
 from workflows.failures import cancelled, message, superseded
 from workflows.models import (
@@ -86,6 +88,12 @@ BEGIN_IN_WORK_PATCH = "begin-in-work"
 class ScheduledJobWorkflow:
     def __init__(self) -> None:
         self._local = False  # bookkeeping as local activities (BEGIN_RUN_PATCH)
+        self._upstream = UpstreamWait()  # a slot's wait for its upstream slots
+
+    @workflow.signal(name=UPSTREAM_SETTLED_SIGNAL)
+    def upstream_settled(self) -> None:
+        """An upstream slot this run waits for settled: check again now."""
+        self._upstream.nudge()
 
     @workflow.run
     async def run(self, job: JobRun) -> JobRunResult:
@@ -126,7 +134,10 @@ class ScheduledJobWorkflow:
         if origin != "direct" and job.timing is not None:
             plan_input = self._plan_input(job, scheduled_at, job.timing)
         claim = self._claim_input(job, scheduled_at, origin)
-        if job.one_transaction and not job.workflow and workflow.patched(BEGIN_IN_WORK_PATCH):
+        # A run that waits for upstream slots claims first and works after the wait: the
+        # wait sits between the two (`_run_slot`), so it cannot begin in its work activity.
+        in_work = job.one_transaction and not job.workflow and not job.depends_on
+        if in_work and workflow.patched(BEGIN_IN_WORK_PATCH):
             self._local = True
             begin = BeginInput(plan=plan_input, claim=claim, server_now=workflow.now())
             return await self._begin_in_work(job, begin) or await self._begin_run(begin)
@@ -279,6 +290,10 @@ class ScheduledJobWorkflow:
         execution = ExecutionRef(
             execution_id=claim.execution_id, job_name=job.job_name, scheduled_at=scheduled_at
         )
+        if job.depends_on and workflow.patched(DEPENDS_PATCH):
+            waited = await self._wait_for_upstream(job, execution, headline)
+            if waited is not None:  # skipped by a dependency's policy, recorded
+                return slot.model_copy(update={"outcome": "skipped", "reason": waited})
         try:
             work = (
                 worked
@@ -295,6 +310,28 @@ class ScheduledJobWorkflow:
                 update={"outcome": "already_completed", "counts": work.counts, "reason": reason}
             )
         return slot.model_copy(update={"outcome": "completed", "counts": work.counts})
+
+    async def _wait_for_upstream(
+        self, job: JobRun, execution: ExecutionRef, headline: str
+    ) -> str | None:
+        """Wait until the slot's upstream slots completed (`workflows.dependencies`); the
+        reason when a dependency's policy skipped the slot instead."""
+        info = workflow.info()
+        wait = WaitInput(
+            job_name=job.job_name,
+            scheduled_at=execution.scheduled_at,
+            execution_id=execution.execution_id,
+            timing=job.timing,
+            zone=job.timing.timezone if job.timing else "UTC",
+            depends_on=job.depends_on,
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            began_at=workflow.now(),
+        )
+        shown = lambda progress: workflow.set_current_details(showing(headline, progress))  # noqa: E731
+        result = await self._upstream.wait(wait, shown)
+        workflow.set_current_details(showing(headline, result.reason or result.progress))
+        return result.reason if result.state == "skip" else None
 
     async def _work_or_steps(
         self, job: JobRun, execution: ExecutionRef, headline: str

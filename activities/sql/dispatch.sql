@@ -3,8 +3,11 @@
 -- name: due
 -- The due runtime schedules of one shard, locked for this transaction; rows another
 -- dispatcher holds are passed over (two dispatchers on one shard split the work).
-SELECT id, kind, cron, timezone, catchup, max_missed, start_at, end_at, next_fire_at,
-       timing_since, calendar_definition::text, on_holiday
+-- A schedule with dependencies runs each slot on its own (its run waits for upstreams):
+-- never in a batch, so its kind is left out of the batch grouping (NULL).
+SELECT id, CASE WHEN depends_on = '[]'::jsonb THEN kind END AS kind, cron, timezone, catchup,
+       max_missed, start_at, end_at, next_fire_at, timing_since, calendar_definition::text,
+       on_holiday
 FROM runtime_schedules
 WHERE shard = %(shard)s AND next_fire_at <= %(now)s AND NOT paused AND deleted_at IS NULL
 ORDER BY next_fire_at, id

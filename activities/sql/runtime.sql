@@ -1,7 +1,8 @@
 -- Runs of runtime schedules (activities/runtime.py). Tables: migration 0020.
 
 -- name: schedule
-SELECT id, tenant, name, kind, cron, timezone, params, start_at, end_at, deleted_at
+SELECT id, tenant, name, kind, cron, timezone, params, start_at, end_at, deleted_at,
+       depends_on
 FROM runtime_schedules WHERE id = %(id)s
 
 -- name: batch_slots

@@ -21,6 +21,7 @@ from typing import Any
 from temporalio.client import Client
 
 from schedules.audit.checks import NOT_VIOLATIONS, Finding, JobScope, judge
+from schedules.audit.dependencies import catalog_findings
 from schedules.audit.history import Window, read_ledger, read_visibility, recheck
 from schedules.audit.runtime import audit_runtime
 from schedules.health.check_run import describe_states
@@ -64,6 +65,7 @@ async def run_audit(
     timeout: float = 30.0,
     states: dict[str, Any] | None = None,
     runtime: bool = False,
+    known: Sequence[Any] = (),
 ) -> AuditReport:
     """Audit `jobs` (catalog entries) over the scheduled times [start, end) as of `now`.
 
@@ -72,13 +74,18 @@ async def run_audit(
     in the window). `task_queue` is the fleet's: the runs listed are those on it.
     `states` (each job's `schedules.health.check.ScheduleState`: paused, timing_since) default to
     what Temporal's schedules say now. `runtime`: judge the runtime schedules too
-    (`schedules.audit.runtime`). Raises on a source that cannot be read (the CLI's exit 2).
+    (`schedules.audit.runtime`). `known`: catalog jobs besides `jobs` that may be their
+    upstreams (`depends_on`; docs/dependencies.md), whose schedules are described too.
+    Raises on a source that cannot be read (the CLI's exit 2).
     """
     end = end or now
     window = Window(start or end - DEFAULT_SPAN, end, now, settle, late, outbox_age)
     job_ids = [job.id for job in jobs]
+    known = list({job.id: job for job in [*jobs, *known]}.values())
+    upstream_ids = {d.job for job in jobs for d in getattr(job, "depends_on", ())}
+    described_ids = [j.id for j in known if j.id in set(job_ids) | upstream_ids]
     described, ledger = await asyncio.gather(
-        describe_states(client, job_ids, timeout) if states is None else _given(states),
+        describe_states(client, described_ids, timeout) if states is None else _given(states),
         read_ledger(conninfo, jobs, window, only_jobs=only_jobs, timeout=timeout),
     )
     running = [
@@ -97,12 +104,19 @@ async def run_audit(
         timeout=timeout,
     )
     findings, scopes = judge(jobs, ledger, visibility, described, window)
+    findings += await catalog_findings(conninfo, jobs, known, ledger.rows, described, timeout)
     rows = sum(len(r) for r in ledger.rows.values())
     runs = sum(len(r) for r in visibility.runs.values())
     zones: dict[str, str] = {}
     if runtime:
         judged = await audit_runtime(
-            conninfo, client, window, task_queue=task_queue, timeout=timeout
+            conninfo,
+            client,
+            window,
+            task_queue=task_queue,
+            timeout=timeout,
+            catalog=known,
+            states=described,
         )
         findings, scopes = findings + judged.findings, scopes + judged.scopes
         rows, runs, zones = rows + judged.rows, runs + judged.runs, judged.zones

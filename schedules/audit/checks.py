@@ -37,6 +37,7 @@ KINDS = (
     "outbox_pending",
     "outbox_dead",
     "unstarted_intent",
+    "dependency_unmet",
     "inconclusive",
 )
 # The columns of a SQL check's row that witness its finding (schedules/sql/audit.sql).

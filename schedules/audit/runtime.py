@@ -16,7 +16,7 @@ each run's slot read from its id), and each row still `running` described.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,6 +36,14 @@ from schedules.audit.checks import (
     unexpected,
 )
 from schedules.audit.days import Days
+from schedules.audit.dependencies import (
+    Downstream,
+    Upstream,
+    first_slots,
+    read_facts,
+    timing_of,
+)
+from schedules.audit.dependencies import findings as dependency_findings
 from schedules.audit.history import (
     PAGE_SIZE,
     Run,
@@ -49,6 +57,7 @@ from schedules.audit.history import (
     slot_of,
 )
 from schedules.audit.oracle import Timing
+from schedules.catalog.dependencies import RuntimeDependency
 
 _Q = queries("schedules.sql", "audit_runtime")
 # A pause applies from the next dispatch tick: a slot due this long before it may still run.
@@ -75,6 +84,7 @@ class RuntimeJob:
     paused: bool = False  # pauses are intervals (`stopped`), not a state
     calendar_definition: Any = None  # its business calendar (`schedules.audit.days`)
     on_holiday: str | None = None
+    depends_on: tuple[Any, ...] = ()  # RuntimeDependency values (docs/dependencies.md)
 
 
 @dataclass(frozen=True)
@@ -96,9 +106,17 @@ class RuntimeAudit:
 
 
 async def audit_runtime(
-    conninfo: str, client: Client, window: Window, *, task_queue: str, timeout: float
+    conninfo: str,
+    client: Client,
+    window: Window,
+    *,
+    task_queue: str,
+    timeout: float,
+    catalog: Sequence[Any] = (),
+    states: dict[str, Any] | None = None,
 ) -> RuntimeAudit:
-    """Judge every runtime schedule over `window`; raises on a source that cannot be read."""
+    """Judge every runtime schedule over `window`; raises on a source that cannot be read.
+    `catalog` and its schedules' `states`: the catalog jobs runtime schedules may depend on."""
     schedules, stopped, intents = await _read_schedules(conninfo, window, timeout)
     jobs = [job for job, _ in schedules]
     if not jobs:
@@ -138,6 +156,7 @@ async def audit_runtime(
         findings += temporal_agreement(job, rows, visibility, window, when)
     findings += ledger_findings(ledger)
     findings += _unstarted(intents)
+    findings += await _dependencies(conninfo, schedules, ledger, catalog, states or {}, timeout)
     return RuntimeAudit(
         findings,
         scopes,
@@ -182,6 +201,7 @@ async def _read_schedules(
         if r["deleted_at"] is not None:
             spans.setdefault(r["id"], []).append((r["deleted_at"], None))
         job = RuntimeJob(
+            depends_on=tuple(RuntimeDependency.model_validate(d) for d in r["depends_on"]),
             id=f"rt-{r['id']}",
             schedule_id=r["id"],
             tenant=r["tenant"],
@@ -196,6 +216,62 @@ async def _read_schedules(
         )
         schedules.append((job, RuntimeState(timing_since=r["timing_since"])))
     return schedules, {sid: tuple(s) for sid, s in spans.items()}, intents
+
+
+async def _dependencies(
+    conninfo: str,
+    schedules: list[tuple[RuntimeJob, RuntimeState]],
+    ledger: Any,
+    catalog: Sequence[Any],
+    states: dict[str, Any],
+    timeout: float,
+) -> list[Finding]:
+    """`dependency_unmet` of the runtime schedules with dependencies: upstreams are catalog
+    jobs (floor: their schedule's timing_since, else their first slot) or schedules of the
+    same tenant by name (the live one, else the latest; floor: its timing_since)."""
+    waiting = [(job, state) for job, state in schedules if job.depends_on]
+    if not waiting:
+        return []
+    named: dict[tuple[str, str], tuple[RuntimeJob, RuntimeState]] = {}
+    for job, state in schedules:  # by id: a later schedule of a name wins
+        named[(job.tenant, job.name)] = (job, state)
+    by_id = {job.id: job for job in catalog}
+    downstreams, upstreams = [], {}
+    for job, _ in waiting:
+        keys = {}
+        for dep in job.depends_on:
+            if dep.job is not None:
+                up = by_id.get(dep.job)
+                since = getattr(states.get(dep.job), "timing_since", None)
+                found = Upstream(dep.job, timing_of(up), since) if up is not None else None
+            else:
+                up_job, up_state = named.get((job.tenant, dep.schedule), (None, None))
+                found = (
+                    Upstream(up_job.id, timing_of(up_job), up_state.timing_since)
+                    if up_job is not None
+                    else None
+                )
+            keys[dep.job if dep.job is not None else f"schedule:{dep.schedule}"] = found
+        upstreams[job.id] = keys
+        downstreams.append(
+            Downstream(job.id, timing_of(job), job.depends_on, ledger.rows.get(job.id, {}))
+        )
+    found_all: list[Finding] = []
+    async with await psycopg.AsyncConnection.connect(
+        conninfo, connect_timeout=max(2, int(timeout))
+    ) as conn:
+        await conn.set_read_only(True)
+        first = await first_slots(
+            conn, [u.ledger for ups in upstreams.values() for u in ups.values() if u]
+        )
+        for down in downstreams:
+            ups = {
+                k: (replace(u, floor=u.floor or first.get(u.ledger)) if u else None)
+                for k, u in upstreams[down.job_id].items()
+            }
+            facts = await read_facts(conn, [down], ups)
+            found_all += dependency_findings([down], ups, facts)
+    return found_all
 
 
 def _unstarted(intents: list[dict]) -> Iterator[Finding]:

@@ -63,8 +63,9 @@ OPTIONAL_TIMING_FIELDS = CALENDAR_FIELDS
 
 def alert_after(job: JobSpec, now: datetime) -> timedelta | None:
     """How long after the job's last success the next one is overdue: the longest gap
-    between its fire times (25h for a daily job across the autumn change) plus its jitter
-    and `alert_grace`. None for a job that fires fewer than twice.
+    between its fire times (25h for a daily job across the autumn change) plus its jitter,
+    `alert_grace` and its longest dependency `within` (a wait is not a late run). None for
+    a job that fires fewer than twice.
 
     The gap is the longest in the job's own year at `now` and the next one: the value lives
     in the schedule until the next sync, so a sync in one year must not give the next
@@ -74,7 +75,9 @@ def alert_after(job: JobSpec, now: datetime) -> timedelta | None:
     year = now.astimezone(zone(timing.timezone)).year
     gaps = [timing.longest_gap(y) for y in (year, year + 1)]
     gap = max((g for g in gaps if g is not None), default=None)
-    return None if gap is None else gap + job.jitter + job.alert_grace
+    # A run may wait for its upstream slots up to its longest `within` before it is late.
+    waits = max((dep.within for dep in job.depends_on), default=timedelta(0))
+    return None if gap is None else gap + job.jitter + job.alert_grace + waits
 
 
 def job_run(
@@ -106,6 +109,7 @@ def job_run(
         timing_since=timing_since,
         alert_after_seconds=overdue.total_seconds() if overdue else None,
         timing_pending=timing_pending,
+        depends_on=[dep.dependency() for dep in job.depends_on],
     )
 
 

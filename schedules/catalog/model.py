@@ -25,6 +25,7 @@ from schedules.catalog.calendars import (
     define_calendar,
     parse_calendars,
 )
+from schedules.catalog.dependencies import DependencySpec, dependency_problems, own_problems
 from schedules.catalog.durations import Duration
 from timing import Timing
 from timing.business import BusinessCalendar, CalendarRule, OnHoliday
@@ -115,6 +116,8 @@ class JobSpec(BaseModel):
     paused: bool = False
     note: str = ""
     alert_grace: Duration = timedelta(minutes=15)
+    # Upstream jobs whose slots must complete before each slot's work (docs/dependencies.md).
+    depends_on: list[DependencySpec] = Field(default_factory=list)
 
     @field_validator("id")
     @classmethod
@@ -171,6 +174,7 @@ class JobSpec(BaseModel):
         if self.heartbeat is not None and self.heartbeat > self.timeout:
             problems.append(f"heartbeat: {self.heartbeat} exceeds timeout {self.timeout}")
         problems += _params_problems(self.kind, self.params)
+        problems += own_problems(self.id, [d.job for d in self.depends_on])
         if problems:
             raise Problems(problems)
         return self
@@ -307,8 +311,11 @@ def _format_error(job_id: str, err: dict) -> list[str]:
     return [f"job {job_id!r}: {field}: {message}{value}"]
 
 
-def parse_each(data: dict[str, Any]) -> tuple[tuple[JobSpec, ...], dict[str, list[str]]]:
-    """Validate every job table on its own: the valid jobs, and each invalid one's problems.
+def parse_each(
+    data: dict[str, Any], now: datetime | None = None
+) -> tuple[tuple[JobSpec, ...], dict[str, list[str]]]:
+    """Validate every job table on its own, then the dependencies between them (`now`:
+    from when `same` mappings are checked): the valid jobs, each invalid one's problems.
 
     `[calendars]` is the catalog's calendars, not a job: jobs may name them."""
     data = dict(data)
@@ -330,7 +337,9 @@ def parse_each(data: dict[str, Any]) -> tuple[tuple[JobSpec, ...], dict[str, lis
             )
         except ValidationError as exc:
             problems[job_id] = [line for err in exc.errors() for line in _format_error(job_id, err)]
-    return tuple(jobs), problems
+    for job_id, found in dependency_problems(jobs, set(data), now).items():
+        problems.setdefault(job_id, []).extend(found)
+    return tuple(j for j in jobs if j.id not in problems), problems
 
 
 def parse_catalog(data: dict[str, Any]) -> tuple[JobSpec, ...]:

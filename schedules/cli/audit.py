@@ -56,6 +56,8 @@ KINDS_HELP = """findings (docs/operating.md, Auditing the history):
   outbox_pending  a message pending longer than --outbox-age; outbox_dead: given up
   unstarted_intent  a runtime schedule's start decided longer than --settle ago that no
                   run took up
+  dependency_unmet  a slot whose work started before the upstream slots mapped onto it
+                  had completed (depends_on; a run anyway its policy allowed excepted)
   inconclusive    cannot be told (a run past Temporal's retention; fire times of a
                   schedule paused now with no recorded pause); not counted in exit 1
 
@@ -183,6 +185,7 @@ async def _audit(args: argparse.Namespace, ctx: cli.Context) -> int:
         only_jobs=bool(args.job),
         timeout=args.timeout,
         runtime=args.runtime and not args.job,
+        known=jobs,
     )
     zones = {j.id: j.timezone for j in jobs} | report.zones
     print(render(report.findings, facts(report, args.settle), zones, args.json))

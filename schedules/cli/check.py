@@ -54,6 +54,7 @@ _ALERTS = (
         f"the latest run took over {SLOW_FACTOR:g} x the median of the {HISTORY} before it",
     ),
     (Kind.BACKFILL_SKIPPED, "slots of a backfill the server skipped (overlap) and never ran"),
+    (Kind.DEPENDENCY_OVERDUE, "a run still waits for its upstream slots past its deadline"),
     (Kind.DEAD_OUTBOX, "outbox messages the relay gave up on"),
     (Kind.SCHEDULE_NOT_REGISTERED, "no Temporal schedule managed by this project for the job"),
 )

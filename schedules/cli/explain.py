@@ -22,7 +22,8 @@ DESCRIPTION = (
     "For one fire time of a job (default: the latest due), say whether it "
     "ran and, if not, why: paused, before the timing took effect, outside start/end, "
     "skipped by the catch-up policy or the starting deadline, the repeated DST hour, "
-    "failed after N attempts, still running, no worker polling, Temporal unreachable, "
+    "failed after N attempts, waiting for its upstream slots (depends_on), still running, "
+    "no worker polling, Temporal unreachable, "
     "never started. Read-only."
 )
 EXIT_CODES = (

@@ -170,6 +170,7 @@ def evaluate_job(
     if schedule is not None and schedule.dropped:
         _backfill_skipped(status, job, schedule.dropped)
     _last_run_failed(status, runs)
+    _dependency_overdue(status, runs, now)
     _slow(status, runs, completed, now)
     return status
 
@@ -193,6 +194,8 @@ def _not_completed(
     ]
     if any(r.status in (COMPLETED, SKIPPED) for r in bucket):
         return
+    if bucket and bucket[-1].waiting:
+        return  # waiting for its upstreams: `_dependency_overdue` judges it by its deadline
     late = f"{_span(now - fire)} after its fire time"
     if not bucket:
         detail = f"no run was recorded for it, {late}"
@@ -239,6 +242,26 @@ def _missed(
                 status.job,
                 f"{len(missed)} of {len(fires)} fire times since {_when(start)} have no "
                 f"execution record{more}",
+            )
+        )
+
+
+def _dependency_overdue(status: JobStatus, runs: list[Execution], now: datetime) -> None:
+    """Runs still waiting for their upstream slots past their deadline (docs/dependencies.md).
+    Within it a wait is normal, and never alerts: a downstream on a fresh stack, or one whose
+    upstream is late, is not paged before its `within` has passed."""
+    overdue = [
+        r for r in runs if r.waiting and r.wait_deadline is not None and r.wait_deadline <= now
+    ]
+    if overdue:
+        run = overdue[-1]
+        more = f" ({len(overdue)} runs)" if len(overdue) > 1 else ""
+        status.alerts.append(
+            Alert(
+                Kind.DEPENDENCY_OVERDUE,
+                status.job,
+                f"the run for {_when(run.scheduled_at)} still waits for its upstream slots, "
+                f"{_span(now - run.wait_deadline)} past its deadline{more}: {run.wait_progress}",
             )
         )
 
@@ -315,17 +338,18 @@ def _slow(
                 )
             )
             return
-    running = [r for r in runs if r.status == RUNNING]
+    running = [r for r in runs if r.status == RUNNING and not r.waiting]
     baseline = completed[-HISTORY:]
     if running and len(baseline) >= MIN_HISTORY:
         run, median = running[-1], _median(baseline)
-        if too_slow(now - run.started_at, median):
+        took = now - run.started_at - (run.waited or timedelta(0))  # its work, not its wait
+        if too_slow(took, median):
             status.alerts.append(
                 Alert(
                     Kind.SLOW_RUN,
                     status.job,
                     f"the run for {_when(run.scheduled_at)} has been running for "
-                    f"{_span(now - run.started_at)}, over {SLOW_FACTOR:g} x the median "
+                    f"{_span(took)}, over {SLOW_FACTOR:g} x the median "
                     f"{_span(median)} of the last {len(baseline)} completed runs",
                 )
             )

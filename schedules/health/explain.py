@@ -8,8 +8,9 @@ turns it into one verdict, in this order:
 - the time is not one of the job's fire times, its business calendar skips it, or its run
   (where its calendar moved it) has not come yet;
 - the slot has a row: completed (it ran), skipped (by the catch-up policy, the starting
-  deadline, the repeated DST hour, a future slot: the row says which), failed after N
-  attempts, compensated, still running, or left running by a run that is gone;
+  deadline, the repeated DST hour, a future slot, a dependency's policy: the row says
+  which), failed after N attempts, compensated, waiting for its upstream slots (what it
+  waits for, its deadline), still running, or left running by a run that is gone;
 - no row: Temporal cannot be asked; the job has no schedule; the time is before the job's
   current timing took effect, or outside its start/end; the schedule is paused; the slot's
   run was started but no worker polls the task queue (or none has claimed it yet); the run
@@ -129,6 +130,9 @@ def _explain(ev: Evidence) -> Verdict:
 def _from_row(ev: Evidence, row: dict[str, Any]) -> Verdict:
     status, attempt, error = row["status"], row.get("attempt") or 0, row.get("error") or ""
     origin = row.get("origin") or "scheduled"
+    waited = _wait_details(ev, row)
+    if status == "running" and row.get("wait_status") == "waiting":
+        return _waiting(ev, row)
     if status == "completed":
         took = row["finished_at"] - row["started_at"] if row.get("finished_at") else None
         counts = ", ".join(
@@ -140,10 +144,10 @@ def _from_row(ev: Evidence, row: dict[str, Any]) -> Verdict:
             f"ran: completed {_ago(ev, row['finished_at'])} ago"
             + (f" in {format_duration(took)}" if took is not None else "")
             + f", attempt {attempt}, {origin} run",
-            [f"counts: {counts}"] if counts else [],
+            ([f"counts: {counts}"] if counts else []) + waited,
         )
     if status == "skipped":
-        return Verdict(False, "skipped", f"skipped: {error or 'no reason recorded'}")
+        return Verdict(False, "skipped", f"skipped: {error or 'no reason recorded'}", waited)
     if status == "failed":
         return Verdict(False, "failed", f"failed after {attempt} attempt(s): {error}")
     if status == "compensated":
@@ -169,6 +173,37 @@ def _from_row(ev: Evidence, row: dict[str, Any]) -> Verdict:
             f"unfinished step): {_backfill_command(ev)}"
         ],
     )
+
+
+def _waiting(ev: Evidence, row: dict[str, Any]) -> Verdict:
+    """A run that waits for its upstream slots (docs/dependencies.md)."""
+    deadline = row["wait_deadline"]
+    when = (
+        f"its deadline {_when(ev, deadline)} passed {_ago(ev, deadline)} ago (check alerts)"
+        if deadline <= ev.now
+        else f"deadline {_when(ev, deadline)}, in {format_duration(deadline - ev.now)}"
+    )
+    return Verdict(
+        False,
+        "waiting_for_upstream",
+        f"waiting since {_when(ev, row['wait_began_at'])}: {row['wait_progress']}",
+        [when, "an upstream slot that completes (a run, a backfill) releases it at once"],
+    )
+
+
+def _wait_details(ev: Evidence, row: dict[str, Any]) -> list[str]:
+    """What the slot's wait for its upstream slots decided, if it waited."""
+    status = row.get("wait_status")
+    if status is None or row.get("wait_decided_at") is None:
+        return []
+    waited = format_duration(max(row["wait_decided_at"] - row["wait_began_at"], timedelta(0)))
+    if status == "ready" and waited == "0s":
+        return ["its upstream slots had completed when it began"]
+    if status == "ready":
+        return [
+            f"waited {waited} for its upstream slots, ready {_when(ev, row['wait_decided_at'])}"
+        ]
+    return [f"after waiting {waited} for its upstream slots: {row.get('wait_reason') or status}"]
 
 
 def _backfill_command(ev: Evidence) -> str:

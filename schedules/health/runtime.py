@@ -23,6 +23,7 @@ DISPATCH_LAG = timedelta(minutes=5)
 
 
 MISSED, FAILING = "missed_runs", "last_run_failed"  # `check.Kind` values
+OVERDUE = "dependency_overdue"
 Alert = tuple[str, str, str]  # (kind of alert, "runtime:<job kind>", message)
 
 
@@ -31,7 +32,7 @@ async def runtime_alerts(
 ) -> list[Alert]:
     """The runtime schedules' alerts at `now` (kind, subject, message), read in one
     read-only session."""
-    params = {"due_before": now - DISPATCH_LAG, "since": now - lookback}
+    params = {"due_before": now - DISPATCH_LAG, "since": now - lookback, "now": now}
     async with await psycopg.AsyncConnection.connect(
         conninfo, connect_timeout=max(2, int(timeout)), row_factory=dict_row
     ) as conn:
@@ -39,6 +40,7 @@ async def runtime_alerts(
         behind = await (await conn.execute(_Q["behind"], params)).fetchall()
         unstarted = await (await conn.execute(_Q["unstarted"], params)).fetchall()
         failing = await (await conn.execute(_Q["failing"], params)).fetchall()
+        overdue = await (await conn.execute(_Q["overdue"], params)).fetchall()
     alerts = [
         (
             MISSED,
@@ -66,6 +68,16 @@ async def runtime_alerts(
             f"{_ids(r['examples'])} (python -m schedules tenants runs ID)",
         )
         for r in failing
+    ]
+    alerts += [
+        (
+            OVERDUE,
+            f"runtime:{r['kind']}",
+            f"{r['runs']} run(s) still waiting for their upstream slots past their deadline "
+            f"(oldest {r['oldest']:%Y-%m-%d %H:%M}Z), e.g. schedules {_ids(r['examples'])} "
+            "(python -m schedules tenants explain ID SLOT)",
+        )
+        for r in overdue
     ]
     return alerts
 

@@ -35,6 +35,7 @@ class Kind(StrEnum):
     BACKFILL_SKIPPED = "backfill_skipped"
     DEAD_OUTBOX = "dead_outbox"
     SCHEDULE_NOT_REGISTERED = "schedule_not_registered"
+    DEPENDENCY_OVERDUE = "dependency_overdue"
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,24 @@ class Execution:
     finished_at: datetime | None = None
     error: str | None = None
     attempt: int = 0
+    # Its wait for upstream slots (docs/dependencies.md), if it has dependencies: waiting,
+    # ready, skipped, run_anyway or cancelled; until when; what it showed; how long it took.
+    wait_status: str | None = None
+    wait_deadline: datetime | None = None
+    wait_progress: str | None = None
+    waited: timedelta | None = None
 
     @property
     def duration(self) -> timedelta | None:
-        return self.finished_at - self.started_at if self.finished_at else None
+        """How long its work took: from its claim to its end, less its wait for upstreams."""
+        if not self.finished_at:
+            return None
+        return self.finished_at - self.started_at - (self.waited or timedelta(0))
+
+    @property
+    def waiting(self) -> bool:
+        """Still waiting for its upstream slots (its work has not started)."""
+        return self.wait_status == "waiting"
 
     @property
     def catchup_gap(self) -> bool:

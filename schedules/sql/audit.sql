@@ -88,3 +88,26 @@ FROM schedule_pauses
 WHERE job_name = ANY(%(jobs)s) AND paused_at < %(to)s
   AND (resumed_at IS NULL OR resumed_at > %(from)s)
 ORDER BY job_name, paused_at
+
+-- name: work_started
+-- When each execution's work started: its first take-over (every path to the work raises
+-- the fencing token first). Slot dependencies (schedules/audit/dependencies.py).
+SELECT execution_id, min(committed_at) FROM commit_journal
+WHERE what = 'take_over' AND execution_id = ANY(%(ids)s::bigint[])
+GROUP BY execution_id
+
+-- name: dependency_waits
+-- What each execution's wait for its upstreams decided (run_anyway: by its policy).
+SELECT execution_id, status, began_at, reason, detail FROM dependency_waits
+WHERE execution_id = ANY(%(ids)s::bigint[])
+
+-- name: upstream_slots
+-- An upstream's rows of the slots mapped onto the judged rows.
+SELECT scheduled_at, status, finished_at, id FROM job_executions
+WHERE job_name = %(job)s AND scheduled_at = ANY(%(slots)s::timestamptz[])
+
+-- name: first_slots
+-- Each job's first recorded slot.
+SELECT job_name, min(scheduled_at) FROM job_executions
+WHERE job_name = ANY(%(jobs)s::text[])
+GROUP BY job_name

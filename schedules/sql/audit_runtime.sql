@@ -4,7 +4,7 @@
 -- Every runtime schedule that could have fired in the window (deleted ones included:
 -- their slots before the delete are judged).
 SELECT id, tenant, name, kind, cron, timezone, start_at, end_at, paused, deleted_at,
-       timing_since, calendar_definition, on_holiday
+       timing_since, calendar_definition, on_holiday, depends_on
 FROM runtime_schedules
 WHERE (deleted_at IS NULL OR deleted_at >= %(from)s) AND timing_since < %(to)s
 ORDER BY id

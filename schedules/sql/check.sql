@@ -29,8 +29,11 @@ WITH jobs AS (
     WHERE e.job_name = ANY(%(jobs)s) AND e.status = 'skipped'
       AND e.error LIKE %(gap_pattern)s AND e.started_at >= %(since)s
 )
-SELECT e.job_name, e.scheduled_at, e.status, e.attempt, e.started_at, e.finished_at, e.error
+SELECT e.job_name, e.scheduled_at, e.status, e.attempt, e.started_at, e.finished_at, e.error,
+       w.status AS wait_status, w.deadline AS wait_deadline, w.progress AS wait_progress,
+       w.decided_at - w.began_at AS waited
 FROM job_executions e JOIN wanted USING (id)
+LEFT JOIN dependency_waits w ON w.execution_id = e.id
 ORDER BY e.job_name, e.scheduled_at
 
 -- name: dead_outbox

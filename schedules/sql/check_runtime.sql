@@ -28,3 +28,12 @@ WHERE e.status = 'failed' AND e.job_name ~ '^rt-[0-9]+$' AND e.scheduled_at >= %
                   WHERE later.job_name = e.job_name AND later.scheduled_at > e.scheduled_at
                     AND later.status = 'completed')
 GROUP BY s.kind ORDER BY s.kind
+
+-- name: overdue
+-- Runs of runtime schedules still waiting for their upstream slots past their deadline.
+SELECT s.kind, count(*) AS runs, min(w.deadline) AS oldest,
+       (array_agg(s.id ORDER BY w.deadline, s.id))[1:5] AS examples
+FROM dependency_waits w
+JOIN runtime_schedules s ON w.job_name = 'rt-' || s.id
+WHERE w.status = 'waiting' AND w.deadline <= %(now)s AND w.job_name ~ '^rt-[0-9]+$'
+GROUP BY s.kind ORDER BY s.kind

@@ -23,10 +23,14 @@ LIMIT %(limit)s
 
 -- name: execution_at
 -- One slot's row, for `explain`.
-SELECT scheduled_at, status, attempt, origin, workflow_id, holder, started_at, finished_at,
-       result, error
-FROM job_executions
-WHERE job_name = %(job)s AND scheduled_at = %(scheduled_at)s
+-- With its wait for upstream slots, if it has dependencies (docs/dependencies.md).
+SELECT e.scheduled_at, e.status, e.attempt, e.origin, e.workflow_id, e.holder, e.started_at,
+       e.finished_at, e.result, e.error, w.status AS wait_status, w.progress AS wait_progress,
+       w.began_at AS wait_began_at, w.deadline AS wait_deadline,
+       w.decided_at AS wait_decided_at, w.reason AS wait_reason
+FROM job_executions e
+LEFT JOIN dependency_waits w ON w.execution_id = e.id
+WHERE e.job_name = %(job)s AND e.scheduled_at = %(scheduled_at)s
 
 -- name: execution_counts
 -- How a job's recorded executions ended, and its newest success and failure, for `describe`.

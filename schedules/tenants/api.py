@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import schedules.tenants.dependencies as dependencies
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, ScheduleNotFoundError
@@ -91,6 +92,9 @@ async def create(
             return Outcome(_same_or_conflict(Schedule.of_row(existing), new), changed=False)
         row = await counted.fetchone()
         quotas.check_count(new.tenant, row["n"] if row else 0, 1)
+        if new.depends_on:
+            others = await dependencies.tenant_set(conn, new.tenant)
+            dependencies.check(new.tenant, others | {new.name: new}, {new.name}, now)
         stored = await store.insert(
             conn, new, next_fire_at=next_fire_at(new, now, now), now=now, by=by
         )
@@ -150,12 +154,18 @@ async def _change(
     decide: Callable[[Schedule], Schedule | None],
 ) -> Outcome:
     """One write of a live schedule: locked (at `expected_version` when given), its new
-    state from `decide` (None: nothing to change), written with its change-log row."""
+    state from `decide` (None: nothing to change), written with its change-log row. A
+    change of its dependencies or its timing is checked against the tenant's other
+    schedules first (`schedules.tenants.dependencies`), under the tenant's lock."""
     async with store.transaction(db) as conn:
         current = await _live_locked(conn, schedule_id, expected_version)
         new = decide(current)
         if new is None:
             return Outcome(current, changed=False)
+        if new.depends_on != current.depends_on or new.timing != current.timing:
+            await conn.execute(store.Q["lock_tenant"], {"tenant": current.tenant})
+            others = await dependencies.tenant_set(conn, current.tenant)
+            dependencies.check(current.tenant, others | {new.name: new}, {new.name}, now)
         stored = await store.write_logged(conn, current, new, action, now=now, by=by)
         return Outcome(stored, changed=True)
 
@@ -268,6 +278,8 @@ async def delete(
         if current.deleted_at is not None:
             return Outcome(current, changed=False)
         current = await _live_locked(conn, schedule_id, expected_version)
+        await conn.execute(store.Q["lock_tenant"], {"tenant": current.tenant})
+        await dependencies.refuse_orphaning(conn, current.tenant, [current.name])
         new = current.model_copy(update={"deleted_at": now, "next_fire_at": None})
         stored = await store.write_logged(conn, current, new, "delete", now=now, by=by)
         return Outcome(stored, changed=True)

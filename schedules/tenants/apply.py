@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import schedules.tenants.dependencies as dependencies
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import InvalidScheduleError
@@ -88,6 +89,8 @@ async def apply(
         rows = await store.all_rows(conn, "tenant_live", {"tenant": tenant})
         stored = {row["name"]: Schedule.of_row(row) for row in rows}
         report = _plan(stored, wanted)
+        changed = set(report.created) | set(report.updated) | set(report.deleted)
+        dependencies.check(tenant, dict(wanted), changed, now)
         if dry_run:
             return report
         for name in report.created:
@@ -122,7 +125,7 @@ async def _create(conn: Any, new: Definition, now: Any, by: str) -> None:
 
 
 async def _update(conn: Any, current: Schedule, new: Definition, now: Any, by: str) -> None:
-    changes: dict[str, Any] = new.model_dump(include=set(DEFINITION_FIELDS))
+    changes: dict[str, Any] = {f: getattr(new, f) for f in DEFINITION_FIELDS}
     if any(getattr(current, f) != getattr(new, f) for f in TIMING_FIELDS):
         changes |= {"timing_since": now, "next_fire_at": next_fire_at(new, now, now)}
     if new.paused and not current.paused:

@@ -18,11 +18,18 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
+import schedules.tenants.dependencies as dependencies
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, QuotaError
 from schedules.progress import QUIET, Progress
-from schedules.tenants.model import SHARDS, Definition, Schedule, validation_line
+from schedules.tenants.model import (
+    SHARDS,
+    Definition,
+    Schedule,
+    stored_dependencies,
+    validation_line,
+)
 from schedules.tenants.quota import Quotas
 from schedules.tenants.store import Database
 
@@ -158,6 +165,7 @@ async def _copy_in(
                 progress.advance()
         await _refuse_conflicts(conn)
         await _check_counts(conn, quotas)
+        await _check_dependencies(conn, parsed, now)
         cur = await conn.execute(store.Q["import_insert"], {"by": by, "now": now, "shards": SHARDS})
         return cur.rowcount
 
@@ -181,6 +189,7 @@ def _copy_row(number: int, new: Definition, next_fire_at: datetime | None) -> tu
         new.calendar,
         store.columns(new)["calendar_definition"],
         new.on_holiday if new.calendar else None,
+        Jsonb(stored_dependencies(new)),
     )
 
 
@@ -193,6 +202,21 @@ async def _refuse_conflicts(conn: Any) -> None:
             for r in rows
         ]
         raise ConflictError(_refusal(problems, len(problems)))
+
+
+async def _check_dependencies(
+    conn: Any, parsed: list[tuple[int, Definition]], now: datetime
+) -> None:
+    """Each tenant's set after the import, checked for the lines that depend on others
+    (`schedules.tenants.dependencies`); lines already stored are left as they are."""
+    by_tenant: dict[str, dict[str, Definition]] = {}
+    for _, new in parsed:
+        by_tenant.setdefault(new.tenant, {})[new.name] = new
+    for tenant, lines in sorted(by_tenant.items()):
+        if not any(new.depends_on for new in lines.values()):
+            continue
+        stored = await dependencies.tenant_set(conn, tenant)
+        dependencies.check(tenant, lines | stored, set(lines) - set(stored), now)
 
 
 async def _check_counts(conn: Any, quotas: Quotas) -> None:

@@ -34,6 +34,9 @@ from schedules.catalog.calendars import (
     parse_calendars,
 )
 from schedules.catalog.model import Catchup, read_catalog
+from schedules.catalog.dependencies import RuntimeDependency
+from schedules.catalog.durations import format_duration
+from schedules.catalog.model import Catchup
 from schedules.tenants.kinds import runtime_kind
 from timing import Timing, UnknownZoneError, zone
 from timing.business import BusinessCalendar, CalendarRule, OnHoliday
@@ -46,6 +49,7 @@ MAX_TEXT = 200  # tenant, name, who
 MAX_NOTE = 1000
 MAX_PARAMS_BYTES = 64 * 1024  # params travel in every run's input
 FIRST_YEAR, LAST_YEAR = 1970, 2100  # as the catalog's start_at / end_at
+MAX_DEPENDENCIES = 16
 # The fields that say what runs when: equal ones make a create idempotent.
 DEFINITION_FIELDS = (
     "kind",
@@ -57,6 +61,7 @@ DEFINITION_FIELDS = (
     "start_at",
     "end_at",
     *CALENDAR_FIELDS,
+    "depends_on",
 )
 TIMING_FIELDS = ("cron", "timezone", "start_at", "end_at", *CALENDAR_FIELDS)
 # What a runtime schedule's holiday may do: its dispatcher decides a slot once its fire time
@@ -109,6 +114,9 @@ class Definition(BaseModel):
     # The state a create starts in; later changed by pause / resume only.
     paused: bool = False
     note: str = Field(default="", max_length=MAX_NOTE)
+    # Upstream slots each slot waits for (docs/dependencies.md): catalog jobs, or the
+    # tenant's own schedules by name.
+    depends_on: list[RuntimeDependency] = Field(default_factory=list, max_length=MAX_DEPENDENCIES)
 
     @model_validator(mode="before")
     @classmethod
@@ -204,6 +212,15 @@ class Definition(BaseModel):
             raise ValueError(f"max_missed: only applies to catchup 'all', not {self.catchup!r}")
         if self.start_at and self.end_at and self.start_at >= self.end_at:
             raise ValueError(f"start_at: {self.start_at} is not before end_at {self.end_at}")
+        seen = set()
+        for i, dep in enumerate(self.depends_on):
+            if dep.schedule == self.name:
+                raise ValueError(
+                    f"depends_on[{i}].schedule: a schedule cannot depend on itself ({self.name!r})"
+                )
+            if (dep.job, dep.schedule) in seen:
+                raise ValueError(f"depends_on[{i}]: {dep.upstream} is named twice")
+            seen.add((dep.job, dep.schedule))
         return self
 
     @property
@@ -246,6 +263,9 @@ class Schedule(Definition):
             data["calendar_definition"] = BusinessCalendar.model_validate(
                 data["calendar_definition"]
             )
+        data["depends_on"] = [
+            RuntimeDependency.model_validate(d) for d in row.get("depends_on") or ()
+        ]
         return cls.model_construct(**data)
 
     @property
@@ -261,6 +281,10 @@ class Schedule(Definition):
         for key in ("max_missed", "start_at", "end_at", "calendar", "on_holiday"):
             if data[key] is None:
                 del data[key]
+        if not data["depends_on"]:
+            del data["depends_on"]
+        else:
+            data["depends_on"] = [_exported(d) for d in self.depends_on]
         return data
 
 
@@ -325,3 +349,18 @@ class _CatalogCalendars:
     @property
     def context(self) -> dict[str, Any]:
         return {"calendars": catalog_calendars()}
+def _timing(cron: str, timezone: str, start_at: datetime | None, end_at: datetime | None) -> Timing:
+    return Timing(cron=cron, timezone=timezone, start_at=start_at, end_at=end_at)
+
+
+def _exported(dep: RuntimeDependency) -> dict[str, Any]:
+    """A dependency as `import` reads it and people write it (`within` as "2h")."""
+    data = dep.model_dump(mode="json", exclude_none=True)
+    return data | {"within": format_duration(dep.within)}
+
+
+def stored_dependencies(definition: Definition) -> list[dict[str, Any]]:
+    """The `depends_on` column's JSON (the engine reads it as `Dependency` values)."""
+    return [
+        d.dependency().model_dump(mode="json", exclude_none=True) for d in definition.depends_on
+    ]

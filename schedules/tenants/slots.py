@@ -188,6 +188,11 @@ def _verdict(
     execution: dict[str, Any] | None,
     now: datetime,
 ) -> str:
+    if execution is not None and execution.get("wait_status") == "waiting":
+        return (
+            f"running, {execution['wait_progress']}; deadline "
+            f"{utc_text(execution['wait_deadline'])}"
+        )
     if execution is not None:
         error = f": {execution['error']}" if execution.get("error") else ""
         return (

@@ -22,7 +22,7 @@ from core import redact
 from core.errors import ScheduleNotFoundError
 from core.sql import queries
 from schedules.record import DatabaseUnavailableError, database_hint
-from schedules.tenants.model import SHARDS, Definition, Schedule
+from schedules.tenants.model import SHARDS, Definition, Schedule, stored_dependencies
 
 Q = queries(__package__, "store")
 Database = str | AsyncConnection
@@ -92,6 +92,7 @@ def columns(schedule: Definition) -> dict[str, Any]:
         "calendar": schedule.calendar,
         "calendar_definition": _calendar(schedule),
         "on_holiday": schedule.on_holiday if schedule.calendar else None,
+        "depends_on": Jsonb(stored_dependencies(schedule)),
     }
 
 

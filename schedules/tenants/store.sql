@@ -10,13 +10,13 @@ inserted AS (
         id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
         end_at, paused, paused_note, paused_by, shard, next_fire_at, timing_since,
         created_at, updated_at, created_by, updated_by, calendar, calendar_definition,
-        on_holiday
+        on_holiday, depends_on
     )
     SELECT new.id, %(tenant)s, %(name)s, %(kind)s, %(cron)s, %(timezone)s, %(params)s,
            %(catchup)s, %(max_missed)s, %(start_at)s, %(end_at)s,
            %(paused)s, %(paused_note)s, %(paused_by)s, new.id %% %(shards)s,
            %(next_fire_at)s, %(timing_since)s, %(now)s, %(now)s, %(by)s, %(by)s,
-           %(calendar)s, %(calendar_definition)s, %(on_holiday)s
+           %(calendar)s, %(calendar_definition)s, %(on_holiday)s, %(depends_on)s
     FROM new
     ON CONFLICT (tenant, name) WHERE deleted_at IS NULL DO NOTHING
     RETURNING *
@@ -45,7 +45,7 @@ UPDATE runtime_schedules SET
     paused_by = %(paused_by)s, deleted_at = %(deleted_at)s, next_fire_at = %(next_fire_at)s,
     timing_since = %(timing_since)s, calendar = %(calendar)s,
     calendar_definition = %(calendar_definition)s, on_holiday = %(on_holiday)s,
-    version = version + 1,
+    depends_on = %(depends_on)s, version = version + 1,
     updated_at = %(now)s, updated_by = %(by)s
 WHERE id = %(id)s
 RETURNING *
@@ -57,6 +57,14 @@ VALUES (%(schedule_id)s, %(now)s, %(by)s, %(action)s, %(before)s, %(after)s)
 -- name: changes_of
 SELECT id, schedule_id, at, by, action, before, after FROM runtime_schedule_changes
 WHERE schedule_id = %(id)s ORDER BY id DESC LIMIT %(limit)s
+
+-- name: dependents
+-- The tenant's live schedules, other than these, that depend on one of these by name.
+SELECT name FROM runtime_schedules
+WHERE tenant = %(tenant)s AND deleted_at IS NULL AND name <> ALL(%(names)s::text[])
+  AND EXISTS (SELECT 1 FROM jsonb_array_elements(depends_on) d
+              WHERE d->>'schedule' = ANY(%(names)s::text[]))
+ORDER BY name
 
 -- name: lock_tenant
 -- Creates of one tenant one at a time: the quota is counted and kept in one transaction.
@@ -97,8 +105,12 @@ SELECT * FROM runtime_dispatch_intents
 WHERE schedule_id = %(id)s AND scheduled_at = %(slot)s
 
 -- name: execution_at
-SELECT id, job_name, scheduled_at, status, attempt, origin, started_at, finished_at, error
-FROM job_executions WHERE job_name = %(job)s AND scheduled_at = %(slot)s
+-- With its wait for upstream slots, if it has dependencies (docs/dependencies.md).
+SELECT e.id, e.job_name, e.scheduled_at, e.status, e.attempt, e.origin, e.started_at,
+       e.finished_at, e.error, w.status AS wait_status, w.progress AS wait_progress,
+       w.deadline AS wait_deadline, w.reason AS wait_reason
+FROM job_executions e LEFT JOIN dependency_waits w ON w.execution_id = e.id
+WHERE e.job_name = %(job)s AND e.scheduled_at = %(slot)s
 
 -- name: runs
 SELECT id, scheduled_at, status, attempt, origin, started_at, finished_at, error, result
@@ -112,13 +124,14 @@ CREATE TEMP TABLE runtime_import (
     line integer, tenant text, name text, kind text, cron text, timezone text,
     params jsonb, catchup text, max_missed integer, start_at timestamptz,
     end_at timestamptz, paused boolean, paused_note text, next_fire_at timestamptz,
-    calendar text, calendar_definition jsonb, on_holiday text
+    calendar text, calendar_definition jsonb, on_holiday text, depends_on jsonb
 ) ON COMMIT DROP
 
 -- name: import_copy
 COPY runtime_import (
     line, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
-    end_at, paused, paused_note, next_fire_at, calendar, calendar_definition, on_holiday
+    end_at, paused, paused_note, next_fire_at, calendar, calendar_definition, on_holiday,
+    depends_on
 ) FROM STDIN
 
 -- name: import_conflicts
@@ -126,8 +139,9 @@ COPY runtime_import (
 SELECT i.line, i.tenant, i.name, s.id
 FROM runtime_import i
 JOIN runtime_schedules s ON s.tenant = i.tenant AND s.name = i.name AND s.deleted_at IS NULL
-WHERE (s.kind, s.cron, s.timezone, s.params, s.catchup, s.start_at, s.end_at)
-      IS DISTINCT FROM (i.kind, i.cron, i.timezone, i.params, i.catchup, i.start_at, i.end_at)
+WHERE (s.kind, s.cron, s.timezone, s.params, s.catchup, s.start_at, s.end_at, s.depends_on)
+      IS DISTINCT FROM (i.kind, i.cron, i.timezone, i.params, i.catchup, i.start_at, i.end_at,
+                        i.depends_on)
    OR s.max_missed IS DISTINCT FROM i.max_missed
    OR (s.calendar, s.calendar_definition, s.on_holiday)
       IS DISTINCT FROM (i.calendar, i.calendar_definition, i.on_holiday)
@@ -158,12 +172,12 @@ WITH fresh AS (
         id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
         end_at, paused, paused_note, paused_by, shard, next_fire_at, timing_since,
         created_at, updated_at, created_by, updated_by, calendar, calendar_definition,
-        on_holiday
+        on_holiday, depends_on
     )
     SELECT id, tenant, name, kind, cron, timezone, params, catchup, max_missed, start_at,
            end_at, paused, paused_note, CASE WHEN paused THEN %(by)s END,
            id %% %(shards)s, next_fire_at, %(now)s, %(now)s, %(now)s, %(by)s, %(by)s,
-           calendar, calendar_definition, on_holiday
+           calendar, calendar_definition, on_holiday, depends_on
     FROM fresh
     ON CONFLICT (tenant, name) WHERE deleted_at IS NULL DO NOTHING
     RETURNING *
@@ -174,7 +188,8 @@ SELECT id, %(now)s, %(by)s, 'create', NULL,
                           'timezone', timezone, 'params', params, 'catchup', catchup,
                           'max_missed', max_missed, 'start_at', start_at, 'end_at', end_at,
                           'paused', paused, 'note', paused_note, 'calendar', calendar,
-                          'on_holiday', on_holiday, 'source', 'import')
+                          'on_holiday', on_holiday, 'depends_on', depends_on,
+                          'source', 'import')
 FROM inserted
 
 -- name: export

@@ -30,6 +30,7 @@ async def audited(
     end: datetime | None = None,
     every_fire_time: bool = False,
     timeout: float = 30.0,
+    known: Sequence[Any] = (),
 ) -> AuditReport:
     """Assert the audit of `jobs` over the scheduled times [start, end) finds nothing.
 
@@ -40,6 +41,8 @@ async def audited(
     recorded paused from its schedule's creation, as `python -m schedules sync` records a
     catalog's pause (tests sync through the library, which records nothing): its fire
     times are not due, and everything else is judged.
+
+    `known`: jobs the audited ones depend on (`depends_on`), not judged themselves.
 
     Polled, not judged once: a run the test did not wait for (a no-op re-run closing, a
     relay's next round) may still be settling; a real finding stays and fails the test
@@ -67,6 +70,7 @@ async def audited(
             end=end,
             settle=timedelta(0),
             states=states,
+            known=known,
         )
         assert report.findings == [], "\n".join(
             f"{f.kind} {f.job} {f.slot}: {f.detail} {f.witnesses}" for f in report.findings

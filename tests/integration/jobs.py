@@ -15,7 +15,9 @@ from temporalio.api.enums.v1 import ScheduleOverlapPolicy
 from temporalio.api.schedule.v1 import SchedulePatch, TriggerImmediatelyRequest
 from temporalio.api.workflowservice.v1 import PatchScheduleRequest
 from temporalio.client import Client
+from temporalio.service import RPCError
 
+from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
 from schedules.catalog.model import JobSpec, RetrySpec, default_catalog
 from schedules.sync.apply import sync
 from tests.helpers import assert_eventually
@@ -60,6 +62,27 @@ async def registered(
         yield
     finally:
         await client.get_schedule_handle(job.id).delete()
+
+
+@contextlib.asynccontextmanager
+async def registered_since(
+    client: Client, jobs: list[JobSpec], task_queue: str, since: datetime
+) -> AsyncIterator[None]:
+    """Register `jobs`' schedules as if sync had applied their timings at `since` (sync
+    stamps the server's time of its write: a test of past days gives an older one, so the
+    days are under the jobs' timing), paused; delete them afterwards."""
+    try:
+        for job in jobs:
+            schedule = compile_schedule(job, task_queue, since, now=since)
+            schedule.state.paused = True
+            await client.create_schedule(
+                job.id, schedule, memo={MANAGED_MEMO_KEY: MANAGED_MEMO_VALUE}
+            )
+        yield
+    finally:
+        for job in jobs:
+            with contextlib.suppress(RPCError):
+                await client.get_schedule_handle(job.id).delete()
 
 
 def insert_invoices(db: psycopg.Connection, count: int, due: date, start: int = 1) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -131,12 +131,16 @@ async def audit_clean(
     *,
     late: timedelta = timedelta(minutes=5),
     now: datetime | None = None,
+    catalog: Sequence[Any] = (),
 ) -> RuntimeAudit:
     """The audit of the runtime schedules over [start, end), as of `now` with no settle
     time: asserts it finds nothing, and returns it. `late`: a test whose dispatcher clock
-    is in the past gives a longer one (its runs are claimed days after their slots)."""
+    is in the past gives a longer one (its runs are claimed days after their slots).
+    `catalog`: the catalog jobs runtime schedules depend on."""
     window = Window(start, end, now or datetime.now(UTC), timedelta(0), late, timedelta(minutes=15))
-    judged = await audit_runtime(database_url, client, window, task_queue=task_queue, timeout=30)
+    judged = await audit_runtime(
+        database_url, client, window, task_queue=task_queue, timeout=30, catalog=catalog
+    )
     assert judged.findings == [], "\n".join(
         f"{f.kind} {f.job} {f.slot}: {f.detail} {f.witnesses}" for f in judged.findings
     )

@@ -395,6 +395,7 @@ async def test_clean_backfills_across_dst_days_and_a_manual_trigger_give_no_find
     audit), and a manual trigger at a time that is no fire time: 0 findings."""
     catalog = default_catalog()
     quiet = {"paused": True, "retry": FAST_RETRY, "note": "test: backfilled runs only"}
+    quiet |= {"depends_on": []}  # no upstream here: test_dependencies.py runs one
     reconcile = catalog["nightly-reconcile"].model_copy(update=quiet)  # 02:00 New York
     reminders = invoice_job()  # 02:30 London
     hourly = invoice_job().model_copy(update={"id": "hourly-london", "cron": "0 * * * *"})

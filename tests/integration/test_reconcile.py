@@ -37,6 +37,7 @@ def reconcile_job(job_id: str = JOB) -> JobSpec:
             "retry": FAST_RETRY,
             "paused": True,
             "note": "test: backfilled runs only",
+            "depends_on": [],  # its hourly-sync upstream is tests/integration/test_dependencies.py's
         }
     )
 

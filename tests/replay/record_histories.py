@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from temporalio.client import (
     Client,
@@ -37,6 +38,7 @@ from temporalio.client import (
 )
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from activities.runtime_models import RuntimeRun, slot_workflow_id
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
 from devstack.payments import PaymentProviderServer
 from schedules.catalog.compile import (
@@ -48,9 +50,11 @@ from schedules.catalog.compile import (
 from schedules.catalog.model import default_catalog, parse_catalog
 from schedules.sync.attributes import outcome_attribute
 from worker.migrate import apply_migrations
+from worker.release import release_waiters
 from worker.run import build_worker
 from worker.settings import Settings
 from workflows import ScheduledJobWorkflow
+from workflows.runtime_run import RuntimeRunWorkflow
 
 HERE = Path(__file__).resolve().parent
 HOUR = timedelta(hours=1)
@@ -88,6 +92,16 @@ class Recorder:
             )
             workflow_id = f"{job_id}-{slot:%Y-%m-%dT%H:%M:%SZ}"
             await self.save(workflow_id, f"{name}-{n}" if len(slots) > 1 else name, newest=True)
+
+    async def backfill_nowait(self, job_id: str, slot: datetime) -> None:
+        """Backfill one slot and go on (its run waits for something the caller does next)."""
+        await self.client.get_schedule_handle(job_id).backfill(
+            ScheduleBackfill(
+                start_at=slot - timedelta(seconds=1),
+                end_at=slot + timedelta(seconds=1),
+                overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+            )
+        )
 
     async def save(self, workflow_id: str, name: str, *, newest: bool = False) -> None:
         """Wait for the workflow (its newest run) to close, then write its history."""
@@ -269,10 +283,11 @@ async def scenarios(rec: Recorder) -> None:
         await rec.backfill(moved.id, fire, name=f"calendar-{rule}")
 
     # Every other reference job, one ordinary run each.
+    # hourly-sync before nightly-reconcile, which depends on it (its schedule must exist).
     for job_id, slot in (
         ("card-settlement", now.replace(second=0) - timedelta(minutes=1)),
-        ("nightly-reconcile", night.replace(hour=7, minute=0)),
         ("hourly-sync", last_hour - HOUR),
+        ("nightly-reconcile", night.replace(hour=7, minute=0)),
         ("weekly-cleanup", last_hour),
         ("outbox-relay", now.replace(second=0) - timedelta(minutes=1)),
     ):
@@ -309,6 +324,73 @@ async def scenarios(rec: Recorder) -> None:
         ScheduledJobWorkflow.run, run, id=workflow_id, task_queue=rec.task_queue
     )
     await rec.save(workflow_id, "nightly-reconcile-failed")
+    await dependency_scenarios(rec, last_hour)
+
+
+async def dependency_scenarios(rec: Recorder, last_hour: datetime) -> None:
+    """Slot dependencies (docs/dependencies.md): a run that waits and is released by the
+    signal of its upstream's run, one skipped by its policy at a failed upstream, one run
+    anyway at its deadline; a runtime schedule's run that waits for its tenant's schedule."""
+    since = last_hour - 48 * HOUR
+    upstream = {"kind": "hourly-sync", "cron": "0 * * * *", "timezone": "UTC"}
+    up = _job("replay-up", **upstream)
+    await rec.create(up, timing_since=since)
+    rec.sql(
+        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at) "
+        "VALUES (%s, %s, 'completed', now()), (%s, %s, 'failed', now())",
+        up.id,
+        last_hour,
+        up.id,
+        last_hour - 3 * HOUR,
+    )
+    depends = {"kind": "nightly-reconcile", "cron": "0 * * * *", "timezone": "UTC"}
+    cases = (
+        ("depends-released", 2, "wait", "1h"),
+        ("depends-skipped", 3, "skip", "1h"),
+        ("depends-run-anyway", 4, "run", "2s"),
+    )
+    for name, hours_ago, policy, within in cases:
+        dependency = {"job": up.id, "slots": "same", "within": within, "on_failure": policy}
+        tables = {up.id: upstream, f"replay-{name}": depends | {"depends_on": [dependency]}}
+        down = parse_catalog(tables)[1]  # with its upstream: depends_on names it
+        await rec.create(down)
+        slot = last_hour - hours_ago * HOUR
+        if name != "depends-released":
+            await rec.backfill(down.id, slot, name=name)
+            continue
+        await rec.backfill_nowait(down.id, slot)  # it waits: the upstream's run releases it
+        await rec.backfill(up.id, slot, name="depends-upstream")
+        await rec.save(f"{down.id}-{slot:%Y-%m-%dT%H:%M:%SZ}", name)
+    await runtime_scenario(rec, last_hour, since)
+
+
+async def runtime_scenario(rec: Recorder, last_hour: datetime, since: datetime) -> None:
+    """A runtime schedule's slot waits for its tenant's other schedule, whose run of the
+    same slot releases it (both runs recorded, `RuntimeRunWorkflow`)."""
+    ids = []
+    for name, depends_on in (
+        ("up", []),
+        ("down", [{"schedule": "up", "slots": "same", "within": "PT1H", "on_failure": "wait"}]),
+    ):
+        with psycopg.connect(rec.db_url, autocommit=True) as conn:
+            (sid,) = conn.execute(
+                "INSERT INTO runtime_schedules (tenant, name, kind, cron, timezone, shard, "
+                "timing_since, paused, depends_on) VALUES ('replay', %s, 'test-noop', "
+                "'0 * * * *', 'UTC', 0, %s, true, %s) RETURNING id",
+                (name, since, Jsonb(depends_on)),
+            ).fetchone()
+        ids.append(sid)
+    slot = last_hour - 5 * HOUR
+    up_id, down_id = ids
+    for sid in (down_id, up_id):
+        await rec.client.start_workflow(
+            RuntimeRunWorkflow.run,
+            RuntimeRun(schedule_id=sid, scheduled_at=slot, origin="backfill"),
+            id=slot_workflow_id(sid, slot),
+            task_queue=rec.task_queue,
+        )
+    await rec.save(slot_workflow_id(up_id, slot), "runtime-upstream")
+    await rec.save(slot_workflow_id(down_id, slot), "runtime-depends-released")
 
 
 async def record(label: str) -> None:
@@ -337,10 +419,12 @@ async def record(label: str) -> None:
             )
             async with AsyncConnectionPool(db_url, min_size=1, max_size=8, open=False) as pool:
                 await pool.wait()
+                releasing = asyncio.create_task(release_waiters(db_url, client))
                 async with build_worker(client, settings, pool):
                     recorder = Recorder(client, db_url, task_queue, out)
                     recorder.provider = provider
                     await scenarios(recorder)
+                releasing.cancel()
         finally:
             temporal.stop()
             pg.stop("immediate")

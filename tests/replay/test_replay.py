@@ -11,6 +11,7 @@ This is the one replay suite.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from temporalio.worker import Replayer
 from jobs import kind_workflows
 from worker.run import workflow_runner
 from workflows import ScheduledJobWorkflow
+from workflows.runtime_run import RuntimeBatchWorkflow, RuntimeRunWorkflow
 
 HISTORIES = sorted(
     p
@@ -45,9 +47,35 @@ def test_histories_were_recorded():
 async def test_history_replays_without_nondeterminism(path: Path):
     history = WorkflowHistory.from_json(workflow_id(path), path.read_text())
     replayer = Replayer(
-        workflows=[ScheduledJobWorkflow, *kind_workflows()],
+        workflows=[
+            ScheduledJobWorkflow,
+            RuntimeRunWorkflow,
+            RuntimeBatchWorkflow,
+            *kind_workflows(),
+        ],
         workflow_runner=workflow_runner(),
         data_converter=pydantic_data_converter,
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure!r}"
+
+
+async def test_a_run_an_older_worker_started_with_dependencies_replays_without_waiting():
+    """A rolling deploy: sync (this release) wrote `depends_on` into the schedule, and a
+    worker of the previous release started the run, which ignored it (no wait, no patch
+    marker). This release replays that history: `workflow.patched` says no, no wait."""
+    path = Path(__file__).parent / "histories" / "v5" / "nightly-reconcile.json"
+    recorded = json.loads(path.read_text())
+    started = recorded["events"][0]["workflowExecutionStartedEventAttributes"]
+    payload = started["input"]["payloads"][0]
+    run = json.loads(base64.b64decode(payload["data"]))
+    run["depends_on"] = [{"job": "hourly-sync", "slots": "window", "within": "PT2H"}]
+    payload["data"] = base64.b64encode(json.dumps(run).encode()).decode()
+    history = WorkflowHistory.from_json(workflow_id(path), json.dumps(recorded))
+    replayer = Replayer(
+        workflows=[ScheduledJobWorkflow],
+        workflow_runner=workflow_runner(),
+        data_converter=pydantic_data_converter,
+    )
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, repr(result.replay_failure)

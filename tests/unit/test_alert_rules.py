@@ -34,6 +34,7 @@ ALERT_FOR_KIND = {
     Kind.DEAD_OUTBOX: "OutboxDeadMessages",
     Kind.SCHEDULE_NOT_REGISTERED: None,  # Temporal state, not a worker metric
     Kind.BACKFILL_SKIPPED: None,  # the server's scheduler history, not a worker metric
+    Kind.DEPENDENCY_OVERDUE: None,  # the ledger's wait records (dependency_waits), read by check
 }
 
 
@@ -133,6 +134,8 @@ def expected_thresholds(year: int, jobs: list | None = None) -> dict[str, int]:
                 if a.astimezone(ZoneInfo(job.timezone)).year == year and a < end
             )
         extra = getattr(job, "jitter", timedelta(0)) + getattr(job, "alert_grace", DEFAULT_GRACE)
+        # A run may wait for its upstreams (nightly-reconcile: hourly-sync, 2h) first.
+        extra += max((d.within for d in getattr(job, "depends_on", ())), default=timedelta(0))
         thresholds[job.id] = int((gap + extra).total_seconds())
     return thresholds
 

@@ -58,6 +58,21 @@ CASES = {
         False,
         "still running",
     ),
+    "waiting_for_upstream": (
+        evidence(
+            row=row(
+                "running",
+                finished_at=None,
+                wait_status="waiting",
+                wait_progress="waiting for hourly-sync 2026-11-20 05:00 UTC, 23 of 24 done",
+                wait_began_at=FIRE + timedelta(seconds=1),
+                wait_deadline=FIRE + timedelta(hours=2),
+            ),
+            workflow_status="RUNNING",
+        ),
+        False,
+        "waiting since 2026-11-20 02:30:01 GMT (2026-11-20T02:30:01Z): waiting for hourly-sync",
+    ),
     "abandoned": (
         evidence(row=row("running", finished_at=None), workflow_status="TERMINATED"),
         False,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -40,14 +40,17 @@ def steps_job(**fields: Any) -> JobRun:
 
 
 @asynccontextmanager
-async def stand_in_worker(env: WorkflowEnvironment, stand_ins: StandIns) -> AsyncIterator[str]:
-    """A worker on a fresh task queue: the real workflows, the stand-in activities."""
+async def stand_in_worker(
+    env: WorkflowEnvironment, stand_ins: StandIns, more: Sequence[Callable[..., Any]] = ()
+) -> AsyncIterator[str]:
+    """A worker on a fresh task queue: the real workflows, the stand-in activities (and
+    `more` of them)."""
     task_queue = f"workflow-{uuid.uuid4().hex[:12]}"
     async with Worker(
         env.client,
         task_queue=task_queue,
         workflows=[ScheduledJobWorkflow, BatchStepsWorkflow],
-        activities=stand_ins.activities(),
+        activities=[*stand_ins.activities(), *more],
         workflow_runner=workflow_runner(),
         max_heartbeat_throttle_interval=timedelta(milliseconds=100),
     ):

@@ -73,15 +73,24 @@ def when(text: str, timezone: str, option: str) -> datetime:
         raise BadInputError(f"{option}: {exc}") from None
 
 
-def params_json(text: str) -> dict[str, Any]:
-    """An argparse type: a JSON object."""
+def _json(text: str, kind: type, name: str) -> Any:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"must be a JSON object: {exc.msg}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text[:60]!r}")
+        raise argparse.ArgumentTypeError(f"must be a JSON {name}: {exc.msg}") from None
+    if not isinstance(value, kind):
+        raise argparse.ArgumentTypeError(f"must be a JSON {name}, got {text[:60]!r}")
     return value
+
+
+def params_json(text: str) -> dict[str, Any]:
+    """An argparse type: a JSON object."""
+    return _json(text, dict, "object")
+
+
+def json_list(text: str) -> list[Any]:
+    """An argparse type: a JSON array."""
+    return _json(text, list, "array")
 
 
 def entry(schedule: Schedule) -> dict[str, Any]:

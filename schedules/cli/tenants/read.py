@@ -7,6 +7,7 @@ import argparse
 from datetime import UTC
 
 from schedules import tenants
+from schedules.catalog.durations import format_duration
 from schedules.cli.context import Context, count
 from schedules.cli.tenants.common import (
     add_id,
@@ -61,6 +62,11 @@ async def _show(args: argparse.Namespace, ctx: Context) -> int:
     print(summary(schedule))
     print(f"  params {schedule.params}; catchup {schedule.catchup}; shard {schedule.shard}")
     print(f"  timing since {at(schedule.timing_since, schedule.timezone)}")
+    for dep in schedule.depends_on:
+        print(
+            f"  depends on {dep.upstream}: slots {dep.slots}, within "
+            f"{format_duration(dep.within)}, on failure {dep.on_failure}"
+        )
     for change in log:
         print(f"  {change['at']:%Y-%m-%dT%H:%M:%SZ} {change['action']} by {change['by'] or '-'}")
     return 0

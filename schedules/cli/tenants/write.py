@@ -10,6 +10,7 @@ from schedules.cli.context import Context
 from schedules.cli.tenants.common import (
     add_by,
     add_id,
+    json_list,
     params_json,
     quotas,
     subcommand,
@@ -30,6 +31,7 @@ _FIELDS = {
     "end_at": "--end-at",
     "calendar": "--calendar",
     "on_holiday": "--on-holiday",
+    "depends_on": "--depends-on",
 }
 
 
@@ -51,15 +53,23 @@ def _definition_options(parser: argparse.ArgumentParser, required: bool) -> None
     parser.add_argument(
         "--on-holiday", metavar="RULE", help="skip (default) | following: a non-business day's run"
     )
+    parser.add_argument(
+        "--depends-on",
+        type=json_list,
+        metavar="JSON",
+        help='upstream slots to wait for: [{"job" or "schedule": ..., "slots": "same" | '
+        '"window" | "latest", "within": "2h", "on_failure": "wait" | "skip" | "run"}] '
+        "(docs/dependencies.md)",
+    )
 
 
-_CLEARABLE = ("max_missed", "start_at", "end_at", "params", "calendar")
+_CLEARABLE = ("max_missed", "start_at", "end_at", "params", "calendar", "depends_on")
 
 
 def _given(args: argparse.Namespace) -> dict[str, Any]:
     given = {f: getattr(args, f) for f in _FIELDS if getattr(args, f) is not None}
     for name in getattr(args, "clear", ()):
-        given[name] = {} if name == "params" else None
+        given[name] = {"params": {}, "depends_on": []}.get(name)
         if name == "calendar":
             given["on_holiday"] = None
     return given
