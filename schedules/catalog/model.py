@@ -27,9 +27,16 @@ from schedules.catalog.calendars import (
 )
 from schedules.catalog.dependencies import DependencySpec, dependency_problems, own_problems
 from schedules.catalog.durations import Duration
+from schedules.catalog.problems import (
+    Problems,
+    format_error,
+    params_problems,
+    short,
+    timing_problems,
+)
 from timing import Timing
 from timing.business import BusinessCalendar, CalendarRule, OnHoliday
-from timing.value import CronText, Instant, TimingProblems, ZoneName
+from timing.value import CronText, Instant, ZoneName
 from workflows import RetrySettings
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -38,14 +45,6 @@ Overlap = Literal[
     "skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"
 ]
 Catchup = Literal["skip", "latest", "all"]
-
-
-class Problems(ValueError):
-    """Several problems of one job, each already "field: message" (never re-split)."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
 
 
 class RetrySpec(BaseModel):
@@ -164,7 +163,7 @@ class JobSpec(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> JobSpec:
-        problems = calendar_problems(self) or _timing_problems(self)
+        problems = calendar_problems(self) or timing_problems(self)
         if self.catchup == "all" and (self.max_missed is None or self.max_missed < 1):
             problems.append(
                 f"max_missed: catchup 'all' needs max_missed >= 1, got {self.max_missed}"
@@ -173,7 +172,7 @@ class JobSpec(BaseModel):
             problems.append(f"max_missed: only applies to catchup 'all', not {self.catchup!r}")
         if self.heartbeat is not None and self.heartbeat > self.timeout:
             problems.append(f"heartbeat: {self.heartbeat} exceeds timeout {self.timeout}")
-        problems += _params_problems(self.kind, self.params)
+        problems += params_problems(self.kind, self.params)
         problems += own_problems(self.id, [d.job for d in self.depends_on])
         if problems:
             raise Problems(problems)
@@ -226,52 +225,6 @@ class JobSpec(BaseModel):
         return self.cron if self.cron else f"every {self.interval}"
 
 
-def _timing_problems(job: JobSpec) -> list[str]:
-    """The problems of the job's timing as a whole, found by building it: the `Timing`
-    refuses what it cannot be (both or neither of cron and interval, bounds out of order,
-    a jitter as long as the period). Its fields were checked already, by the same types."""
-    try:
-        job.timing  # noqa: B018 - built for its validation
-    except ValidationError as exc:
-        found = []
-        for err in exc.errors():
-            cause = (err.get("ctx") or {}).get("error")
-            if isinstance(cause, TimingProblems):
-                found += cause.problems
-            else:
-                found.append(err["msg"].removeprefix("Value error, "))
-        return found
-    return []
-
-
-def _params_problems(kind: str, params: dict[str, Any]) -> list[str]:
-    """The params' problems against the kind's model; an unknown key is one of them (a
-    mistyped `chunk_sise` would otherwise be ignored and the default used)."""
-    model = KINDS[kind].params
-    problems = []
-    if model.model_config.get("extra") != "allow":
-        known = {info.alias or name for name, info in model.model_fields.items()}
-        for key in sorted(set(params) - known):
-            problems.append(
-                f"params.{key}: not a parameter of kind {kind!r} "
-                f"(it takes {', '.join(sorted(known)) or 'none'})"
-            )
-    try:
-        model.model_validate(params)
-    except ValidationError as exc:
-        for err in exc.errors():
-            if err["type"] == "extra_forbidden":
-                continue  # said above
-            where = ".".join(str(p) for p in err["loc"])
-            problems.append(f"params.{where}: {err['msg']} (got {_short(err.get('input'))})")
-    return problems
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 @lru_cache(maxsize=4096)
 def _timing(
     cron: str | None,
@@ -293,24 +246,6 @@ def _timing(
     )
 
 
-def _format_error(job_id: str, err: dict) -> list[str]:
-    field = ".".join(str(p) for p in err["loc"]) or None
-    cause = (err.get("ctx") or {}).get("error")
-    if isinstance(cause, Problems):  # model-level: a list of "field: message"
-        prefix = f"{field}." if field else ""
-        return [f"job {job_id!r}: {prefix}{problem}" for problem in cause.problems]
-    message = err["msg"].removeprefix("Value error, ")
-    if field is None:
-        return [f"job {job_id!r}: {message}"]
-    shown = err.get("input")
-    value = (
-        "" if isinstance(shown, dict) or repr(shown)[:60] in message else f" (got {_short(shown)})"
-    )
-    if err["type"] == "missing":
-        return [f"job {job_id!r}: {field}: is required"]
-    return [f"job {job_id!r}: {field}: {message}{value}"]
-
-
 def parse_each(
     data: dict[str, Any], now: datetime | None = None
 ) -> tuple[tuple[JobSpec, ...], dict[str, list[str]]]:
@@ -323,12 +258,12 @@ def parse_each(
     jobs: list[JobSpec] = []
     for job_id, table in data.items():
         if not isinstance(table, dict):
-            problems[job_id] = [f"job {job_id!r}: must be a table of settings, got {_short(table)}"]
+            problems[job_id] = [f"job {job_id!r}: must be a table of settings, got {short(table)}"]
             continue
         if "id" in table:
             problems[job_id] = [
                 f"job {job_id!r}: id: is not a setting; the table's name [{job_id}] is the "
-                f"job's id (got {_short(table['id'])})"
+                f"job's id (got {short(table['id'])})"
             ]
             continue
         try:
@@ -336,7 +271,7 @@ def parse_each(
                 JobSpec.model_validate({**table, "id": job_id}, context={"calendars": calendars})
             )
         except ValidationError as exc:
-            problems[job_id] = [line for err in exc.errors() for line in _format_error(job_id, err)]
+            problems[job_id] = [line for err in exc.errors() for line in format_error(job_id, err)]
     for job_id, found in dependency_problems(jobs, set(data), now).items():
         problems.setdefault(job_id, []).extend(found)
     return tuple(j for j in jobs if j.id not in problems), problems

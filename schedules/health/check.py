@@ -54,26 +54,11 @@ from schedules.health.status import (
     Kind,
     OutboxState,
     ScheduleState,
+    iso_word,
+    span,
+    when,
 )
 from timing import Timing
-
-
-def _when(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%SZ") if value else "-"
-
-
-def _iso(value: datetime) -> str:
-    """A time as a command line takes it: one word."""
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _span(value: timedelta) -> str:
-    seconds = int(value.total_seconds())
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def _covered(times: Sequence[datetime], start: datetime, end: datetime | None) -> bool:
@@ -196,7 +181,7 @@ def _not_completed(
         return
     if bucket and bucket[-1].waiting:
         return  # waiting for its upstreams: `_dependency_overdue` judges it by its deadline
-    late = f"{_span(now - fire)} after its fire time"
+    late = f"{span(now - fire)} after its fire time"
     if not bucket:
         detail = f"no run was recorded for it, {late}"
     else:
@@ -206,9 +191,7 @@ def _not_completed(
         else:
             detail = f"its run {run.status}, {late}"
     status.alerts.append(
-        Alert(
-            Kind.NOT_COMPLETED, status.job, f"fire time {_when(fire)} has not completed: {detail}"
-        )
+        Alert(Kind.NOT_COMPLETED, status.job, f"fire time {when(fire)} has not completed: {detail}")
     )
 
 
@@ -234,13 +217,13 @@ def _missed(
         if not _covered(times, _first_slot(timing, f), b)
     ]
     if missed:
-        shown = ", ".join(_when(f) for f in missed[-5:])
+        shown = ", ".join(when(f) for f in missed[-5:])
         more = f" (newest 5: {shown})" if len(missed) > 5 else f": {shown}"
         status.alerts.append(
             Alert(
                 Kind.MISSED_RUNS,
                 status.job,
-                f"{len(missed)} of {len(fires)} fire times since {_when(start)} have no "
+                f"{len(missed)} of {len(fires)} fire times since {when(start)} have no "
                 f"execution record{more}",
             )
         )
@@ -260,8 +243,8 @@ def _dependency_overdue(status: JobStatus, runs: list[Execution], now: datetime)
             Alert(
                 Kind.DEPENDENCY_OVERDUE,
                 status.job,
-                f"the run for {_when(run.scheduled_at)} still waits for its upstream slots, "
-                f"{_span(now - run.wait_deadline)} past its deadline{more}: {run.wait_progress}",
+                f"the run for {when(run.scheduled_at)} still waits for its upstream slots, "
+                f"{span(now - run.wait_deadline)} past its deadline{more}: {run.wait_progress}",
             )
         )
 
@@ -276,15 +259,15 @@ def _catchup_gaps(
             Alert(
                 Kind.CATCHUP_GAP,
                 status.job,
-                f"{len(gaps)} catch-up gap record(s) in the last {_span(lookback)}; newest for "
-                f"{_when(newest.scheduled_at)}: {newest.error}",
+                f"{len(gaps)} catch-up gap record(s) in the last {span(lookback)}; newest for "
+                f"{when(newest.scheduled_at)}: {newest.error}",
             )
         )
 
 
 def _backfill_skipped(status: JobStatus, job: Any, dropped: Sequence[DroppedSlot]) -> None:
     first, last = dropped[0].fire, dropped[-1].fire
-    shown = ", ".join(_when(d.fire) for d in dropped[:5])
+    shown = ", ".join(when(d.fire) for d in dropped[:5])
     more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
     overlap = dropped[-1].request.overlap or getattr(job, "overlap", "skip")
     status.alerts.append(
@@ -293,7 +276,7 @@ def _backfill_skipped(status: JobStatus, job: Any, dropped: Sequence[DroppedSlot
             status.job,
             f"{len(dropped)} backfilled slot(s) skipped by the server under overlap {overlap} "
             f"and never run: {shown}{more}; run them with `python -m schedules backfill "
-            f"{status.job} --start {_iso(first)} --end {_iso(last + timedelta(seconds=1))}` "
+            f"{status.job} --start {iso_word(first)} --end {iso_word(last + timedelta(seconds=1))}` "
             "(it buffers every slot), or choose Overlap Policy 'Buffer All' in the UI's dialog",
         )
     )
@@ -313,7 +296,7 @@ def _last_run_failed(status: JobStatus, runs: list[Execution]) -> None:
             Alert(
                 Kind.LAST_RUN_FAILED,
                 status.job,
-                f"the run for {_when(run.scheduled_at)} {how}: {error}",
+                f"the run for {when(run.scheduled_at)} {how}: {error}",
             )
         )
 
@@ -332,8 +315,8 @@ def _slow(
                 Alert(
                     Kind.SLOW_RUN,
                     status.job,
-                    f"the run for {_when(latest.scheduled_at)} took {_span(latest.duration)}, "
-                    f"over {SLOW_FACTOR:g} x the median {_span(median)} of the "
+                    f"the run for {when(latest.scheduled_at)} took {span(latest.duration)}, "
+                    f"over {SLOW_FACTOR:g} x the median {span(median)} of the "
                     f"{len(before)} before it",
                 )
             )
@@ -348,9 +331,9 @@ def _slow(
                 Alert(
                     Kind.SLOW_RUN,
                     status.job,
-                    f"the run for {_when(run.scheduled_at)} has been running for "
-                    f"{_span(took)}, over {SLOW_FACTOR:g} x the median "
-                    f"{_span(median)} of the last {len(baseline)} completed runs",
+                    f"the run for {when(run.scheduled_at)} has been running for "
+                    f"{span(took)}, over {SLOW_FACTOR:g} x the median "
+                    f"{span(median)} of the last {len(baseline)} completed runs",
                 )
             )
 
@@ -363,7 +346,7 @@ def evaluate_outbox(outbox: OutboxState | None) -> list[Alert]:
             Kind.DEAD_OUTBOX,
             "outbox",
             f"{outbox.dead} outbox message(s) are dead (the relay gave up on them), "
-            f"oldest {_when(outbox.oldest_dead_at)}, newest {_when(outbox.newest_dead_at)}",
+            f"oldest {when(outbox.oldest_dead_at)}, newest {when(outbox.newest_dead_at)}",
         )
     ]
 

@@ -142,3 +142,23 @@ class CheckReport:
     @property
     def exit_code(self) -> int:
         return {"ok": 0, "alert": 1, "unknown": 2}[self.status]
+
+
+def when(value: datetime | None) -> str:
+    """A time in an alert's message: `2026-11-20 02:00:00Z`, `-` for none."""
+    return value.strftime("%Y-%m-%d %H:%M:%SZ") if value else "-"
+
+
+def iso_word(value: datetime) -> str:
+    """A time as a command line takes it: one word."""
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def span(value: timedelta) -> str:
+    """A duration in an alert's message: `1h05m`, `4m09s`, `7s`."""
+    seconds = int(value.total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

@@ -33,10 +33,10 @@ from schedules.catalog.calendars import (
     define_calendar,
     parse_calendars,
 )
-from schedules.catalog.model import Catchup, read_catalog
 from schedules.catalog.dependencies import RuntimeDependency
 from schedules.catalog.durations import format_duration
-from schedules.catalog.model import Catchup
+from schedules.catalog.model import Catchup, read_catalog
+from schedules.catalog.problems import short
 from schedules.tenants.kinds import runtime_kind
 from timing import Timing, UnknownZoneError, zone
 from timing.business import BusinessCalendar, CalendarRule, OnHoliday
@@ -173,7 +173,7 @@ class Definition(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
-            raise ValueError(f"{where}: {err['msg']} (got {_short(err.get('input'))})") from None
+            raise ValueError(f"{where}: {err['msg']} (got {short(err.get('input'))})") from None
         normal = params.model_dump(mode="json")  # defaults filled in: comparable
         size = len(json.dumps(normal))
         if size > MAX_PARAMS_BYTES:
@@ -299,7 +299,7 @@ def definition(data: Mapping[str, Any]) -> Definition:
 
 def validation_line(data: Mapping[str, Any], exc: ValidationError) -> str:
     """`schedule 'acme'/'weekly': cron: minute '61' is not ... (got '61 * * * *')`."""
-    who = f"schedule {_short(data.get('tenant'))}/{_short(data.get('name'))}"
+    who = f"schedule {short(data.get('tenant'))}/{short(data.get('name'))}"
     problems = [_problem(err) for err in exc.errors()]
     return f"{who}: {'; '.join(problems)}"
 
@@ -316,12 +316,7 @@ def _problem(err: Mapping[str, Any]) -> str:
     shown = err.get("input")
     if isinstance(shown, (dict, list)) or "(got " in message or ", got " in message:
         return f"{field}: {message}"
-    return f"{field}: {message} (got {_short(shown)})"
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return f"{field}: {message} (got {short(shown)})"
 
 
 @lru_cache(maxsize=4096)
@@ -349,8 +344,6 @@ class _CatalogCalendars:
     @property
     def context(self) -> dict[str, Any]:
         return {"calendars": catalog_calendars()}
-def _timing(cron: str, timezone: str, start_at: datetime | None, end_at: datetime | None) -> Timing:
-    return Timing(cron=cron, timezone=timezone, start_at=start_at, end_at=end_at)
 
 
 def _exported(dep: RuntimeDependency) -> dict[str, Any]:
