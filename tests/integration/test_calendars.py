@@ -37,7 +37,8 @@ def calendar_job(job_id: str, **calendar) -> JobSpec:
     """A test-sized nightly-reconcile at 09:00 New York on the catalog calendar `exchange`
     (the NYSE and `calendar`'s extras), `following`; paused: only backfills run it."""
     entry = default_catalog()["nightly-reconcile"].model_dump(
-        mode="json", exclude={"id", "calendar", "on_holiday", "calendar_definition"}
+        mode="json",
+        exclude={"id", "calendar", "on_holiday", "calendar_definition", "depends_on"},
     )
     table = entry | {
         "cron": "0 9 * * *",
