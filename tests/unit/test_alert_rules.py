@@ -16,6 +16,7 @@ import yaml
 from core import metric_names
 from schedules.catalog.compile import job_run
 from schedules.catalog.model import load_catalog
+from schedules.health.runtime import FAILING, MISSED
 from schedules.health.status import DEFAULT_GRACE, Kind
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"
@@ -34,6 +35,14 @@ ALERT_FOR_KIND = {
     Kind.DEAD_OUTBOX: "OutboxDeadMessages",
     Kind.SCHEDULE_NOT_REGISTERED: None,  # Temporal state, not a worker metric
     Kind.BACKFILL_SKIPPED: None,  # the server's scheduler history, not a worker metric
+}
+
+
+# Which Prometheus alert stands for each alert `check` raises of runtime schedules
+# (`schedules.health.runtime`: the same kinds, about `runtime:<kind>`), and its gauge.
+RUNTIME_ALERTS = {
+    MISSED: ("RuntimeSchedulesBehind", metric_names.RUNTIME_BEHIND),
+    FAILING: ("RuntimeSchedulesFailing", metric_names.RUNTIME_FAILING),
 }
 
 
@@ -108,6 +117,13 @@ def test_every_check_alert_has_a_prometheus_counterpart():
     assert set(ALERT_FOR_KIND) == set(Kind)
     names = {rule["alert"] for rule in alerts()}
     assert {name for name in ALERT_FOR_KIND.values() if name} <= names
+
+
+def test_every_runtime_check_alert_has_a_prometheus_counterpart_on_its_gauge():
+    by_name = {rule["alert"]: rule for rule in alerts()}
+    for name, gauge in RUNTIME_ALERTS.values():
+        assert metric_names_in(by_name[name]["expr"]) == {gauge}, name
+        assert "by (kind)" in by_name[name]["expr"], "runtime alerts are per kind, never per tenant"
 
 
 def expected_thresholds(year: int) -> dict[str, int]:
@@ -268,6 +284,31 @@ tests:
       - alertname: OutboxDeadMessages
         eval_time: 3m
         exp_alerts: [{exp_labels: {severity: warning}}]
+
+  - name: runtime schedules behind (every replica reports the same gauge), then caught up
+    interval: 1m
+    input_series:
+      - {series: 'scheduled_job_runtime_behind{kind="weekly-report", instance="a"}', values: '0x3 120x10 0x5'}
+      - {series: 'scheduled_job_runtime_behind{kind="weekly-report", instance="b"}', values: '0x3 120x10 0x5'}
+      - {series: 'scheduled_job_runtime_behind{kind="test-noop", instance="a"}', values: '0x18'}
+    alert_rule_test:
+      - {alertname: RuntimeSchedulesBehind, eval_time: 5m, exp_alerts: []}
+      - alertname: RuntimeSchedulesBehind
+        eval_time: 7m
+        exp_alerts: [{exp_labels: {severity: critical, kind: weekly-report}}]
+      - {alertname: RuntimeSchedulesBehind, eval_time: 16m, exp_alerts: []}
+
+  - name: runtime schedules whose last run failed
+    interval: 1m
+    input_series:
+      - {series: 'scheduled_job_runtime_failing{kind="weekly-report", instance="a"}', values: '0 0 3 3 0'}
+      - {series: 'scheduled_job_runtime_failing{kind="test-noop", instance="a"}', values: '0 0 0 0 0'}
+    alert_rule_test:
+      - {alertname: RuntimeSchedulesFailing, eval_time: 1m, exp_alerts: []}
+      - alertname: RuntimeSchedulesFailing
+        eval_time: 3m
+        exp_alerts: [{exp_labels: {severity: warning, kind: weekly-report}}]
+      - {alertname: RuntimeSchedulesFailing, eval_time: 4m, exp_alerts: []}
 
   - name: workers down, then none at all, then no database gauges
     interval: 1m
