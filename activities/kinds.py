@@ -28,6 +28,7 @@ from temporalio.exceptions import ApplicationError
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from activities.runtime import RuntimeKinds, SlotWork
 from activities.steps import StepInput, step_activity
+from core.queues import Queue
 
 Work = Callable[[WorkInput, Any], Awaitable[WorkResult]]
 
@@ -53,6 +54,8 @@ class JobKind:
     # inside a given transaction, `(conn, execution, params) -> counts`: runtime schedules
     # of this kind can then run in batches (`RuntimeKind.batch`, `activities.runtime`).
     slot_work: str | None = None
+    # Which of the fleet's task queues the kind's runs use (`core.queues`).
+    queue: Queue = "jobs"
 
     def __post_init__(self) -> None:
         if (self.activity is None) == (self.workflow is None):

@@ -51,6 +51,7 @@ from schedules.sync.attributes import runtime_attributes  # noqa: E402
 from tests.helpers.worker import WorkerProcess  # noqa: E402
 
 SHARDS = 4
+IDLE_SIZES = (1_000, 10_000, 100_000)
 
 
 def say(message: str) -> None:
@@ -196,8 +197,15 @@ async def run(args: argparse.Namespace) -> dict:
             "PYTHONUNBUFFERED": "1",
         }
         await runtime_attributes(client, register=True)
+        # The fleet's workers run the slots; workers of their own run only the ticks, on
+        # the dispatch task queue (WORKER_ROLE: docs/deploy.md).
         for i in range(args.workers):
-            workers.append(WorkerProcess(env, workdir / f"worker-{i}.log"))
+            workers.append(
+                WorkerProcess(env | {"WORKER_ROLE": "jobs"}, workdir / f"worker-{i}.log")
+            )
+        for i in range(args.dispatchers):
+            log = workdir / f"dispatcher-{i}.log"
+            workers.append(WorkerProcess(env | {"WORKER_ROLE": "dispatch"}, log))
         for w in workers:
             await asyncio.to_thread(w.wait_ready, 90)
         dispatchers = [default_catalog()[f"runtime-dispatch-{s}"] for s in range(SHARDS)]
@@ -205,57 +213,26 @@ async def run(args: argparse.Namespace) -> dict:
         now = datetime.now(UTC)
         batch_minute = now.replace(second=0, microsecond=0) + timedelta(minutes=2)
         per_slot_minute = batch_minute + timedelta(minutes=4)
-        customers(db, args.per_slot, "p")
         insert(db, args.herd, "test-noop", batch_minute, "b")
-        insert(db, args.per_slot, "weekly-report", per_slot_minute, "p")
+        if not args.herd_only:
+            customers(db, args.per_slot, "p")
+            insert(db, args.per_slot, "weekly-report", per_slot_minute, "p")
         db.execute("ANALYZE")
         say(f"herd of {args.herd} batch slots at {batch_minute:%H:%M}Z, "
             f"{args.per_slot} per-slot at {per_slot_minute:%H:%M}Z")  # fmt: skip
         await asyncio.to_thread(wait_until, batch_minute)
 
-        def claimed(kind: str, minute: datetime, n: int):
-            return lambda: herd_figures(db, kind, minute)["claimed"] >= n
-
-        await wait_for(claimed("test-noop", batch_minute, args.herd), 600, "batch herd claimed")
+        await wait_for(claimed(db, "test-noop", batch_minute, args.herd), 600, "batch herd claimed")
         results["batch"] = herd_figures(db, "test-noop", batch_minute)
         say(f"batch: {results['batch']}")
-        # Raw starts, on the same server, while the fleet is idle (the batch herd is done).
-        results["raw_start_rate"] = await raw_start_rate(client, args.raw)
-        say(f"raw start_workflow: {results['raw_start_rate']:.0f}/s")
-        await asyncio.to_thread(wait_until, per_slot_minute)
-        await wait_for(
-            lambda: herd_figures(db, "weekly-report", per_slot_minute)["started"] >= args.per_slot,
-            900,
-            "per-slot herd started",
-        )
-        results["per_slot"] = herd_figures(db, "weekly-report", per_slot_minute)
-        results["per_slot"]["start_rate"] = await started_rate(
-            client, f"WorkflowType = 'RuntimeRunWorkflow' AND TaskQueue = '{task_queue}'"
-        )
-        await wait_for(
-            claimed("weekly-report", per_slot_minute, args.per_slot), 1800, "per-slot claimed"
-        )
-        results["per_slot"] |= {
-            k: v
-            for k, v in herd_figures(db, "weekly-report", per_slot_minute).items()
-            if k in ("claimed", "last_claim_s")
-        }
-        await wait_for(
-            lambda: (
-                db.execute(
-                    "SELECT count(*) FROM job_executions WHERE job_name ~ '^rt-'"
-                    " AND status = 'running'"
-                ).fetchone()[0]
-                == 0
-            ),
-            900,
-            "every runtime slot settled",
-        )
-        say(f"per-slot: {results['per_slot']}")
+        if not args.herd_only:
+            results |= await per_slot_phase(client, db, task_queue, per_slot_minute, args)
+        await wait_for(lambda: running(db) == 0, 900, "every runtime slot settled")
+        last = batch_minute if args.herd_only else per_slot_minute
         audit = subprocess.run(
             [sys.executable, "-m", "schedules", "audit", "--settle", "0s",
              "--from", f"{batch_minute:%Y-%m-%dT%H:%M:%SZ}",
-             "--to", f"{per_slot_minute + timedelta(minutes=1):%Y-%m-%dT%H:%M:%SZ}"],
+             "--to", f"{last + timedelta(minutes=1):%Y-%m-%dT%H:%M:%SZ}"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
         )  # fmt: skip
         results["audit"] = (audit.returncode, audit.stdout.strip().splitlines()[-1:])
@@ -263,11 +240,12 @@ async def run(args: argparse.Namespace) -> dict:
         for w in workers:
             w.stop()
         workers = []
-        idle_url = stack.database()
-        results["idle"] = [await idle_tick(idle_url, client, n) for n in (1_000, 10_000, 100_000)]
+        if not args.herd_only:
+            idle_url = stack.database()
+            results["idle"] = [await idle_tick(idle_url, client, n) for n in IDLE_SIZES]
         listed = [s async for s in await client.list_schedules()]
         results["temporal_schedules"] = len(listed)
-        say(f"idle: {results['idle']}; Temporal schedules: {len(listed)}")
+        say(f"idle: {results.get('idle')}; Temporal schedules: {len(listed)}")
         db.close()
     finally:
         for w in workers:
@@ -275,6 +253,40 @@ async def run(args: argparse.Namespace) -> dict:
         stack.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     return results
+
+
+def claimed(db: psycopg.Connection, kind: str, minute: datetime, n: int):
+    return lambda: herd_figures(db, kind, minute)["claimed"] >= n
+
+
+def running(db: psycopg.Connection) -> int:
+    return db.execute(
+        "SELECT count(*) FROM job_executions WHERE job_name ~ '^rt-' AND status = 'running'"
+    ).fetchone()[0]
+
+
+async def per_slot_phase(
+    client, db: psycopg.Connection, task_queue: str, minute: datetime, args: argparse.Namespace
+) -> dict:
+    """Raw starts while the fleet is idle (the batch herd is done), then the per-slot herd
+    at `minute`: the dispatcher's start rate, the last start and claim."""
+    results: dict = {"raw_start_rate": await raw_start_rate(client, args.raw)}
+    say(f"raw start_workflow: {results['raw_start_rate']:.0f}/s")
+    await asyncio.to_thread(wait_until, minute)
+    await wait_for(
+        lambda: herd_figures(db, "weekly-report", minute)["started"] >= args.per_slot,
+        900,
+        "per-slot herd started",
+    )
+    per_slot = herd_figures(db, "weekly-report", minute)
+    per_slot["start_rate"] = await started_rate(
+        client, f"WorkflowType = 'RuntimeRunWorkflow' AND TaskQueue = '{task_queue}'"
+    )
+    await wait_for(claimed(db, "weekly-report", minute, args.per_slot), 1800, "per-slot claimed")
+    figures = herd_figures(db, "weekly-report", minute)
+    per_slot |= {k: figures[k] for k in ("claimed", "last_claim_s")}
+    say(f"per-slot: {per_slot}")
+    return results | {"per_slot": per_slot}
 
 
 def render(results: dict, args: argparse.Namespace) -> str:
@@ -323,10 +335,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--herd", type=int, default=15_000)
     parser.add_argument("--per-slot", type=int, default=1_000)
     parser.add_argument("--raw", type=int, default=1_000, help="raw starts to compare with")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (role jobs)")
+    parser.add_argument(
+        "--dispatchers", type=int, default=1, help="worker processes of role dispatch"
+    )
     parser.add_argument("--write", action="store_true", help="append to bench/RESULTS.md")
+    parser.add_argument(
+        "--herd-only",
+        action="store_true",
+        help="the batch herd and its audit only (no per-slot herd, raw starts, idle ticks)",
+    )
     args = parser.parse_args(argv)
     results = asyncio.run(run(args))
+    if args.herd_only:
+        print(results)
+        return 0 if results["audit"][0] == 0 else 1
     table = render(results, args)
     print(table)
     if args.write:

@@ -8,6 +8,8 @@ idempotent, so a retried or duplicated dispatcher run only finishes what another
 
 from __future__ import annotations
 
+from typing import Any
+
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio import activity
@@ -33,8 +35,11 @@ def batch_kinds() -> frozenset[str]:
 class DispatchActivities:
     """The dispatcher's activity; built by the worker with its pool."""
 
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    def __init__(self, pool: AsyncConnectionPool, settings: Any) -> None:
         self.pool = pool
+        # The runs start on the fleet's task queue; this activity runs on its dispatch
+        # queue (`core.queues`).
+        self.task_queue: str = settings.temporal_task_queue
 
     async def dispatch_runtime_shard(self, work: WorkInput, params: DispatchParams) -> WorkResult:
         """Dispatch the shard's slots due by this run's scheduled time."""
@@ -45,7 +50,7 @@ class DispatchActivities:
         dispatcher = Dispatcher(
             self.pool,
             activity.client(),
-            activity.info().task_queue,
+            self.task_queue,
             batch_kinds(),
             heartbeat=activity_heartbeat,
             after_decide=lambda: pass_chunk_gate(self.pool, {}),

@@ -23,6 +23,7 @@ from temporalio.client import Client
 from schedules.audit.checks import NOT_VIOLATIONS, Finding, JobScope, judge
 from schedules.audit.history import Window, read_ledger, read_visibility, recheck
 from schedules.audit.runtime import audit_runtime
+from schedules.catalog.compile import job_task_queue
 from schedules.health.check_run import describe_states
 
 DEFAULT_SETTLE = timedelta(minutes=15)
@@ -67,12 +68,13 @@ async def run_audit(
 ) -> AuditReport:
     """Audit `jobs` (catalog entries) over the scheduled times [start, end) as of `now`.
 
-    `end` defaults to `now`, `start` to 7 days before `end`. `only_jobs`: the outbox
-    delivery check looks only at the messages of these jobs (else at every message queued
-    in the window). `task_queue` is the fleet's: the runs listed are those on it.
-    `states` (each job's `schedules.health.check.ScheduleState`: paused, timing_since) default to
-    what Temporal's schedules say now. `runtime`: judge the runtime schedules too
-    (`schedules.audit.runtime`). Raises on a source that cannot be read (the CLI's exit 2).
+        `end` defaults to `now`, `start` to 7 days before `end`. `only_jobs`: the outbox
+        delivery check looks only at the messages of these jobs (else at every message queued
+        in the window). `task_queue` is the fleet's: the runs listed are those on each job's
+    queue of it (`job_task_queue`: the dispatchers' own).
+        `states` (each job's `schedules.health.check.ScheduleState`: paused, timing_since) default to
+        what Temporal's schedules say now. `runtime`: judge the runtime schedules too
+        (`schedules.audit.runtime`). Raises on a source that cannot be read (the CLI's exit 2).
     """
     end = end or now
     window = Window(start or end - DEFAULT_SPAN, end, now, settle, late, outbox_age)
@@ -89,8 +91,7 @@ async def run_audit(
     ]
     visibility = await read_visibility(
         client,
-        job_ids,
-        task_queue,
+        {job.id: job_task_queue(job, task_queue) for job in jobs},
         window,
         running,
         pages_per_second=pages_per_second,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -254,19 +254,18 @@ async def describe_run(client: Client, workflow_id: str, run_id: str, timeout: f
 
 async def read_visibility(
     client: Client,
-    job_ids: Sequence[str],
-    task_queue: str,
+    queues: Mapping[str, str],
     window: Window,
     running: Sequence[tuple[str, str]],
     *,
     pages_per_second: float,
     timeout: float,
 ) -> Visibility:
-    """Each job's runs in the window, the retention, and the state of `running` rows' runs
-    and of the runs listed RUNNING."""
+    """Each job's runs in the window (`queues`: each job id's task queue), the retention,
+    and the state of `running` rows' runs and of the runs listed RUNNING."""
     rate = _Rate(pages_per_second)
     seen = Visibility(retention=await _retention(client, timeout))
-    for job_id in job_ids:
+    for job_id, task_queue in queues.items():
         seen.runs[job_id] = await list_runs(client, job_id, task_queue, window, rate, timeout)
     listed = seen._listed
     in_flight = [key for key, status in listed.items() if status == "RUNNING"]
