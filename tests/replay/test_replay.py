@@ -22,6 +22,7 @@ from temporalio.worker import Replayer
 from jobs import kind_workflows
 from worker.run import workflow_runner
 from workflows import ScheduledJobWorkflow
+from workflows.runtime_run import RuntimeBatchWorkflow, RuntimeRunWorkflow
 
 HISTORIES = sorted(
     p
@@ -39,13 +40,21 @@ def workflow_id(path: Path) -> str:
 def test_histories_were_recorded():
     labels = {path.parent.name for path in HISTORIES}
     assert "v1" in labels and len(HISTORIES) >= 14
+    # The runs of runtime schedules, per slot and in batches (issue 21).
+    runtime = {p.stem for p in HISTORIES if p.parent.name == "v6-runtime"}
+    assert {"runtime-run-completed", "runtime-run-failed", "runtime-batch"} <= runtime
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[f"{p.parent.name}/{p.stem}" for p in HISTORIES])
 async def test_history_replays_without_nondeterminism(path: Path):
     history = WorkflowHistory.from_json(workflow_id(path), path.read_text())
     replayer = Replayer(
-        workflows=[ScheduledJobWorkflow, *kind_workflows()],
+        workflows=[
+            ScheduledJobWorkflow,
+            RuntimeRunWorkflow,
+            RuntimeBatchWorkflow,
+            *kind_workflows(),
+        ],
         workflow_runner=workflow_runner(),
         data_converter=pydantic_data_converter,
     )
