@@ -85,6 +85,12 @@ class RuntimeKind:
     batch: bool = False
     description: str = ""
 
+    @classmethod
+    def of(cls, kind: JobKind, *, batch: bool = False) -> RuntimeKind:
+        """The runtime kind whose slots `kind` works (its name, params and description);
+        `batch`: they run many per activity, through `kind.slot_work`."""
+        return cls(kind.name, kind.params, batch, kind.description)
+
 
 def parse_params(kind: JobKind, work: WorkInput | StepInput) -> BaseModel:
     """The run's params as the kind's model; a permanent failure, naming the job, if invalid."""

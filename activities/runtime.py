@@ -11,13 +11,16 @@ each slot still under its own ledger row, token and outbox rows (`activities.run
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 
 from activities.chunk_gate import pass_chunk_gate
+from activities.chunked import run_in_one_transaction
 from activities.executions import Attempt, Clock, claim_in, utcnow
-from activities.models import ClaimInput
+from activities.models import ClaimInput, WorkInput, WorkResult
 from activities.runtime_batch import (
     SLOTS_PER_ACTIVITY,
     Batch,
@@ -37,9 +40,25 @@ from activities.runtime_models import (
 from activities.telemetry import runtime_kind
 from core.sql import queries
 
-__all__ = ["RuntimeActivities", "RuntimeKinds", "SlotWork"]
+__all__ = ["RuntimeActivities", "RuntimeKinds", "SlotWork", "run_slot"]
 
 _Q = queries("activities.sql", "runtime")
+
+
+async def run_slot(
+    pool: AsyncConnectionPool, work: WorkInput, slot_work: SlotWork, params: Any
+) -> WorkResult:
+    """A runtime kind's slot run on its own (`RuntimeRunWorkflow`): its in-transaction work
+    (`JobKind.slot_work`, what a batch runs), taken over, done and completed in ONE
+    transaction (`activities.chunked.run_in_one_transaction`)."""
+
+    async def plan(conn: AsyncConnection) -> dict[str, Any]:
+        return {"counts": {}}
+
+    async def step(conn: AsyncConnection, progress: dict[str, Any]):
+        return {"counts": await slot_work(conn, work.execution, params)}, True
+
+    return await run_in_one_transaction(pool, work.execution, plan, step)
 
 
 class RuntimeKinds:
