@@ -5,6 +5,9 @@ Deterministic: it reads only the exceptions the SDK raises into the workflow.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn
+
 from temporalio import workflow
 from temporalio.exceptions import (
     ActivityError,
@@ -14,7 +17,11 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import STALE_ATTEMPT
+    from activities.executions import ExecutionActivities
+    from activities.models import STALE_ATTEMPT, ExecutionRef, FailureInput
+
+# How a workflow runs a bookkeeping activity: (activity method, its input) -> its result.
+Bookkeeping = Callable[[Any, Any], Awaitable[Any]]
 
 
 def cause(exc: BaseException) -> BaseException | None:
@@ -37,3 +44,21 @@ def message(exc: BaseException) -> str:
     """The failure's own message: its cause's, when it has one."""
     why = cause(exc)
     return str(why) if why is not None else str(exc)
+
+
+async def fail_run(execution: ExecutionRef, err: BaseException, record: Bookkeeping) -> NoReturn:
+    """End a run on its work's failure, visibly: the slot is recorded failed (only if this
+    run still holds it) through the workflow's own bookkeeping activity, then the run
+    fails for good, naming the slot and the error."""
+    await record(
+        ExecutionActivities.record_failure,
+        FailureInput(
+            execution_id=execution.execution_id,
+            run_id=workflow.info().run_id,
+            error=message(err),
+        ),
+    )
+    raise ApplicationError(
+        f"{execution.job_name} at {execution.scheduled_at.isoformat()} failed: {message(err)}",
+        non_retryable=True,
+    ) from err

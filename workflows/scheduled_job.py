@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.begin import BeginActivities, BeginInput, origins
@@ -28,7 +28,6 @@ with workflow.unsafe.imports_passed_through():
         ClaimInput,
         ClaimResult,
         ExecutionRef,
-        FailureInput,
         Origin,
         WorkInput,
         WorkResult,
@@ -38,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.attempts import with_fresh_series
 from workflows.details import run_headline, showing, summary
-from workflows.failures import cancelled, message, superseded
+from workflows.failures import cancelled, fail_run, message, superseded
 from workflows.models import (
     JobRun,
     JobRunResult,
@@ -213,7 +212,7 @@ class ScheduledJobWorkflow:
         except (ActivityError, ChildWorkflowError) as err:
             if superseded(err):  # another workflow run of the same slot took the work over
                 return slot.model_copy(update={"outcome": "superseded", "reason": message(err)})
-            await self._fail(job, execution, err)
+            await self._fail(execution, err)
         if work.already_completed:
             reason = "another run completed this slot"
             return slot.model_copy(
@@ -235,7 +234,7 @@ class ScheduledJobWorkflow:
         )
 
     async def _fail(
-        self, job: JobRun, execution: ExecutionRef, err: ActivityError | ChildWorkflowError
+        self, execution: ExecutionRef, err: ActivityError | ChildWorkflowError
     ) -> NoReturn:
         """End the run on its work's failure: an operator's cancellation stays one; any
         other failure is recorded (what is still running under this run) and fails it."""
@@ -244,18 +243,7 @@ class ScheduledJobWorkflow:
             raise asyncio.CancelledError(message(err)) from err
         # A workflow job has settled its execution already (compensated or failed);
         # this marks only what is still running under this run.
-        await self._bookkeeping(
-            ExecutionActivities.record_failure,
-            FailureInput(
-                execution_id=execution.execution_id,
-                run_id=workflow.info().run_id,
-                error=message(err),
-            ),
-        )
-        raise ApplicationError(
-            f"{job.job_name} at {execution.scheduled_at.isoformat()} failed: {message(err)}",
-            non_retryable=True,
-        ) from err
+        await fail_run(execution, err, self._bookkeeping)
 
     async def _work(self, job: JobRun, execution: ExecutionRef) -> WorkResult:
         """The kind's work activity for one slot, with the job's timeouts and retries."""
