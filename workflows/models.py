@@ -18,7 +18,7 @@ from temporalio.common import RetryPolicy
 
 # Passed through in any sandbox, also one not configured with `worker.run.PASSTHROUGH`.
 with workflow.unsafe.imports_passed_through():
-    from activities.models import ExecutionRef, Origin, TimingField, Trigger
+    from activities.models import ExecutionRef, Origin, SlotOutcome, TimingField, Trigger
     from timing import Timing
 
 
@@ -113,25 +113,14 @@ class JobRun(BaseModel):
         return data | {"timing": timing}
 
 
-class SlotRun(BaseModel):
+class SlotRun(SlotOutcome):
     """One (job, scheduled time) this workflow ran or settled."""
 
-    scheduled_at: datetime
-    execution_id: int | None = None
-    outcome: Literal["completed", "already_completed", "skipped", "superseded"]
-    counts: dict[str, int] = Field(default_factory=dict)
-    reason: str | None = None
 
-
-class JobRunResult(BaseModel):
+class JobRunResult(SlotOutcome):
     """What the run did, as shown in the Temporal UI: ids and counts only."""
 
     job_name: str
-    scheduled_at: datetime
-    execution_id: int | None = None
-    outcome: Literal["completed", "already_completed", "skipped", "superseded"]
-    counts: dict[str, int] = Field(default_factory=dict)
-    reason: str | None = None
     # Missed earlier slots this run caught up on (oldest first), and those it skipped.
     caught_up: list[SlotRun] = Field(default_factory=list)
     missed_skipped: int = 0
