@@ -83,17 +83,11 @@ async def run_audit(
         describe_states(client, job_ids, timeout) if states is None else _given(states),
         read_ledger(conninfo, jobs, window, only_jobs=only_jobs, timeout=timeout),
     )
-    running = [
-        (row.workflow_id, row.run_id)
-        for rows in ledger.rows.values()
-        for row in rows.values()
-        if row.status == "running" and row.workflow_id and row.run_id
-    ]
     visibility = await read_visibility(
         client,
         {job.id: job_task_queue(job, task_queue) for job in jobs},
         window,
-        running,
+        ledger.running(),
         pages_per_second=pages_per_second,
         timeout=timeout,
     )
