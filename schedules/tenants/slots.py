@@ -17,10 +17,12 @@ from temporalio.service import RPCError
 import schedules.tenants.dispatch as dispatch
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
+from activities.runtime_models import ledger_name
+from activities.runtime_models import slot_workflow_id as workflow_id
 from core.errors import InvalidScheduleError, ScheduleNotFoundError
 from schedules.tenants.api import utc_text
 from schedules.tenants.fires import FireTime, is_fire_time, next_fire_times
-from schedules.tenants.model import Schedule, ledger_name, workflow_id
+from schedules.tenants.model import Schedule
 from schedules.tenants.store import Database
 
 MAX_BACKFILL = 1000
