@@ -37,13 +37,14 @@ class NoopActivities:
         return await run_slot(self.pool, work, self.noop_in, params)
 
 
-KIND = JobKind(
-    name="test-noop",
-    activity="run_noop",
-    slot_work="noop_in",
-    params=NoopParams,
-    description="does nothing: for the tests and benches of runtime schedules",
-    owner=NoopActivities,
+KINDS = (
+    JobKind(
+        name="test-noop",
+        activity="run_noop",
+        slot_work="noop_in",
+        params=NoopParams,
+        description="does nothing: for the tests and benches of runtime schedules",
+        owner=NoopActivities,
+    ),
 )
-KINDS = (KIND,)
-RUNTIME_KINDS = (RuntimeKind.of(KIND, batch=True),)
+RUNTIME_KINDS = (RuntimeKind.of(KINDS[0], batch=True),)

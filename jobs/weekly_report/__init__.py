@@ -9,13 +9,14 @@ customer's local week in PostgreSQL and emails it through the outbox, once per s
 from activities.kinds import JobKind, RuntimeKind
 from jobs.weekly_report.activities import WeeklyReportActivities, WeeklyReportParams
 
-KIND = JobKind(
-    name="weekly-report",
-    activity="send_weekly_report",
-    slot_work="report_in",
-    params=WeeklyReportParams,
-    description="email a customer the summary of their local week, in their zone",
-    owner=WeeklyReportActivities,
+KINDS = (
+    JobKind(
+        name="weekly-report",
+        activity="send_weekly_report",
+        slot_work="report_in",
+        params=WeeklyReportParams,
+        description="email a customer the summary of their local week",
+        owner=WeeklyReportActivities,
+    ),
 )
-KINDS = (KIND,)
-RUNTIME_KINDS = (RuntimeKind.of(KIND),)  # one slot per run: a report is a customer's
+RUNTIME_KINDS = (RuntimeKind.of(KINDS[0]),)  # one slot per run: a report is a customer's

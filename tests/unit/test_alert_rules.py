@@ -285,31 +285,6 @@ tests:
         eval_time: 3m
         exp_alerts: [{exp_labels: {severity: warning}}]
 
-  - name: runtime schedules behind (every replica reports the same gauge), then caught up
-    interval: 1m
-    input_series:
-      - {series: 'scheduled_job_runtime_behind{kind="weekly-report", instance="a"}', values: '0x3 120x10 0x5'}
-      - {series: 'scheduled_job_runtime_behind{kind="weekly-report", instance="b"}', values: '0x3 120x10 0x5'}
-      - {series: 'scheduled_job_runtime_behind{kind="test-noop", instance="a"}', values: '0x18'}
-    alert_rule_test:
-      - {alertname: RuntimeSchedulesBehind, eval_time: 5m, exp_alerts: []}
-      - alertname: RuntimeSchedulesBehind
-        eval_time: 7m
-        exp_alerts: [{exp_labels: {severity: critical, kind: weekly-report}}]
-      - {alertname: RuntimeSchedulesBehind, eval_time: 16m, exp_alerts: []}
-
-  - name: runtime schedules whose last run failed
-    interval: 1m
-    input_series:
-      - {series: 'scheduled_job_runtime_failing{kind="weekly-report", instance="a"}', values: '0 0 3 3 0'}
-      - {series: 'scheduled_job_runtime_failing{kind="test-noop", instance="a"}', values: '0 0 0 0 0'}
-    alert_rule_test:
-      - {alertname: RuntimeSchedulesFailing, eval_time: 1m, exp_alerts: []}
-      - alertname: RuntimeSchedulesFailing
-        eval_time: 3m
-        exp_alerts: [{exp_labels: {severity: warning, kind: weekly-report}}]
-      - {alertname: RuntimeSchedulesFailing, eval_time: 4m, exp_alerts: []}
-
   - name: workers down, then none at all, then no database gauges
     interval: 1m
     input_series:
@@ -332,6 +307,39 @@ tests:
 """
 
 
+def runtime_gauges_test() -> dict:
+    """The runtime alerts' promtool case: weekly-report schedules behind (both replicas
+    report the gauge) then caught up, and failing then fine; test-noop at 0 stays quiet."""
+
+    def gauge(name: str, kind: str, instance: str, values: str) -> dict:
+        return {"series": f'{name}{{kind="{kind}", instance="{instance}"}}', "values": values}
+
+    def expect(alert: str, minutes: int, severity: str | None = None) -> dict:
+        labels = {"severity": severity, "kind": "weekly-report"}
+        fired = [{"exp_labels": labels}] if severity else []
+        return {"alertname": alert, "eval_time": f"{minutes}m", "exp_alerts": fired}
+
+    behind, failing = metric_names.RUNTIME_BEHIND, metric_names.RUNTIME_FAILING
+    return {
+        "name": "runtime schedules of one kind behind, failing, then fine",
+        "interval": "1m",
+        "input_series": [
+            gauge(behind, "weekly-report", "a", "0x3 120x10 0x5"),
+            gauge(behind, "weekly-report", "b", "0x3 120x10 0x5"),
+            gauge(behind, "test-noop", "a", "0x18"),
+            gauge(failing, "weekly-report", "a", "0 0 3 3 0"),
+        ],
+        "alert_rule_test": [
+            expect("RuntimeSchedulesBehind", 5),
+            expect("RuntimeSchedulesBehind", 7, "critical"),  # 2 minutes above 0
+            expect("RuntimeSchedulesBehind", 16),
+            expect("RuntimeSchedulesFailing", 1),
+            expect("RuntimeSchedulesFailing", 3, "warning"),
+            expect("RuntimeSchedulesFailing", 4),
+        ],
+    }
+
+
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package prometheus)")
 def test_promtool_rule_tests_fire_each_alert_when_they_should(tmp_path):
     data = yaml.safe_load(RULES.read_text())
@@ -339,7 +347,9 @@ def test_promtool_rule_tests_fire_each_alert_when_they_should(tmp_path):
         for rule in group["rules"]:
             rule.pop("annotations", None)
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(data, sort_keys=False))
-    (tmp_path / "tests.yml").write_text(PROMTOOL_TESTS)
+    tests = yaml.safe_load(PROMTOOL_TESTS)
+    tests["tests"].append(runtime_gauges_test())
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
     (tmp_path / "week.yml").write_text(PROMTOOL_WEEK_TESTS)
     done = subprocess.run(
         [PROMTOOL, "test", "rules", "tests.yml", "week.yml"],
