@@ -33,23 +33,11 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
-from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
-from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from activities.models import Origin
-from activities.runtime_models import (
-    BATCH_PREFIX,
-    KIND_ATTRIBUTE,
-    RUNTIME_ATTRIBUTES,
-    SCHEDULE_ATTRIBUTE,
-    TENANT_ATTRIBUTE,
-    BatchRun,
-    RuntimeRun,
-    batch_workflow_id,
-    slot_workflow_id,
-)
+from activities.runtime_models import batch_workflow_id, slot_workflow_id
+from activities.runtime_start import Intent, attributes_registered, start_intent
 from core.sql import queries
 from timing import Timing
 
@@ -65,9 +53,6 @@ MAX_CONSIDERED = 1000
 DECIDE_BATCH = 500  # rows locked and decided per transaction
 BATCH_SLOTS = 250  # slots per batch workflow (kinds that run in batches)
 START_CONCURRENCY = 64  # workflow starts in flight at once
-
-RUN_WORKFLOW = "RuntimeRunWorkflow"
-BATCH_WORKFLOW = "RuntimeBatchWorkflow"
 
 
 @dataclass(frozen=True)
@@ -139,17 +124,6 @@ class TickCounts:
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Intent:
-    schedule_id: int
-    scheduled_at: datetime
-    origin: Origin
-    workflow_id: str
-    tenant: str
-    name: str
-    kind: str
 
 
 class Decisions:
@@ -296,49 +270,6 @@ class Dispatcher:
         if not self._attributes:
             self._attributes = await attributes_registered(self.client)
         return self._attributes
-
-
-async def start_intent(
-    client: Client, task_queue: str, workflow_id: str, intent: Intent, attributes: bool
-) -> bool:
-    """Start the workflow of an intent (of a batch, when `workflow_id` is a batch's), with
-    the run's search attributes when the namespace has them. False when Temporal refuses
-    the start because a run of that id is open or completed: started before. A closed run
-    that failed or was terminated is started again (its slot's ledger row decides)."""
-    batch = workflow_id.startswith(BATCH_PREFIX)
-    pairs = [SearchAttributePair(KIND_ATTRIBUTE, intent.kind)]
-    if not batch:
-        pairs += [
-            SearchAttributePair(TENANT_ATTRIBUTE, intent.tenant),
-            SearchAttributePair(SCHEDULE_ATTRIBUTE, intent.name),
-        ]
-    arg: Any = (
-        BatchRun(batch_id=workflow_id)
-        if batch
-        else RuntimeRun(
-            schedule_id=intent.schedule_id, scheduled_at=intent.scheduled_at, origin=intent.origin
-        )
-    )
-    try:
-        await client.start_workflow(
-            BATCH_WORKFLOW if batch else RUN_WORKFLOW,
-            arg,
-            id=workflow_id,
-            task_queue=task_queue,
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-            search_attributes=TypedSearchAttributes(pairs) if attributes else None,
-        )
-    except WorkflowAlreadyStartedError:
-        return False
-    return True
-
-
-async def attributes_registered(client: Client) -> bool:
-    """Whether the client's namespace has the runtime search attributes."""
-    listed = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=client.namespace)
-    )
-    return all(key.name in listed.custom_attributes for key in RUNTIME_ATTRIBUTES)
 
 
 def activity_heartbeat(*details: Any) -> None:
