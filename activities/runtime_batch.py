@@ -55,7 +55,8 @@ _Q = queries("activities.sql", "runtime")
 _EXECUTIONS = queries("activities.sql", "executions")
 _CATCHUP = queries("activities.sql", "catchup")
 
-SLOTS_PER_ACTIVITY = 100  # a batch's slots per activity call: each call heartbeats
+# A batch's slots per activity call (one transaction; it heartbeats as it goes).
+SLOTS_PER_ACTIVITY = 500
 # A slot further ahead of the server's clock is left to `claim_in`, which refuses it.
 _FUTURE_MARGIN = timedelta(seconds=60)
 
@@ -135,6 +136,7 @@ class Batch:
             if (taken := fresh.get((slot.job, slot.at))) is None:
                 continue
             execution_id, token = taken
+            activity.heartbeat(len(works))
             await journal.enter(self.conn, execution_id, token)
             try:
                 counts = await self._work(slot, execution_id)
@@ -197,6 +199,7 @@ class Batch:
         here), claimed and worked, or its work raised and it is recorded failed alone."""
         outcome = await self._one(slot)
         setattr(self.result, outcome, getattr(self.result, outcome) + 1)
+        activity.heartbeat(outcome)
 
     async def _one(self, slot: BatchSlot) -> str:
         try:

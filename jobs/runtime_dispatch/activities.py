@@ -8,6 +8,7 @@ idempotent, so a retried or duplicated dispatcher run only finishes what another
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
@@ -16,7 +17,7 @@ from temporalio import activity
 
 from activities.chunk_gate import pass_chunk_gate
 from activities.chunked import begin_attempt, fenced
-from activities.dispatch import Dispatcher, activity_heartbeat
+from activities.dispatch import START_CONCURRENCY, Dispatcher, activity_heartbeat
 from activities.models import WorkInput, WorkResult
 from activities.telemetry import record_completed
 
@@ -40,6 +41,9 @@ class DispatchActivities:
         # The runs start on the fleet's task queue; this activity runs on its dispatch
         # queue (`core.queues`).
         self.task_queue: str = settings.temporal_task_queue
+        # One gate for every shard this process ticks: at most START_CONCURRENCY starts
+        # in flight, as one client would have (bench/RESULTS.md, runtime herd).
+        self.start_gate = asyncio.Semaphore(START_CONCURRENCY)
 
     async def dispatch_runtime_shard(self, work: WorkInput, params: DispatchParams) -> WorkResult:
         """Dispatch the shard's slots due by this run's scheduled time."""
@@ -54,6 +58,7 @@ class DispatchActivities:
             batch_kinds(),
             heartbeat=activity_heartbeat,
             after_decide=lambda: pass_chunk_gate(self.pool, {}),
+            start_gate=self.start_gate,
         )
         counts = (await dispatcher.tick(params.shard, execution.scheduled_at)).as_dict()
         async with fenced(self.pool, fence, execution, "complete") as conn:

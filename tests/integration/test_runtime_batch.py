@@ -13,6 +13,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.executions import StaleAttemptError
 from activities.runtime import RuntimeActivities
+from activities.runtime_batch import SLOTS_PER_ACTIVITY
 from activities.runtime_models import BatchInput, batch_workflow_id
 from jobs import runtime_work
 from tests.integration.runtime import (
@@ -52,7 +53,10 @@ async def test_a_batch_runs_each_slot_once_and_a_failing_slot_fails_alone(
     start_workers(1)
     fresh_ids(db)
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
-    ids = noops(db, 130, minute, bad=frozenset({5}))
+    # One shard, one batch of 520 slots: the first call's 500 hold the failing slot (so it
+    # works them one by one, each in a savepoint), the second's 20 are claimed set-based.
+    ids = noops(db, SLOTS_PER_ACTIVITY + 20, minute, bad=frozenset({5}))
+    db.execute("UPDATE runtime_schedules SET shard = 0")
     settled_before = ids[7]
     db.execute(
         "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at)"
@@ -61,8 +65,8 @@ async def test_a_batch_runs_each_slot_once_and_a_failing_slot_fails_alone(
     )
     async with dispatcher(database_url, client, task_queue) as d:
         counts = await tick_all(d, minute)
-    assert counts.intents == 130
-    await settled(db, 130)
+    assert counts.intents == len(ids) and counts.started == 1
+    await settled(db, len(ids))
     rows = dict(
         db.execute(
             "SELECT job_name, status FROM job_executions WHERE job_name LIKE 'rt-%%'"
