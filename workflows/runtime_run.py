@@ -87,16 +87,10 @@ class RuntimeRunWorkflow:
 
     async def _begin(self, run: RuntimeRun) -> RuntimeBegun:
         info = workflow.info()
-        return await workflow.execute_local_activity_method(
-            RuntimeActivities.begin_runtime_run,
-            RuntimeBegin(
-                run=run,
-                workflow_id=info.workflow_id,
-                run_id=info.run_id,
-                server_now=workflow.now(),
-            ),
-            **_BOOKKEEPING,
+        begin = RuntimeBegin(
+            run=run, workflow_id=info.workflow_id, run_id=info.run_id, server_now=workflow.now()
         )
+        return await self._bookkeeping(RuntimeActivities.begin_runtime_run, begin)
 
     async def _work(self, execution: ExecutionRef, work: RuntimeWork) -> WorkResult:
         """The kind's work activity for the slot, with the kind's timeouts and retries."""
@@ -117,8 +111,8 @@ class RuntimeRunWorkflow:
 
     @staticmethod
     async def _bookkeeping(method: Any, arg: Any) -> Any:
-        """A bookkeeping activity (recording a failure): local, retried until the database
-        is back, as the begin."""
+        """A bookkeeping activity (the begin, recording a failure): local, retried until
+        the database is back."""
         return await workflow.execute_local_activity_method(method, arg, **_BOOKKEEPING)
 
 
