@@ -35,6 +35,7 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.client import Client
 
+from activities.heartbeat import heartbeating
 from activities.models import Origin
 from activities.runtime_models import batch_workflow_id, slot_workflow_id
 from activities.runtime_start import Intent, attributes_registered, start_intent
@@ -263,10 +264,12 @@ class Dispatcher:
                 counts.started += 1
             else:
                 counts.already_started += 1
-            # A slow server makes a round of starts long: each start says the tick lives.
-            self.heartbeat(counts.as_dict())
 
-        await asyncio.gather(*(one(wid, members) for wid, members in by_workflow.items()))
+        # A round of starts is long on a busy server, and waits for the process's gate
+        # while other shards start theirs: the tick heartbeats all along.
+        await heartbeating(
+            asyncio.gather(*(one(wid, members) for wid, members in by_workflow.items()))
+        )
 
     async def start(self, workflow_id: str, first: Intent, attributes: bool) -> bool:
         """Start one intent's workflow; False when Temporal says it was started before."""
