@@ -1,7 +1,8 @@
 """The herd: thousands of runtime schedules due in the same minute (issue 21, acceptance).
 
 On a stack of its own (a Temporal dev server with a state file, PostgreSQL, two worker
-processes, the catalog's four dispatcher jobs synced and ticking every minute):
+processes of role jobs and one of role dispatch, the catalog's four dispatcher jobs synced
+onto the dispatch task queue and ticking every minute):
 
 1. **Batch mode**: `--herd` (15,000) test-noop schedules, all due at the same minute M
    (cron `<minute> <hour> * * *`, bounded by end_at: one slot each). Measured from M: when
@@ -16,6 +17,7 @@ processes, the catalog's four dispatcher jobs synced and ticking every minute):
 
     .venv/bin/python bench/runtime_herd.py              # --herd 15000 --per-slot 1000
     .venv/bin/python bench/runtime_herd.py --write      # and append to bench/RESULTS.md
+    .venv/bin/python bench/runtime_herd.py --herd-only  # the batch herd and its audit only
 
 Never a timed test: a figure of the machine it ran on.
 """
@@ -301,8 +303,9 @@ def render(results: dict, args: argparse.Namespace) -> str:
                 "",
                 f"Command: `.venv/bin/python bench/runtime_herd.py --herd {args.herd} --per-slot "
                 f"{args.per_slot}`; machine: {os.cpu_count()} cores (shared), {args.workers} "
-                f"worker processes, the dev server and PostgreSQL on the same host; load "
-                f"average {os.getloadavg()[0]:.1f} at the end.",
+                f"worker processes (role jobs) and {args.dispatchers} dispatcher (role "
+                f"dispatch), the dev server and PostgreSQL on the same host; load average "
+                f"{os.getloadavg()[0]:.1f} at the end.",
                 "",
                 "| measure | figure | target |",
                 "| --- | --- | --- |",
