@@ -34,23 +34,12 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
-from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
-from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from activities.heartbeat import heartbeating
 from activities.models import Origin
-from activities.runtime_models import (
-    BATCH_PREFIX,
-    KIND_ATTRIBUTE,
-    RUNTIME_ATTRIBUTES,
-    SCHEDULE_ATTRIBUTE,
-    TENANT_ATTRIBUTE,
-    BatchRun,
-    RuntimeRun,
-    batch_workflow_id,
-    slot_workflow_id,
-)
+from activities.runtime_models import batch_workflow_id, slot_workflow_id
+from activities.runtime_start import Intent, attributes_registered, start_intent
 from core.sql import queries
 from timing import Timing
 from timing.business import BusinessCalendar, CalendarRule
@@ -64,12 +53,11 @@ GRACE = timedelta(minutes=2)
 # Missed slots a policy looks at, at most, per schedule and tick (older ones are beyond
 # every policy's reach, as for catalog jobs: `activities.catchup.MAX_CONSIDERED`).
 MAX_CONSIDERED = 1000
-DECIDE_BATCH = 500  # rows locked and decided per transaction
-BATCH_SLOTS = 250  # slots per batch workflow (kinds that run in batches)
-START_CONCURRENCY = 64  # workflow starts in flight at once
-
-RUN_WORKFLOW = "RuntimeRunWorkflow"
-BATCH_WORKFLOW = "RuntimeBatchWorkflow"
+# Rows locked and decided per transaction: a herd's 15,000 rows in 2 rounds a shard, each
+# a few set-based statements, its batches started as soon as it commits.
+DECIDE_BATCH = 2000
+BATCH_SLOTS = 1000  # slots per batch workflow (kinds that run in batches): 2 activity calls
+START_CONCURRENCY = 64  # workflow starts in flight at once, per process
 
 
 @dataclass(frozen=True)
@@ -174,17 +162,6 @@ class TickCounts:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
-class Intent:
-    schedule_id: int
-    scheduled_at: datetime
-    origin: Origin
-    workflow_id: str
-    tenant: str
-    name: str
-    kind: str
-
-
 class Decisions:
     """One decide transaction's decisions, as the arrays its three set-based statements
     take: intents (a batch kind's slots grouped into batches of BATCH_SLOTS), skipped
@@ -248,6 +225,11 @@ class Dispatcher:
     # Test-only pause point between a decision's commit and its starts (the chunk gate:
     # a fault test kills the dispatcher there); a no-op in production.
     after_decide: Callable[[], Awaitable[None]] | None = None
+    # Starts in flight at once: give the dispatchers of one process the same gate, so
+    # ticks of several shards at once do not flood the server (default: this one's own).
+    start_gate: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(START_CONCURRENCY)
+    )
     _attributes: bool | None = field(default=None, init=False)
 
     async def tick(self, shard: int, now: datetime) -> TickCounts:
@@ -312,18 +294,21 @@ class Dispatcher:
                 return
 
     async def start_all(self, by_workflow: Mapping[str, list[Intent]], counts: TickCounts) -> None:
-        gate = asyncio.Semaphore(START_CONCURRENCY)
         attributes = await self.attributes_registered()
 
         async def one(workflow_id: str, members: list[Intent]) -> None:
-            async with gate:
+            async with self.start_gate:
                 started = await self.start(workflow_id, members[0], attributes)
             if started:
                 counts.started += 1
             else:
                 counts.already_started += 1
 
-        await asyncio.gather(*(one(wid, members) for wid, members in by_workflow.items()))
+        # A round of starts is long on a busy server, and waits for the process's gate
+        # while other shards start theirs: the tick heartbeats all along.
+        await heartbeating(
+            asyncio.gather(*(one(wid, members) for wid, members in by_workflow.items()))
+        )
 
     async def start(self, workflow_id: str, first: Intent, attributes: bool) -> bool:
         """Start one intent's workflow; False when Temporal says it was started before."""
@@ -335,49 +320,6 @@ class Dispatcher:
         if not self._attributes:
             self._attributes = await attributes_registered(self.client)
         return self._attributes
-
-
-async def start_intent(
-    client: Client, task_queue: str, workflow_id: str, intent: Intent, attributes: bool
-) -> bool:
-    """Start the workflow of an intent (of a batch, when `workflow_id` is a batch's), with
-    the run's search attributes when the namespace has them. False when Temporal refuses
-    the start because a run of that id is open or completed: started before. A closed run
-    that failed or was terminated is started again (its slot's ledger row decides)."""
-    batch = workflow_id.startswith(BATCH_PREFIX)
-    pairs = [SearchAttributePair(KIND_ATTRIBUTE, intent.kind)]
-    if not batch:
-        pairs += [
-            SearchAttributePair(TENANT_ATTRIBUTE, intent.tenant),
-            SearchAttributePair(SCHEDULE_ATTRIBUTE, intent.name),
-        ]
-    arg: Any = (
-        BatchRun(batch_id=workflow_id)
-        if batch
-        else RuntimeRun(
-            schedule_id=intent.schedule_id, scheduled_at=intent.scheduled_at, origin=intent.origin
-        )
-    )
-    try:
-        await client.start_workflow(
-            BATCH_WORKFLOW if batch else RUN_WORKFLOW,
-            arg,
-            id=workflow_id,
-            task_queue=task_queue,
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-            search_attributes=TypedSearchAttributes(pairs) if attributes else None,
-        )
-    except WorkflowAlreadyStartedError:
-        return False
-    return True
-
-
-async def attributes_registered(client: Client) -> bool:
-    """Whether the client's namespace has the runtime search attributes."""
-    listed = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=client.namespace)
-    )
-    return all(key.name in listed.custom_attributes for key in RUNTIME_ATTRIBUTES)
 
 
 def activity_heartbeat(*details: Any) -> None:

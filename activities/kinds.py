@@ -29,6 +29,7 @@ from activities.begin import BegunWork, WorkOrBegin, begin_and_work
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from activities.runtime import RuntimeKinds, SlotWork
 from activities.steps import StepInput, step_activity
+from core.queues import Queue
 
 Work = Callable[[WorkInput, Any], Awaitable[WorkResult]]
 
@@ -61,6 +62,8 @@ class JobKind:
     params: type[BaseModel] = None  # type: ignore[assignment]  # set in __post_init__
     # What the kind does: by default the first line of its workflow's or activity's docstring.
     description: str = ""
+    # Which of the fleet's task queues the kind's runs use (`core.queues`).
+    queue: Queue = "jobs"
 
     def __post_init__(self) -> None:
         if (self.activity is None) == (self.workflow is None):
@@ -95,6 +98,12 @@ class RuntimeKind:
     params_model: type[BaseModel]
     batch: bool = False
     description: str = ""
+
+    @classmethod
+    def of(cls, kind: JobKind, *, batch: bool = False) -> RuntimeKind:
+        """The runtime kind whose slots `kind` works (its name, params and description);
+        `batch`: they run many per activity, through `kind.slot_work`."""
+        return cls(kind.name, kind.params, batch, kind.description)
 
 
 def _params_model(name: str, work: Callable) -> type[BaseModel]:

@@ -98,6 +98,18 @@ class WorkResult(BaseModel):
     already_completed: bool = False
 
 
+class SlotOutcome(BaseModel):
+    """How one slot's run ended, in workflow results (what the Temporal UI shows): ids and
+    counts only. A catalog job's run (`workflows.models.JobRunResult`, `SlotRun`) and a
+    runtime schedule's (`activities.runtime_models.RuntimeRunResult`) say it alike."""
+
+    scheduled_at: datetime
+    execution_id: int | None = None
+    outcome: Literal["completed", "already_completed", "skipped", "superseded"]
+    counts: dict[str, int] = Field(default_factory=dict)
+    reason: str | None = None
+
+
 class FailureInput(BaseModel):
     execution_id: int
     run_id: str

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from temporalio.common import SearchAttributeKey
 
 from activities.dependency_models import Dependency
-from activities.models import Origin
+from activities.models import Origin, SlotOutcome
 
 LEDGER_PREFIX = "rt-"
 BATCH_PREFIX = "rt-batch-"
@@ -100,15 +100,10 @@ class RuntimeBegun(BaseModel):
     work: RuntimeWork | None = None
 
 
-class RuntimeRunResult(BaseModel):
+class RuntimeRunResult(SlotOutcome):
     """What a runtime run did: ids and counts only."""
 
     schedule_id: int
-    scheduled_at: datetime
-    execution_id: int | None = None
-    outcome: Literal["completed", "already_completed", "skipped", "superseded"]
-    counts: dict[str, int] = Field(default_factory=dict)
-    reason: str | None = None
 
 
 class BatchRun(BaseModel):

@@ -20,6 +20,7 @@ from pathlib import Path
 import psycopg
 
 from core.errors import SchedulerError
+from core.queues import task_queue
 from core.sql import queries
 from devstack.demo import load_demo_data, seed_weekly_reports
 from devstack.mailsink import MailSink
@@ -147,16 +148,21 @@ class LocalStack:
             "PYTHONUNBUFFERED": "1",
         }
         readies = []
-        for i in range(self.replicas):
-            proc, ready = _spawn_worker(env | _metrics_env(i), f"worker-{i + 1} |")
+        # The replicas run every job; one more process runs only the runtime schedules'
+        # dispatchers, on their own task queue, so a herd's work never starves a tick.
+        roles = [("jobs", f"worker-{i + 1} |") for i in range(self.replicas)]
+        for i, (role, prefix) in enumerate([*roles, ("dispatch", "dispatcher |")]):
+            proc, ready = _spawn_worker(env | _metrics_env(i) | {"WORKER_ROLE": role}, prefix)
             self.workers.append(proc)
             readies.append(ready)
         for proc, ready in zip(self.workers, readies, strict=True):
             while not ready.wait(0.2):
                 if proc.poll() is not None:
                     raise SchedulerError(f"a worker exited with code {proc.returncode} at start")
+        dispatch = task_queue(settings.temporal_task_queue, "dispatch")
         _say(
-            f"workers ready: {self.replicas} replicas on task queue {settings.temporal_task_queue!r}"
+            f"workers ready: {self.replicas} replicas on task queue "
+            f"{settings.temporal_task_queue!r}, a dispatcher on {dispatch!r}"
         )
 
     def stop(self) -> None:
@@ -200,7 +206,7 @@ def _instructions(stack: LocalStack) -> str:
 
 
 def _metrics_line(replicas: int) -> str:
-    ports = [_metrics_env(i).get("METRICS_PORT") for i in range(replicas)]
+    ports = [_metrics_env(i).get("METRICS_PORT") for i in range(replicas + 1)]  # + dispatcher
     if not ports or not all(ports):
         return ""
     return f"  Metrics:           {', '.join(f'http://localhost:{p}/metrics' for p in ports)}\n"

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=["run", "migrate", "outbox", "health"],
         help="run: serve the task queue (default); migrate: apply migrations and exit; "
         "outbox: the messages by type and state, then the newest (as `python -m schedules "
-        "outbox`); health: exit 0 if a worker on this host is polling the task queue, 1 if not",
+        "outbox`); health: exit 0 if a worker on this host polls the task queues of its WORKER_ROLE, 1 if not",
     )
     parser.add_argument(
         "--limit", type=_positive, default=20, help="outbox: how many messages (1-10000)"

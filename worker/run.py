@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 
@@ -99,10 +100,15 @@ def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
     ]
 
 
-def build_worker(client: Client, settings: Settings, pool: AsyncConnectionPool) -> Worker:
+def build_worker(
+    client: Client, settings: Settings, pool: AsyncConnectionPool, task_queue: str | None = None
+) -> Worker:
+    """A worker of `task_queue` (default: the fleet's own). Every queue of the fleet is
+    served by the same workflows and activities; what runs on each is what its schedules
+    start (`core.queues`)."""
     return Worker(
         client,
-        task_queue=settings.temporal_task_queue,
+        task_queue=task_queue or settings.temporal_task_queue,
         workflows=[
             ScheduledJobWorkflow,
             RuntimeRunWorkflow,
@@ -128,7 +134,8 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
 
 
 async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Telemetry) -> None:
-    """Serve the task queue until `stop` is set or SIGTERM/SIGINT arrives.
+    """Serve the task queues of the worker's role until `stop` is set or SIGTERM/SIGINT
+    arrives.
 
     On stop the worker polls no more and gives in-flight activities
     `WORKER_GRACEFUL_SHUTDOWN_SECONDS` to finish before cancelling them.
@@ -160,13 +167,17 @@ async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Tele
     ) as pool:
         # Bounded like each connection: one attempt and a retry, then the worker gives up.
         await pool.wait(timeout=2 * settings.database_connect_timeout_seconds)
-        worker = build_worker(client, settings, pool)
+        workers = [build_worker(client, settings, pool, q) for q in settings.task_queues()]
+        # Waiting runs are signalled when their upstream slots settle (docs/dependencies.md).
         releasing = asyncio.create_task(release_waiters(conninfo, client))
-        async with worker:
+        async with contextlib.AsyncExitStack() as running:
+            for worker in workers:
+                await running.enter_async_context(worker)
             logger.info(
                 "worker ready",
                 extra={
-                    "task_queue": settings.temporal_task_queue,
+                    "task_queue": ",".join(settings.task_queues()),
+                    "role": settings.worker_role,
                     "namespace": settings.temporal_namespace,
                 },
             )
@@ -176,4 +187,6 @@ async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Tele
                 "stopping: no new tasks; draining in-flight activities for up to %ss",
                 settings.worker_graceful_shutdown_seconds,
             )
+            # Every queue drains at once, within the one grace period.
+            await asyncio.gather(*(worker.shutdown() for worker in workers))
     logger.info("worker stopped")

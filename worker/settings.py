@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core import redact
 from core.errors import SettingsError
+from core.queues import QUEUES, task_queue
 
 LOCAL_DATABASE_URL = "postgresql://postgres@127.0.0.1:55432/scheduled_jobs"
 
@@ -62,6 +63,11 @@ class Settings(BaseSettings):
     worker_max_concurrent_local_activities: int = Field(default=100, ge=1)
     worker_max_cached_workflows: int = Field(default=1000, ge=0)
     worker_identity: str | None = None
+    # Which of the fleet's task queues this worker serves (core/queues.py):
+    # `jobs`, every job's runs (TEMPORAL_TASK_QUEUE); `dispatch`, the runtime schedules'
+    # dispatchers only (`<TEMPORAL_TASK_QUEUE>-dispatch`), so a herd's work never starves
+    # the ticks; `all`, both, in one process (a small deployment, the tests).
+    worker_role: Literal["all", "jobs", "dispatch"] = "all"
     migrate_on_start: bool = True
     # `python -m schedules backfill` starts at most this many runs without --yes.
     backfill_max_runs: int = Field(default=50, ge=1)
@@ -145,6 +151,11 @@ class Settings(BaseSettings):
         if not math.isfinite(value):
             raise ValueError(f"must be a finite number of seconds, got {value}")
         return value
+
+    def task_queues(self) -> list[str]:
+        """The task queues this worker serves (WORKER_ROLE), the fleet's own first."""
+        queues = QUEUES if self.worker_role == "all" else (self.worker_role,)
+        return [task_queue(self.temporal_task_queue, q) for q in queues]
 
     @field_validator("temporal_namespace", "temporal_task_queue")
     @classmethod

@@ -8,6 +8,10 @@ per workflow run; it holds no state and calls nothing non-deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any, NoReturn
+
 from temporalio import workflow
 from temporalio.exceptions import (
     ActivityError,
@@ -17,7 +21,11 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import STALE_ATTEMPT
+    from activities.executions import ExecutionActivities
+    from activities.models import STALE_ATTEMPT, ExecutionRef, FailureInput
+
+# How a workflow runs a bookkeeping activity: (activity method, its input) -> its result.
+Bookkeeping = Callable[[Any, Any], Awaitable[Any]]
 
 
 def cause(exc: BaseException) -> BaseException | None:
@@ -40,3 +48,30 @@ def message(exc: BaseException) -> str:
     """The failure's own message: its cause's, when it has one."""
     why = cause(exc)
     return str(why) if why is not None else str(exc)
+
+
+async def fail_run(
+    execution: ExecutionRef | None,
+    err: BaseException,
+    record: Bookkeeping,
+    job_name: str = "",
+    slot: datetime | None = None,
+) -> NoReturn:
+    """End a run on its work's failure, visibly: the slot is recorded failed (only if this
+    run still holds it) through the workflow's own bookkeeping activity, then the run
+    fails for good, naming the slot and the error. Without an execution (a run whose claim
+    was never made) nothing is recorded, and `job_name` and `slot` name it."""
+    if execution is not None:
+        job_name, slot = execution.job_name, execution.scheduled_at
+        await record(
+            ExecutionActivities.record_failure,
+            FailureInput(
+                execution_id=execution.execution_id,
+                run_id=workflow.info().run_id,
+                error=message(err),
+            ),
+        )
+    when = slot.isoformat() if slot is not None else "its slot"
+    raise ApplicationError(
+        f"{job_name} at {when} failed: {message(err)}", non_retryable=True
+    ) from err

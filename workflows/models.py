@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         ClaimResult,
         ExecutionRef,
         Origin,
+        SlotOutcome,
         TimingField,
         Trigger,
         WorkResult,
@@ -134,25 +135,14 @@ class JobRun(BaseModel):
         return data | {"timing": timing}
 
 
-class SlotRun(BaseModel):
+class SlotRun(SlotOutcome):
     """One (job, scheduled time) this workflow ran or settled."""
 
-    scheduled_at: datetime
-    execution_id: int | None = None
-    outcome: Literal["completed", "already_completed", "skipped", "superseded"]
-    counts: dict[str, int] = Field(default_factory=dict)
-    reason: str | None = None
 
-
-class JobRunResult(BaseModel):
+class JobRunResult(SlotOutcome):
     """What the run did, as shown in the Temporal UI: ids and counts only."""
 
     job_name: str
-    scheduled_at: datetime
-    execution_id: int | None = None
-    outcome: Literal["completed", "already_completed", "skipped", "superseded"]
-    counts: dict[str, int] = Field(default_factory=dict)
-    reason: str | None = None
     # Missed earlier slots this run caught up on (oldest first), and those it skipped.
     caught_up: list[SlotRun] = Field(default_factory=list)
     missed_skipped: int = 0

@@ -19,12 +19,11 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
-    from activities.executions import ExecutionActivities
-    from activities.models import ExecutionRef, FailureInput, WorkInput, WorkResult
+    from activities.models import ExecutionRef, WorkInput, WorkResult
     from activities.runtime import RuntimeActivities
     from activities.runtime_models import (
         BatchInput,
@@ -40,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.attempts import with_fresh_series
 from workflows.dependencies import DEPENDS_PATCH, UpstreamWait
-from workflows.failures import message, superseded
+from workflows.failures import fail_run, message, superseded
 
 # Bookkeeping activities retry until the database is back, for up to an hour.
 _BOOKKEEPING: dict[str, Any] = {
@@ -96,7 +95,7 @@ class RuntimeRunWorkflow:
         except ActivityError as err:
             if superseded(err):
                 return done.model_copy(update={"outcome": "superseded", "reason": message(err)})
-            await self._fail(execution, err)
+            await fail_run(execution, err, self._bookkeeping)
         outcome = "already_completed" if work.already_completed else "completed"
         return done.model_copy(update={"outcome": outcome, "counts": work.counts})
 
@@ -123,16 +122,10 @@ class RuntimeRunWorkflow:
 
     async def _begin(self, run: RuntimeRun) -> RuntimeBegun:
         info = workflow.info()
-        return await workflow.execute_local_activity_method(
-            RuntimeActivities.begin_runtime_run,
-            RuntimeBegin(
-                run=run,
-                workflow_id=info.workflow_id,
-                run_id=info.run_id,
-                server_now=workflow.now(),
-            ),
-            **_BOOKKEEPING,
+        begin = RuntimeBegin(
+            run=run, workflow_id=info.workflow_id, run_id=info.run_id, server_now=workflow.now()
         )
+        return await self._bookkeeping(RuntimeActivities.begin_runtime_run, begin)
 
     async def _work(self, execution: ExecutionRef, work: RuntimeWork) -> WorkResult:
         """The kind's work activity for the slot, with the kind's timeouts and retries."""
@@ -151,26 +144,17 @@ class RuntimeRunWorkflow:
             retry_policy=RetryPolicy(maximum_attempts=work.maximum_attempts, **_WORK_RETRY),
         )
 
-    async def _fail(self, execution: ExecutionRef, err: ActivityError) -> None:
-        await workflow.execute_local_activity_method(
-            ExecutionActivities.record_failure,
-            FailureInput(
-                execution_id=execution.execution_id,
-                run_id=workflow.info().run_id,
-                error=message(err),
-            ),
-            **_BOOKKEEPING,
-        )
-        raise ApplicationError(
-            f"{execution.job_name} at {execution.scheduled_at.isoformat()} failed: {message(err)}",
-            non_retryable=True,
-        ) from err
+    @staticmethod
+    async def _bookkeeping(method: Any, arg: Any) -> Any:
+        """A bookkeeping activity (the begin, recording a failure): local, retried until
+        the database is back."""
+        return await workflow.execute_local_activity_method(method, arg, **_BOOKKEEPING)
 
 
 @workflow.defn
 class RuntimeBatchWorkflow:
-    """Many light slots of one kind: each activity call works the next slots, each slot in
-    one transaction of its own under its own ledger row and fencing token."""
+    """Many light slots of one kind: each activity call works the next slots in one
+    transaction, each slot under its own ledger row and fencing token."""
 
     @workflow.run
     async def run(self, batch: BatchRun) -> BatchResult:

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
@@ -31,7 +31,6 @@ with workflow.unsafe.imports_passed_through():
         ClaimInput,
         ClaimResult,
         ExecutionRef,
-        FailureInput,
         Origin,
         WorkInput,
         WorkResult,
@@ -42,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows.attempts import with_fresh_series
 from workflows.dependencies import DEPENDS_PATCH, UpstreamWait
 from workflows.details import backfill_note, run_headline, showing, summary
-from workflows.failures import cancelled, message, superseded
+from workflows.failures import cancelled, fail_run, message, superseded
 from workflows.models import (
     STEPS_ID_SUFFIX,
     Begun,
@@ -362,16 +361,7 @@ class ScheduledJobWorkflow:
             raise asyncio.CancelledError(message(err)) from err
         # A workflow job has settled its execution already (compensated or failed);
         # this marks only what is still running under this run.
-        if execution is not None:
-            run_id, slot = workflow.info().run_id, execution.scheduled_at
-            failure = FailureInput(
-                execution_id=execution.execution_id, run_id=run_id, error=message(err)
-            )
-            await self._bookkeeping(ExecutionActivities.record_failure, failure)
-        raise ApplicationError(
-            f"{job.job_name} at {slot.isoformat()} failed: {message(err)}",
-            non_retryable=True,
-        ) from err
+        await fail_run(execution, err, self._bookkeeping, job.job_name, slot)
 
     async def _work(self, job: JobRun, work: WorkInput, result_type: type[WorkResult]) -> Any:
         """The kind's work activity, with the job's timeouts and retries: one slot's work,

@@ -8,13 +8,16 @@ idempotent, so a retried or duplicated dispatcher run only finishes what another
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities.chunk_gate import pass_chunk_gate
 from activities.chunked import begin_attempt, fenced
-from activities.dispatch import Dispatcher, activity_heartbeat
+from activities.dispatch import START_CONCURRENCY, Dispatcher, activity_heartbeat
 from activities.models import WorkInput, WorkResult
 from activities.telemetry import record_completed
 
@@ -33,8 +36,14 @@ def batch_kinds() -> frozenset[str]:
 class DispatchActivities:
     """The dispatcher's activity; built by the worker with its pool."""
 
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    def __init__(self, pool: AsyncConnectionPool, settings: Any) -> None:
         self.pool = pool
+        # The runs start on the fleet's task queue; this activity runs on its dispatch
+        # queue (`core.queues`).
+        self.task_queue: str = settings.temporal_task_queue
+        # One gate for every shard this process ticks: at most START_CONCURRENCY starts
+        # in flight, as one client would have (bench/RESULTS.md, runtime herd).
+        self.start_gate = asyncio.Semaphore(START_CONCURRENCY)
 
     async def dispatch_runtime_shard(self, work: WorkInput, params: DispatchParams) -> WorkResult:
         """Dispatch the shard's slots due by this run's scheduled time."""
@@ -45,10 +54,11 @@ class DispatchActivities:
         dispatcher = Dispatcher(
             self.pool,
             activity.client(),
-            activity.info().task_queue,
+            self.task_queue,
             batch_kinds(),
             heartbeat=activity_heartbeat,
             after_decide=lambda: pass_chunk_gate(self.pool, {}),
+            start_gate=self.start_gate,
         )
         counts = (await dispatcher.tick(params.shard, execution.scheduled_at)).as_dict()
         async with fenced(self.pool, fence, execution, "complete") as conn:

@@ -1,18 +1,16 @@
-"""`test-noop`, the runtime kind of the tests and benches (declared here so the workers
-run it; `schedules.tenants.kinds` names it too): a slot recorded like any other, with no
-work. It runs in batches, so a herd of its slots measures the engine, not a job."""
+"""`test-noop`, the runtime kind of the tests and benches (declared here, so the workers run
+it and `schedules.tenants` accepts it): a slot recorded like any other, with no work. It
+runs in batches, so a herd of its slots measures the engine, not a job."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.chunked import run_in_one_transaction
 from activities.kinds import JobKind, RuntimeKind
 from activities.models import ExecutionRef, WorkInput, WorkResult
+from activities.runtime import run_slot
 
 
 class NoopParams(BaseModel):
@@ -36,14 +34,7 @@ class NoopActivities:
 
     async def run_noop(self, work: WorkInput, params: NoopParams) -> WorkResult:
         """A slot run on its own (a trigger, a backfill): the same, in one transaction."""
-
-        async def plan(conn: AsyncConnection) -> dict[str, Any]:
-            return {"counts": {}}
-
-        async def step(conn: AsyncConnection, progress: dict[str, Any]):
-            return {"counts": await self.noop_in(conn, work.execution, params)}, True
-
-        return await run_in_one_transaction(self.pool, work.execution, plan, step)
+        return await run_slot(self.pool, work, self.noop_in, params)
 
 
 KINDS = (
@@ -56,11 +47,4 @@ KINDS = (
         owner=NoopActivities,
     ),
 )
-RUNTIME_KINDS = (
-    RuntimeKind(
-        name="test-noop",
-        params_model=NoopParams,
-        batch=True,
-        description="does nothing: for the tests and benches of runtime schedules",
-    ),
-)
+RUNTIME_KINDS = (RuntimeKind.of(KINDS[0], batch=True),)

@@ -19,10 +19,4 @@ KINDS = (
         owner=WeeklyReportActivities,
     ),
 )
-RUNTIME_KINDS = (
-    RuntimeKind(
-        name="weekly-report",
-        params_model=WeeklyReportParams,
-        description="email a customer the summary of their local week, in their zone",
-    ),
-)
+RUNTIME_KINDS = (RuntimeKind.of(KINDS[0]),)  # one slot per run: a report is a customer's

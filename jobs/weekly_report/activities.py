@@ -8,14 +8,12 @@ outbox row keyed by the slot) commit with the slot's completion, under its fenci
 
 from __future__ import annotations
 
-from typing import Any
-
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.chunked import run_in_one_transaction
 from activities.models import ExecutionRef, WorkInput, WorkResult
+from activities.runtime import run_slot
 from core.sql import queries
 
 _Q = queries(__package__, "queries")
@@ -61,11 +59,4 @@ class WeeklyReportActivities:
 
     async def send_weekly_report(self, work: WorkInput, params: WeeklyReportParams) -> WorkResult:
         """One slot's report: take over, report, email and complete in one transaction."""
-
-        async def plan(conn: AsyncConnection) -> dict[str, Any]:
-            return {"counts": {}}
-
-        async def step(conn: AsyncConnection, progress: dict[str, Any]):
-            return {"counts": await self.report_in(conn, work.execution, params)}, True
-
-        return await run_in_one_transaction(self.pool, work.execution, plan, step)
+        return await run_slot(self.pool, work, self.report_in, params)

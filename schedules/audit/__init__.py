@@ -24,6 +24,7 @@ from schedules.audit.checks import NOT_VIOLATIONS, Finding, JobScope, judge
 from schedules.audit.dependencies import catalog_findings
 from schedules.audit.history import Window, read_ledger, read_visibility, recheck
 from schedules.audit.runtime import audit_runtime
+from schedules.catalog.compile import job_task_queue
 from schedules.health.check_run import describe_states
 
 DEFAULT_SETTLE = timedelta(minutes=15)
@@ -71,7 +72,8 @@ async def run_audit(
 
     `end` defaults to `now`, `start` to 7 days before `end`. `only_jobs`: the outbox
     delivery check looks only at the messages of these jobs (else at every message queued
-    in the window). `task_queue` is the fleet's: the runs listed are those on it.
+    in the window). `task_queue` is the fleet's: the runs listed are those on each job's
+    queue of it (`job_task_queue`: the dispatchers' own).
     `states` (each job's `schedules.health.check.ScheduleState`: paused, timing_since) default to
     what Temporal's schedules say now. `runtime`: judge the runtime schedules too
     (`schedules.audit.runtime`). `known`: catalog jobs besides `jobs` that may be their
@@ -88,18 +90,11 @@ async def run_audit(
         describe_states(client, described_ids, timeout) if states is None else _given(states),
         read_ledger(conninfo, jobs, window, only_jobs=only_jobs, timeout=timeout),
     )
-    running = [
-        (row.workflow_id, row.run_id)
-        for rows in ledger.rows.values()
-        for row in rows.values()
-        if row.status == "running" and row.workflow_id and row.run_id
-    ]
     visibility = await read_visibility(
         client,
-        job_ids,
-        task_queue,
+        {job.id: job_task_queue(job, task_queue) for job in jobs},
         window,
-        running,
+        ledger.running(),
         pages_per_second=pages_per_second,
         timeout=timeout,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -68,6 +68,15 @@ class Ledger:
     @property
     def by_id(self) -> dict[int, Any]:
         return {row.id: row for rows in self.rows.values() for row in rows.values()}
+
+    def running(self) -> list[tuple[str, str]]:
+        """(workflow id, run id) of each row still `running`: the runs to ask Temporal about."""
+        return [
+            (row.workflow_id, row.run_id)
+            for rows in self.rows.values()
+            for row in rows.values()
+            if row.status == "running" and row.workflow_id and row.run_id
+        ]
 
 
 @dataclass
@@ -254,28 +263,38 @@ async def describe_run(client: Client, workflow_id: str, run_id: str, timeout: f
 
 async def read_visibility(
     client: Client,
-    job_ids: Sequence[str],
-    task_queue: str,
+    queues: Mapping[str, str],
     window: Window,
     running: Sequence[tuple[str, str]],
     *,
     pages_per_second: float,
     timeout: float,
 ) -> Visibility:
-    """Each job's runs in the window, the retention, and the state of `running` rows' runs
-    and of the runs listed RUNNING."""
+    """Each job's runs in the window (`queues`: each job id's task queue), the retention,
+    and the state of `running` rows' runs and of the runs listed RUNNING."""
     rate = _Rate(pages_per_second)
     seen = Visibility(retention=await _retention(client, timeout))
-    for job_id in job_ids:
+    for job_id, task_queue in queues.items():
         seen.runs[job_id] = await list_runs(client, job_id, task_queue, window, rate, timeout)
+    in_flight = [key for key, status in seen._listed.items() if status == "RUNNING"]
+    await describe_running(client, seen, [*running, *in_flight], rate, timeout)
+    return seen
+
+
+async def describe_running(
+    client: Client,
+    seen: Visibility,
+    runs: Sequence[tuple[str, str]],
+    rate: _Rate,
+    timeout: float,
+) -> None:
+    """The state of each of `runs` (workflow id, run id), into `seen.running`, once its
+    runs are listed: a closed status in the listing is final; RUNNING there may be stale
+    (visibility lags the run's history), so the run itself is asked."""
     listed = seen._listed
-    in_flight = [key for key, status in listed.items() if status == "RUNNING"]
-    for key in dict.fromkeys([*running, *in_flight]):
-        # A closed status in the listing is final; RUNNING there may be stale (visibility
-        # lags the run's history), so the run itself is asked.
+    for key in dict.fromkeys(runs):
         if listed.get(key, "RUNNING") != "RUNNING":
             seen.running[key] = listed[key]
         else:
             await rate.wait()
             seen.running[key] = await describe_run(client, *key, timeout)
-    return seen

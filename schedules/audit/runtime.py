@@ -52,7 +52,7 @@ from schedules.audit.history import (
     _iso,
     _Rate,
     _retention,
-    describe_run,
+    describe_running,
     read_ledger,
     slot_of,
 )
@@ -122,14 +122,8 @@ async def audit_runtime(
     if not jobs:
         return RuntimeAudit([], [], 0, 0, {})
     ledger = await read_ledger(conninfo, jobs, window, only_jobs=True, timeout=timeout)
-    running = [
-        (row.workflow_id, row.run_id)
-        for rows in ledger.rows.values()
-        for row in rows.values()
-        if row.status == "running" and row.workflow_id and row.run_id
-    ]
     visibility = await _visibility(
-        client, {j.id for j in jobs}, task_queue, window, running, timeout
+        client, {j.id for j in jobs}, task_queue, window, ledger.running(), timeout
     )
     findings: list[Finding] = []
     scopes = []
@@ -319,13 +313,7 @@ async def _visibility(
                 seen.runs.setdefault(job_id, []).append(Run(ex.id, ex.run_id, status, slot))
         if not pages.next_page_token:
             break
-    listed = {(r.workflow_id, r.run_id): r.status for runs in seen.runs.values() for r in runs}
-    for key in running:
-        if listed.get(key, "RUNNING") != "RUNNING":
-            seen.running[key] = listed[key]
-        else:
-            await rate.wait()
-            seen.running[key] = await describe_run(client, *key, timeout)
+    await describe_running(client, seen, running, rate, timeout)
     return seen
 
 

@@ -18,6 +18,8 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributeKey
 
+from core.queues import task_queue as fleet_queue
+from jobs import kinds
 from schedules.catalog.calendars import CALENDAR_FIELDS
 from schedules.catalog.limits import MAX_DETAILS_BYTES, MAX_NOTE_BYTES, MAX_SUMMARY_BYTES, fit
 from schedules.catalog.model import JobSpec
@@ -113,6 +115,13 @@ def job_run(
     )
 
 
+def job_task_queue(job: JobSpec, task_queue: str) -> str:
+    """The task queue `job`'s runs use, `task_queue` being the fleet's: its own, or its
+    `dispatch` queue for a dispatcher kind (`core.queues`)."""
+    kind = kinds().get(job.kind)
+    return fleet_queue(task_queue, kind.queue) if kind is not None else task_queue
+
+
 def compile_schedule(
     job: JobSpec,
     task_queue: str,
@@ -122,7 +131,8 @@ def compile_schedule(
     spec: ScheduleSpec | None = None,
     timing_pending: bool = False,
 ) -> Schedule:
-    """Build the schedule: schedule id and workflow id are the job id.
+    """Build the schedule: schedule id and workflow id are the job id; its runs go to the
+    job's own task queue of the fleet whose queue is `task_queue` (`job_task_queue`).
 
     The spec is the job's `Timing.spec` (DST-exact; `now` places its horizon). `spec`,
     when given, is one already made for this job (sync compiles each job once per run: the
@@ -134,7 +144,7 @@ def compile_schedule(
             ScheduledJobWorkflow.run,
             job_run(job, timing_since, now, timing_pending=timing_pending),
             id=job.id,
-            task_queue=task_queue,
+            task_queue=job_task_queue(job, task_queue),
             memo={CATALOG_MEMO_KEY: memo_entry(job)},
             # Shown by the Temporal UI on the schedule and on every run it starts; cut to
             # Temporal's user-metadata limits (the run input has the whole description).

@@ -16,6 +16,7 @@ from temporalio.client import Client
 from activities.backfills import covering_backfill
 from activities.catchup import second_occurrence_of
 from core.errors import TemporalUnreachableError
+from schedules.catalog.compile import job_task_queue
 from schedules.catalog.model import JobSpec
 from schedules.catalog.times import utc_text
 from schedules.health.explain import Evidence
@@ -64,7 +65,7 @@ async def gather_evidence(
 
     `client` may be a coroutine function that makes one: it is called only when the server
     has to be asked, and a failure to connect is noted like any unreachable server."""
-    ev = Evidence(job=job, fire=fire, now=now, task_queue=task_queue)
+    ev = Evidence(job=job, fire=fire, now=now, task_queue=job_task_queue(job, task_queue))
     ev.on_grid = on_grid(job, fire)
     if not ev.on_grid:
         ev.neighbours = neighbours(job, fire)

@@ -71,7 +71,7 @@ def _ended(status_name: str | None) -> str:
 
 
 async def _took(
-    client: Client, retry: Retry, workflow_id: str, run_id: str
+    client: Client, retry: Retry, workflow_id: str, run_id: str | None
 ) -> tuple[timedelta | None, str | None]:
     """How long the run took (start to close) and how it closed, from the server."""
     described = await retry(
@@ -86,16 +86,20 @@ async def _took(
 async def wait_for_run(
     client: Client,
     workflow_id: str,
-    run_id: str,
+    run_id: str | None,
     slot: datetime,
     origin: str,
     deadline: float,
     *,
     retry: Retry | None = None,
+    result_type: type = JobRunResult,
 ) -> RunOutcome:
-    """Wait (until `deadline`, a `time.monotonic()` value) for one run's result."""
+    """Wait (until `deadline`, a `time.monotonic()` value) for one run's result: a catalog
+    job's run (`JobRunResult`), or a runtime schedule's (`result_type`
+    `RuntimeRunResult`: no origin nor catch-up in it, `origin` stands). `run_id` None:
+    the newest run of `workflow_id`."""
     retry = retry or Retry.for_client(client)
-    handle = client.get_workflow_handle(workflow_id, run_id=run_id, result_type=JobRunResult)
+    handle = client.get_workflow_handle(workflow_id, run_id=run_id, result_type=result_type)
     outcome = RunOutcome(slot=slot, workflow_id=workflow_id, origin=origin, status="")
     try:
         result: JobRunResult = await asyncio.wait_for(
@@ -115,11 +119,11 @@ async def wait_for_run(
         return outcome
     outcome.took, _ = await _took(client, retry, workflow_id, run_id)
     outcome.slot = result.scheduled_at
-    outcome.origin = result.origin
+    outcome.origin = getattr(result, "origin", origin)
     outcome.status = result.outcome.replace("_", " ")
     outcome.counts = dict(result.counts)
     outcome.reason = result.reason
-    outcome.caught_up = len(result.caught_up)
+    outcome.caught_up = len(getattr(result, "caught_up", ()))
     return outcome
 
 

@@ -54,6 +54,7 @@ from schedules.catalog.compile import (
     MANAGED_MEMO_VALUE,
     TIMING_FIELDS,
     compile_schedule,
+    job_task_queue,
     memo_entry,
     schedule_digest,
     timing_stamp,
@@ -320,8 +321,8 @@ def _fields(
     job = target.job
     fields = _field_changes(old, memo_entry(job))
     task_queue = description.schedule.action.task_queue
-    if task_queue != target.task_queue:
-        fields["task_queue"] = (task_queue, target.task_queue)
+    if task_queue != (wanted := job_task_queue(job, target.task_queue)):
+        fields["task_queue"] = (task_queue, wanted)
     # A DST-compiled spec is good for about ten years; it is recompiled once a year, and
     # when the tz database or the compiler changed (timing/calendars.py).
     stored = description.schedule.spec

@@ -6,6 +6,8 @@ The Python API an application calls; each function takes a connection string or 
 is the same on the command line. See docs/runtime-schedules.md.
 """
 
+from activities.runtime_models import ledger_name
+from activities.runtime_models import slot_workflow_id as workflow_id
 from schedules.tenants.api import (
     Outcome,
     Page,
@@ -23,7 +25,7 @@ from schedules.tenants.apply import ApplyReport, apply
 from schedules.tenants.bulk import ImportReport, export, import_lines
 from schedules.tenants.fires import FireTime, next_fire_at, next_fire_times
 from schedules.tenants.kinds import RuntimeKind, register_kind, runtime_kind, runtime_kinds
-from schedules.tenants.model import SHARDS, Definition, Schedule, ledger_name, workflow_id
+from schedules.tenants.model import SHARDS, Definition, Schedule
 from schedules.tenants.quota import Quotas
 from schedules.tenants.slots import (
     Explanation,

@@ -128,8 +128,14 @@ async def find(db: Database, tenant: str, name: str) -> Schedule:
     return found
 
 
-async def _live_locked(conn: Any, schedule_id: int, expected_version: int | None) -> Schedule:
+async def _live_locked(
+    conn: Any, schedule_id: int, expected_version: int | None, *, deleted_ok: bool = False
+) -> Schedule:
+    """The schedule, locked, if live and at `expected_version` (when given); a deleted one
+    is refused, unless `deleted_ok` (then returned as it is, whatever its version)."""
     current = await store.by_id(conn, schedule_id, lock=True)
+    if current.deleted_at is not None and deleted_ok:
+        return current
     if current.deleted_at is not None:
         raise ScheduleNotFoundError(
             f"runtime schedule {schedule_id} ({current.tenant!r}/{current.name!r}) was "
@@ -152,17 +158,23 @@ async def _change(
     by: str,
     now: datetime,
     decide: Callable[[Schedule], Schedule | None],
+    *,
+    deleted_ok: bool = False,
 ) -> Outcome:
-    """One write of a live schedule: locked (at `expected_version` when given), its new
-    state from `decide` (None: nothing to change), written with its change-log row. A
-    change of its dependencies or its timing is checked against the tenant's other
-    schedules first (`schedules.tenants.dependencies`), under the tenant's lock."""
+    """One write of a live schedule (or a deleted one, `deleted_ok`): locked (at
+    `expected_version` when given), its new state from `decide` (None: nothing to change),
+    written with its change-log row. A change of its dependencies or its timing is checked
+    against the tenant's other schedules first, and a delete refuses to orphan the
+    schedules that depend on it (`schedules.tenants.dependencies`), under the tenant's lock."""
     async with store.transaction(db) as conn:
-        current = await _live_locked(conn, schedule_id, expected_version)
+        current = await _live_locked(conn, schedule_id, expected_version, deleted_ok=deleted_ok)
         new = decide(current)
         if new is None:
             return Outcome(current, changed=False)
-        if new.depends_on != current.depends_on or new.timing != current.timing:
+        if action == "delete":
+            await conn.execute(store.Q["lock_tenant"], {"tenant": current.tenant})
+            await dependencies.refuse_orphaning(conn, current.tenant, [current.name])
+        elif new.depends_on != current.depends_on or new.timing != current.timing:
             await conn.execute(store.Q["lock_tenant"], {"tenant": current.tenant})
             others = await dependencies.tenant_set(conn, current.tenant)
             dependencies.check(current.tenant, others | {new.name: new}, {new.name}, now)
@@ -273,16 +285,15 @@ async def delete(
     """Soft-delete a schedule: no later slot is dispatched, a run in flight goes on, and
     its record (ledger, intents, change log) stays. Its name is free again at once."""
     now = clock()
-    async with store.transaction(db) as conn:
-        current = await store.by_id(conn, schedule_id, lock=True)
+
+    def deleted(current: Schedule) -> Schedule | None:
         if current.deleted_at is not None:
-            return Outcome(current, changed=False)
-        current = await _live_locked(conn, schedule_id, expected_version)
-        await conn.execute(store.Q["lock_tenant"], {"tenant": current.tenant})
-        await dependencies.refuse_orphaning(conn, current.tenant, [current.name])
-        new = current.model_copy(update={"deleted_at": now, "next_fire_at": None})
-        stored = await store.write_logged(conn, current, new, "delete", now=now, by=by)
-        return Outcome(stored, changed=True)
+            return None  # deleted before: a delete is idempotent
+        return current.model_copy(update={"deleted_at": now, "next_fire_at": None})
+
+    return await _change(
+        db, schedule_id, expected_version, "delete", by, now, deleted, deleted_ok=True
+    )
 
 
 async def list_schedules(

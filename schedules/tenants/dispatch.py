@@ -13,8 +13,8 @@ from datetime import datetime
 
 from temporalio.client import Client
 
-from activities.dispatch import Intent as DispatchIntent
-from activities.dispatch import attributes_registered, start_intent
+from activities.runtime_start import Intent as DispatchIntent
+from activities.runtime_start import attributes_registered, start_intent
 
 
 @dataclass(frozen=True)

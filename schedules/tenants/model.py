@@ -10,7 +10,8 @@ normalised, by the kind's own model.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache, lru_cache
 from typing import Any
@@ -25,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from activities.runtime_models import ledger_name
 from core.errors import InvalidScheduleError
 from schedules.catalog.calendars import (
     CALENDAR_FIELDS,
@@ -69,15 +71,16 @@ TIMING_FIELDS = ("cron", "timezone", "start_at", "end_at", *CALENDAR_FIELDS)
 RUNTIME_ON_HOLIDAY = ("skip", "following")
 
 
-def ledger_name(schedule_id: int) -> str:
-    """The `job_executions.job_name` of a runtime schedule's slots: `rt-<id>`."""
-    return f"rt-{schedule_id}"
-
-
-def workflow_id(schedule_id: int, slot: datetime) -> str:
-    """The workflow id of one slot: `rt-<id>-<slot UTC>Z`, as Temporal names a catalog
-    job's runs (`<job>-<scheduled time>Z`)."""
-    return f"{ledger_name(schedule_id)}-{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+@contextmanager
+def _refused(
+    errors: type[Exception] | tuple[type[Exception], ...], reason: Callable[[Exception], str]
+) -> Iterator[None]:
+    """A field validator's check: what it raises of `errors` becomes the field's one-line
+    `ValueError`, `reason(exc)` (pydantic names the field)."""
+    try:
+        yield
+    except errors as exc:
+        raise ValueError(reason(exc)) from None
 
 
 def _text(value: str, what: str, limit: int = MAX_TEXT) -> str:
@@ -133,10 +136,8 @@ class Definition(BaseModel):
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str) -> str:
-        try:
+        with _refused(CronError, lambda exc: f"{exc.detail} (got {value[:80]!r})"):
             cron = parse_cron(value)  # the one grammar: names the cron's field and value
-        except CronError as exc:
-            raise ValueError(f"{exc.detail} (got {value[:80]!r})") from None
         if cron.seconds != frozenset({0}):
             raise ValueError(
                 f"runtime schedules fire on whole minutes: give 5 fields (or 6 with a year), "
@@ -147,19 +148,16 @@ class Definition(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
-        try:
+        unknown = (UnknownZoneError, ValueError, OSError)
+        with _refused(unknown, lambda _: f"is not a known IANA time zone: {value[:80]!r}"):
             zone(value)
-        except (UnknownZoneError, ValueError, OSError):
-            raise ValueError(f"is not a known IANA time zone: {value[:80]!r}") from None
         return value
 
     @field_validator("kind")
     @classmethod
     def _kind(cls, value: str) -> str:
-        try:
+        with _refused(InvalidScheduleError, lambda exc: str(exc).removeprefix("kind: ")):
             runtime_kind(value)
-        except InvalidScheduleError as exc:
-            raise ValueError(str(exc).removeprefix("kind: ")) from None
         return value
 
     @field_validator("params")

@@ -12,13 +12,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from temporalio.service import RPCError
+
 import schedules.tenants.dispatch as dispatch
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
+from activities.runtime_models import ledger_name
+from activities.runtime_models import slot_workflow_id as workflow_id
 from core.errors import InvalidScheduleError, ScheduleNotFoundError
 from schedules.tenants.api import utc_text
 from schedules.tenants.fires import FireTime, is_fire_time, next_fire_times
-from schedules.tenants.model import Schedule, ledger_name, workflow_id
+from schedules.tenants.model import Schedule
 from schedules.tenants.store import Database
 
 MAX_BACKFILL = 1000
@@ -26,12 +30,15 @@ MAX_BACKFILL = 1000
 
 @dataclass(frozen=True)
 class Requested:
-    """Slots asked for: those recorded now, and those already recorded before."""
+    """Slots asked for: those recorded now, and those already recorded before; of a
+    trigger given a client, the workflow ids it started, or why it could not start its
+    run (recorded all the same: the dispatcher's next tick starts it)."""
 
     schedule: Schedule
     recorded: list[dispatch.Intent]
     already: list[datetime]
     started: list[str] = field(default_factory=list)
+    not_started: str | None = None
 
 
 async def _live(conn: Any, schedule_id: int) -> Schedule:
@@ -72,8 +79,9 @@ async def trigger(
 ) -> Requested:
     """Run the schedule once now (slot: now, to the second), as a `manual` run, paused or
     not. The intent is recorded; with a Temporal `client` and the fleet's `task_queue` it
-    is also started at once (`dispatch.start_slot`), else the dispatcher's next tick
-    starts it."""
+    is also started at once (`dispatch.start_slot`) and marked started, else the
+    dispatcher's next tick starts it. A start Temporal refuses or cannot take is reported
+    in `not_started`, not raised: the intent is committed, and the next tick starts it."""
     now = clock().replace(microsecond=0)
     async with store.transaction(db) as conn:
         schedule = await _live(conn, schedule_id)
@@ -83,13 +91,19 @@ async def trigger(
                 conn, schedule_id, "trigger", before=None, after=None, now=now, by=by,
                 detail={"slot": utc_text(now)},
             )  # fmt: skip
-    started = []
-    if client is not None:
-        for intent in recorded:
-            labels = (schedule.tenant, schedule.name, schedule.kind)
-            if await dispatch.start_slot(client, intent, task_queue=task_queue, labels=labels):
-                started.append(intent.workflow_id)
-    return Requested(schedule, recorded, already, started)
+    if client is None or not recorded:
+        return Requested(schedule, recorded, already)
+    (intent,) = recorded
+    labels = (schedule.tenant, schedule.name, schedule.kind)
+    try:
+        if not await dispatch.start_slot(client, intent, task_queue=task_queue, labels=labels):
+            return Requested(schedule, recorded, already)  # a tick started it first
+    except (RPCError, TimeoutError) as exc:  # Temporal away, or refusing
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        return Requested(schedule, recorded, already, not_started=lines[0])
+    async with store.transaction(db) as conn:
+        await store.one(conn, "mark_started", {"schedule_id": schedule_id, "slot": now})
+    return Requested(schedule, recorded, already, [intent.workflow_id])
 
 
 async def backfill(

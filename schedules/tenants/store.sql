@@ -100,6 +100,12 @@ FROM unnest(%(slots)s::timestamptz[], %(workflow_ids)s::text[]) AS t (at, workfl
 ON CONFLICT (schedule_id, scheduled_at) DO NOTHING
 RETURNING schedule_id, scheduled_at, decided_at, started_at, workflow_id, origin
 
+-- name: mark_started
+-- A triggered slot whose run the API started itself (a tick would mark it too).
+UPDATE runtime_dispatch_intents SET started_at = now()
+WHERE schedule_id = %(schedule_id)s AND scheduled_at = %(slot)s AND started_at IS NULL
+RETURNING started_at
+
 -- name: intent_at
 SELECT * FROM runtime_dispatch_intents
 WHERE schedule_id = %(id)s AND scheduled_at = %(slot)s

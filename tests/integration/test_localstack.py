@@ -93,7 +93,7 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
     stack = start_stack(state, log, ports)
     try:
         wait_for_text(log, "workers ready", timeout=120)
-        assert "2 replicas" in log.read_text()
+        assert "2 replicas" in log.read_text() and "a dispatcher on" in log.read_text()
         assert f"webhook receiver on http://127.0.0.1:{ports[5]}/hooks" in log.read_text()
         with urllib.request.urlopen(f"http://127.0.0.1:{ports[2]}/", timeout=10) as page:
             assert page.status == 200
@@ -127,14 +127,15 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
                 "SELECT count(*) FROM invoices WHERE status = 'Unpaid' AND due_date < current_date"
             ).fetchone()
         assert unpaid > 0  # the demo data has invoices past due
-        subprocess.run(
-            [
-                *(temporal_binary(), "schedule", "trigger"),
-                *("--schedule-id", "invoice-reminders", "--address", address),
-            ],
-            check=True,
-            capture_output=True,
-        )
+        for job in ("invoice-reminders", "runtime-dispatch-0"):  # a job, and a dispatcher
+            subprocess.run(
+                [
+                    *(temporal_binary(), "schedule", "trigger"),
+                    *("--schedule-id", job, "--address", address),
+                ],
+                check=True,
+                capture_output=True,
+            )
 
         def outbox() -> str:
             return subprocess.run(
@@ -171,6 +172,16 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
             assert sum(b"\r\nX-Outbox-Type: InvoiceReminder\r\n" in m for m in mails) == overdue
 
         await assert_eventually(reminders_delivered, timeout=120)
+
+        async def dispatcher_ticked():  # on its own task queue, served by its own worker
+            with psycopg.connect(db_url) as conn:
+                ticks = conn.execute(
+                    "SELECT status FROM job_executions"
+                    " WHERE job_name = 'runtime-dispatch-0' AND origin = 'manual'"
+                ).fetchall()
+            assert ticks == [("completed",)]
+
+        await assert_eventually(dispatcher_ticked, timeout=60)
         shown = outbox()
         assert "InvoiceReminder" in shown and "@" not in shown  # no customer emails printed
 

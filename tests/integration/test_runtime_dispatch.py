@@ -5,10 +5,15 @@ repeat or race adding nothing. The dispatcher's clock is the test's (`tick(shard
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from psycopg_pool import AsyncConnectionPool
+from temporalio.testing import ActivityEnvironment
 
+from activities.dispatch import Dispatcher
+from tests.helpers import assert_eventually
 from tests.integration.runtime import (
     audit_clean,
     dispatcher,
@@ -141,3 +146,40 @@ async def test_two_dispatchers_on_one_shard_split_the_work(
     await audit_clean(
         database_url, client, task_queue, MONDAY, MONDAY + timedelta(minutes=3), late=LATE
     )
+
+
+class _HeldStarts(Dispatcher):
+    """A dispatcher whose starts only count (no Temporal), behind the test's gate."""
+
+    async def attributes_registered(self) -> bool:
+        return False
+
+    async def start(self, workflow_id, first, attributes) -> bool:
+        return True
+
+
+async def test_a_tick_heartbeats_while_its_starts_wait_for_the_process_gate(db, database_url):
+    """The gate is shared by every shard a process ticks; a shard whose starts queue behind
+    the others' must keep its activity alive (it once timed out on its heartbeat)."""
+    fresh_ids(db)
+    insert_schedule(
+        db, tenant="t", name="ping", kind="weekly-report", cron="0 13 * * *", timezone="UTC",
+        next_fire_at=MONDAY, timing_since=MONDAY - timedelta(hours=1),
+    )  # fmt: skip
+    beats: list = []
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, heartbeat_timeout=timedelta(seconds=0.3))
+    env.on_heartbeat = lambda *details: beats.append(details)
+    gate = asyncio.Semaphore(0)  # the other shards hold every start of the process
+    async with AsyncConnectionPool(database_url, min_size=1, max_size=2, open=False) as pool:
+        d = _HeldStarts(pool, None, "unused", frozenset(), start_gate=gate)
+        (shard,) = db.execute("SELECT shard FROM runtime_schedules").fetchone()
+        ticking = asyncio.ensure_future(env.run(d.tick, shard, MONDAY))
+
+        async def beating():
+            assert len(beats) >= 3 and not ticking.done()
+
+        await assert_eventually(beating, timeout=30)
+        gate.release()
+        counts = await asyncio.wait_for(ticking, 30)
+    assert (counts.intents, counts.started) == (1, 1)

@@ -9,8 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from activities.runtime_models import KIND_ATTRIBUTE, SCHEDULE_ATTRIBUTE, TENANT_ATTRIBUTE
+from devstack import free_port
 from schedules import tenants
 from schedules.sync.attributes import runtime_attributes
+from tests.helpers.worker import schedules_cli
 from tests.integration.runtime import (
     audit_clean,
     dispatcher,
@@ -132,3 +134,31 @@ async def test_a_trigger_given_a_client_starts_at_once_and_is_found_by_tenant(
     assert attributes.get(TENANT_ATTRIBUTE) == "acme"
     assert attributes.get(SCHEDULE_ATTRIBUTE) == "now"
     assert attributes.get(KIND_ATTRIBUTE) == "test-noop"
+
+
+async def test_tenants_trigger_on_the_command_line_starts_the_run_and_waits_for_it(
+    db, database_url, client, task_queue, settings, start_workers
+):
+    start_workers(1)
+    fresh_ids(db)
+    await runtime_attributes(client, register=True)
+    made = (await tenants.create(database_url, every_minute("cli"))).schedule
+    await tenants.pause(database_url, made.id, "triggered only")
+    nowhere = settings.model_copy(update={"temporal_address": f"127.0.0.1:{free_port()}"})
+    away = schedules_cli(nowhere, "tenants", "trigger", str(made.id))
+    assert away.returncode == 1 and "Temporal" in away.stderr, away.stderr
+    assert db.execute("SELECT count(*) FROM runtime_dispatch_intents").fetchone() == (0,)
+
+    done = schedules_cli(settings, "tenants", "trigger", made.ledger_name, "--wait")
+    assert done.returncode == 0, done.stdout + done.stderr
+    started, note, outcome, summary = done.stdout.splitlines()
+    assert started.startswith(f"started {made.ledger_name}-") and "acme/cli" in started
+    assert note.startswith("note: the schedule is paused (triggered only)")
+    assert "manual" in outcome and "completed" in outcome and "noop 1" in outcome, outcome
+    assert summary.startswith(f"1 run(s) of {made.ledger_name}: 1 ran")
+    (row,) = slot_rows(db, made.id)  # started at once: no dispatcher ran here
+    assert (row["status"], row["origin"]) == ("completed", "manual")
+    (marked,) = db.execute("SELECT started_at FROM runtime_dispatch_intents").fetchone()
+    assert marked is not None
+    start = row["scheduled_at"] - timedelta(minutes=1)
+    await audit_clean(database_url, client, task_queue, start, start + timedelta(minutes=3))

@@ -29,6 +29,7 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 from psycopg.types.json import Jsonb
 from pydantic import SecretStr
 
+from core.queues import task_queue as fleet_queue
 from devstack import free_port
 from devstack.demo import load_demo_data
 from devstack.mailsink import MailSink, _Handler
@@ -296,7 +297,10 @@ async def test_no_secret_in_logs_stored_errors_outputs_or_histories(
         ).fetchall()
     ]
     histories = []
-    async for run in client.list_workflows(f'TaskQueue = "{task_queue}"'):
+    dispatch = fleet_queue(task_queue, "dispatch")  # the runtime dispatchers' runs
+    async for run in client.list_workflows(
+        f'TaskQueue = "{task_queue}" OR TaskQueue = "{dispatch}"'
+    ):
         history = await client.get_workflow_handle(run.id, run_id=run.run_id).fetch_history()
         histories.append(history.to_json())
     assert len(histories) >= len(catalog)

@@ -7,12 +7,16 @@ code, and keep the old ones: the replay test replays every recorded history agai
 code, so a change that would break workflows still running at deploy time fails CI.
 
     .venv/bin/python -m tests.replay.record_histories LABEL
+    .venv/bin/python -m tests.replay.record_histories LABEL --scenarios runtime
 
-The scenarios cover every path through the workflow: an on-time run, catch-up of missed
-slots, a slot that already completed (a no-op, marked `ScheduledJobsOutcome`), the repeated
-fall-back hour, a starting deadline, a direct start without a schedule, a permanent
-failure, a backfill under overlap Skip that drops slots (its run notes them), and each
-reference job.
+The catalog scenarios cover every path through `ScheduledJobWorkflow`: an on-time run,
+catch-up of missed slots, a slot that already completed (a no-op, marked
+`ScheduledJobsOutcome`), the repeated fall-back hour, a starting deadline, a direct start
+without a schedule, a permanent failure, a backfill under overlap Skip that drops slots (its
+run notes them), and each reference job. The runtime scenarios
+(`tests/replay/runtime_scenarios.py`) cover the runs of runtime schedules, `RuntimeRunWorkflow`
+and `RuntimeBatchWorkflow`; `--scenarios` records one group only (a release that changes one
+workflow records that one's).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from schedules.catalog.compile import (
 )
 from schedules.catalog.model import default_catalog, parse_catalog
 from schedules.sync.attributes import outcome_attribute
+from tests.replay.runtime_scenarios import runtime_scenarios
 from worker.migrate import apply_migrations
 from worker.release import release_waiters
 from worker.run import build_worker
@@ -393,7 +398,10 @@ async def runtime_scenario(rec: Recorder, last_hour: datetime, since: datetime) 
     await rec.save(slot_workflow_id(down_id, slot), "runtime-depends-released")
 
 
-async def record(label: str) -> None:
+SCENARIOS = {"catalog": scenarios, "runtime": runtime_scenarios}
+
+
+async def record(label: str, groups: tuple[str, ...] = tuple(SCENARIOS)) -> None:
     out = HERE / "histories" / label
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -423,17 +431,25 @@ async def record(label: str) -> None:
                 async with build_worker(client, settings, pool):
                     recorder = Recorder(client, db_url, task_queue, out)
                     recorder.provider = provider
-                    await scenarios(recorder)
+                    for group in groups:
+                        await SCENARIOS[group](recorder)
                 releasing.cancel()
         finally:
             temporal.stop()
             pg.stop("immediate")
 
 
-def main(run: Callable[[str], Awaitable[None]] = record) -> None:
+def main(run: Callable[..., Awaitable[None]] = record) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("label", help="folder under tests/replay/histories, e.g. v1")
-    asyncio.run(run(parser.parse_args().label))
+    parser.add_argument(
+        "--scenarios",
+        choices=["all", *SCENARIOS],
+        default="all",
+        help="which workflows' scenarios to record (default: all)",
+    )
+    args = parser.parse_args()
+    asyncio.run(run(args.label, tuple(SCENARIOS) if args.scenarios == "all" else (args.scenarios,)))
 
 
 if __name__ == "__main__":

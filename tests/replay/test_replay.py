@@ -41,6 +41,9 @@ def workflow_id(path: Path) -> str:
 def test_histories_were_recorded():
     labels = {path.parent.name for path in HISTORIES}
     assert "v1" in labels and len(HISTORIES) >= 14
+    # The runs of runtime schedules, per slot and in batches (issue 21).
+    runtime = {p.stem for p in HISTORIES if p.parent.name == "v6-runtime"}
+    assert {"runtime-run-completed", "runtime-run-failed", "runtime-batch"} <= runtime
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[f"{p.parent.name}/{p.stem}" for p in HISTORIES])

@@ -16,6 +16,7 @@ import yaml
 from core import metric_names
 from schedules.catalog.compile import job_run
 from schedules.catalog.model import load_catalog
+from schedules.health.runtime import FAILING, MISSED
 from schedules.health.status import DEFAULT_GRACE, Kind
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"
@@ -35,6 +36,14 @@ ALERT_FOR_KIND = {
     Kind.SCHEDULE_NOT_REGISTERED: None,  # Temporal state, not a worker metric
     Kind.BACKFILL_SKIPPED: None,  # the server's scheduler history, not a worker metric
     Kind.DEPENDENCY_OVERDUE: None,  # the ledger's wait records (dependency_waits), read by check
+}
+
+
+# Which Prometheus alert stands for each alert `check` raises of runtime schedules
+# (`schedules.health.runtime`: the same kinds, about `runtime:<kind>`), and its gauge.
+RUNTIME_ALERTS = {
+    MISSED: ("RuntimeSchedulesBehind", metric_names.RUNTIME_BEHIND),
+    FAILING: ("RuntimeSchedulesFailing", metric_names.RUNTIME_FAILING),
 }
 
 
@@ -109,6 +118,13 @@ def test_every_check_alert_has_a_prometheus_counterpart():
     assert set(ALERT_FOR_KIND) == set(Kind)
     names = {rule["alert"] for rule in alerts()}
     assert {name for name in ALERT_FOR_KIND.values() if name} <= names
+
+
+def test_every_runtime_check_alert_has_a_prometheus_counterpart_on_its_gauge():
+    by_name = {rule["alert"]: rule for rule in alerts()}
+    for name, gauge in RUNTIME_ALERTS.values():
+        assert metric_names_in(by_name[name]["expr"]) == {gauge}, name
+        assert "by (kind)" in by_name[name]["expr"], "runtime alerts are per kind, never per tenant"
 
 
 def expected_thresholds(year: int, jobs: list | None = None) -> dict[str, int]:
@@ -306,6 +322,39 @@ tests:
 """
 
 
+def runtime_gauges_test() -> dict:
+    """The runtime alerts' promtool case: weekly-report schedules behind (both replicas
+    report the gauge) then caught up, and failing then fine; test-noop at 0 stays quiet."""
+
+    def gauge(name: str, kind: str, instance: str, values: str) -> dict:
+        return {"series": f'{name}{{kind="{kind}", instance="{instance}"}}', "values": values}
+
+    def expect(alert: str, minutes: int, severity: str | None = None) -> dict:
+        labels = {"severity": severity, "kind": "weekly-report"}
+        fired = [{"exp_labels": labels}] if severity else []
+        return {"alertname": alert, "eval_time": f"{minutes}m", "exp_alerts": fired}
+
+    behind, failing = metric_names.RUNTIME_BEHIND, metric_names.RUNTIME_FAILING
+    return {
+        "name": "runtime schedules of one kind behind, failing, then fine",
+        "interval": "1m",
+        "input_series": [
+            gauge(behind, "weekly-report", "a", "0x3 120x10 0x5"),
+            gauge(behind, "weekly-report", "b", "0x3 120x10 0x5"),
+            gauge(behind, "test-noop", "a", "0x18"),
+            gauge(failing, "weekly-report", "a", "0 0 3 3 0"),
+        ],
+        "alert_rule_test": [
+            expect("RuntimeSchedulesBehind", 5),
+            expect("RuntimeSchedulesBehind", 7, "critical"),  # 2 minutes above 0
+            expect("RuntimeSchedulesBehind", 16),
+            expect("RuntimeSchedulesFailing", 1),
+            expect("RuntimeSchedulesFailing", 3, "warning"),
+            expect("RuntimeSchedulesFailing", 4),
+        ],
+    }
+
+
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package prometheus)")
 def test_promtool_rule_tests_fire_each_alert_when_they_should(tmp_path):
     data = yaml.safe_load(RULES.read_text())
@@ -313,7 +362,9 @@ def test_promtool_rule_tests_fire_each_alert_when_they_should(tmp_path):
         for rule in group["rules"]:
             rule.pop("annotations", None)
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(data, sort_keys=False))
-    (tmp_path / "tests.yml").write_text(PROMTOOL_TESTS)
+    tests = yaml.safe_load(PROMTOOL_TESTS)
+    tests["tests"].append(runtime_gauges_test())
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
     (tmp_path / "week.yml").write_text(PROMTOOL_WEEK_TESTS)
     done = subprocess.run(
         [PROMTOOL, "test", "rules", "tests.yml", "week.yml"],

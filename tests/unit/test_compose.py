@@ -47,6 +47,7 @@ SERVICES = {
     "migrate",
     "audit",
     "worker",
+    "dispatcher",
     "mailpit",
     "webhook",
     "payments",
@@ -55,7 +56,7 @@ SERVICES = {
 }
 # `audit` is an on-demand one-shot (profile `audit`): `docker compose run --rm audit`.
 ONE_SHOT = {"temporal-schema", "temporal-namespace", "migrate", "audit"}
-APP_SERVICES = ("migrate", "worker", "audit")
+APP_SERVICES = ("migrate", "worker", "dispatcher", "audit")
 SETTINGS_VARS = frozenset(name.upper() for name in Settings.model_fields)
 # Variables an app container may set that Settings does not read (a library's own, such as
 # OTEL_* once telemetry exports). None yet: every app variable is a Settings field.
@@ -418,6 +419,20 @@ def test_worker_runs_three_interchangeable_replicas():
     assert "ports" not in worker, "replicas cannot share a host port"
 
 
+def test_the_dispatchers_run_in_a_worker_of_their_own(monkeypatch):
+    """The workers serve every job's runs, the dispatcher only the ticks (core/queues.py):
+    both task queues are served, each by its own process."""
+    worker, dispatcher = (settings_of(n, monkeypatch) for n in ("worker", "dispatcher"))
+    assert (worker.worker_role, dispatcher.worker_role) == ("jobs", "dispatch")
+    assert worker.task_queues() == ["scheduled-jobs"]
+    assert dispatcher.task_queues() == ["scheduled-jobs-dispatch"]
+
+    def shape(name: str) -> dict[str, Any]:
+        return {k: v for k, v in services()[name].items() if k not in ("environment", "deploy")}
+
+    assert shape("dispatcher") == shape("worker")  # the image, command, health check, ...
+
+
 def test_only_the_setup_steps_are_one_shot_and_everything_else_has_a_healthcheck():
     assert one_shot_services() == ONE_SHOT
     for name, service in services().items():
@@ -489,7 +504,7 @@ def test_prometheus_scrapes_every_worker_and_loads_the_alert_rules(monkeypatch):
     (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "scheduled-jobs-worker"]
     assert job["honor_labels"] is True, "the metrics' job label is the scheduled job's id"
     (discovery,) = job["dns_sd_configs"]
-    assert discovery["names"] == ["worker"] and discovery["type"] == "A"
+    assert discovery["names"] == ["worker", "dispatcher"] and discovery["type"] == "A"
     assert discovery["port"] == settings_of("worker", monkeypatch).metrics_port
     assert "--config.file=/etc/prometheus/prometheus.yml" in services()["prometheus"]["command"]
 
@@ -552,8 +567,10 @@ def test_postgres_has_connections_for_everyone(monkeypatch):
     max_connections = int(given[0]) if given else 100
     temporal = env("temporal")
     temporal_conns = 4 * (int(temporal["SQL_MAX_CONNS"]) + int(temporal["SQL_VIS_MAX_CONNS"]))
-    replicas = services()["worker"]["deploy"]["replicas"]
-    worker_conns = replicas * settings_of("worker", monkeypatch).database_pool_size
+    worker_conns = sum(
+        services()[name]["deploy"]["replicas"] * settings_of(name, monkeypatch).database_pool_size
+        for name in ("worker", "dispatcher")
+    )
     migrate_conns, superuser_reserved = 1, 3
     needed = temporal_conns + worker_conns + migrate_conns + superuser_reserved
     assert needed <= max_connections

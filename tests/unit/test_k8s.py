@@ -57,6 +57,7 @@ VARIANTS = [*OVERLAYS, *SWAPS]
 NAMESPACE = "scheduled-jobs"
 SECRET = "scheduled-jobs-secrets"
 WORKER = "scheduled-jobs-worker"
+DISPATCHER = "scheduled-jobs-dispatcher"
 # Kinds that come from CRDs, with what they are checked against instead of a schema.
 CUSTOM_KINDS = {"ScaledObject", "TriggerAuthentication", "ServiceMonitor", "PrometheusRule"}
 WORKLOAD_KINDS = {"Deployment", "Job", "CronJob"}
@@ -88,6 +89,13 @@ REQUIRED_IN_WORKER = REQUIRED_EVERYWHERE | {
     "PAYMENTS_URL",
     "WORKER_GRACEFUL_SHUTDOWN_SECONDS",
     "WORKER_MAX_CONCURRENT_ACTIVITIES",
+}
+# ... and a dispatcher (the runtime schedules' ticks only) where its metrics go and its role.
+REQUIRED_IN_DISPATCHER = REQUIRED_EVERYWHERE | {
+    "METRICS_PORT",
+    "LOG_FORMAT",
+    "WORKER_ROLE",
+    "WORKER_GRACEFUL_SHUTDOWN_SECONDS",
 }
 # Values standing in for the Secret's keys when building Settings from a container's env.
 SECRET_STAND_INS = {
@@ -377,7 +385,9 @@ def test_containers_set_only_settings_variables(objects):
 def test_every_setting_a_deploy_needs_is_set(objects):
     for workload, _spec, container in containers(objects):
         names = set(environment(objects, container))
-        needed = REQUIRED_IN_WORKER if workload["kind"] == "Deployment" else REQUIRED_EVERYWHERE
+        needed = {WORKER: REQUIRED_IN_WORKER, DISPATCHER: REQUIRED_IN_DISPATCHER}.get(
+            workload["metadata"]["name"], REQUIRED_EVERYWHERE
+        )
         assert needed <= names, f"{label(workload, container)} lacks {sorted(needed - names)}"
 
 
@@ -507,7 +517,7 @@ def test_workers_spread_across_nodes(objects):
 
 def test_the_disruption_budget_covers_the_workers_and_leaves_two(objects):
     deployment = one(objects, "Deployment", WORKER)
-    budget = one(objects, "PodDisruptionBudget")["spec"]
+    budget = one(objects, "PodDisruptionBudget", WORKER)["spec"]
     assert budget["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
     assert 3 - budget["maxUnavailable"] >= 2
 
@@ -516,6 +526,24 @@ def test_worker_identity_is_left_to_the_sdk_so_health_finds_the_pod(objects, mon
     # `python -m worker health` looks for a poller `<pid>@<hostname>`; the pod name is the
     # hostname, so each pod is told apart.
     assert settings_from(objects, worker_container(objects), monkeypatch).worker_identity is None
+
+
+def test_the_dispatchers_run_in_workers_of_their_own(objects, monkeypatch):
+    """Both task queues are served, each by its own pods (core/queues.py): the workers run
+    every job's runs, two dispatchers only the ticks, one drained at a time."""
+    dispatcher = one(objects, "Deployment", DISPATCHER)
+    (container,) = pod_spec(dispatcher)["containers"]
+    roles = {
+        name: settings_from(objects, c, monkeypatch).task_queues()
+        for name, c in ((WORKER, worker_container(objects)), (DISPATCHER, container))
+    }
+    assert roles == {WORKER: ["scheduled-jobs"], DISPATCHER: ["scheduled-jobs-dispatch"]}
+    assert dispatcher["spec"]["replicas"] == 2
+    budget = one(objects, "PodDisruptionBudget", DISPATCHER)["spec"]
+    assert budget["selector"]["matchLabels"] == dispatcher["spec"]["selector"]["matchLabels"]
+    assert budget["maxUnavailable"] == 1
+    worker_pods = one(objects, "Deployment", WORKER)["spec"]["selector"]["matchLabels"]
+    assert worker_pods.items() - pod_template(dispatcher)["metadata"]["labels"].items()
 
 
 # --- migrate + sync, check ---------------------------------------------------------------

@@ -1,0 +1,90 @@
+"""Starting the run of a slot decided for a start (an intent), by the dispatcher's tick
+(`activities.dispatch`) or a trigger given a client (`schedules.tenants.dispatch`).
+
+The workflow id is the slot's (`rt-<id>-<slot>Z`) or its batch's (`rt-batch-...`), so a
+start repeated by two dispatchers, a retried tick or a trigger beside a tick is refused by
+Temporal and only reported; the runs carry the schedule's tenant, name and kind as search
+attributes (keywords `schedules sync` registers) when the namespace has them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from activities.models import Origin
+from activities.runtime_models import (
+    BATCH_PREFIX,
+    KIND_ATTRIBUTE,
+    RUNTIME_ATTRIBUTES,
+    SCHEDULE_ATTRIBUTE,
+    TENANT_ATTRIBUTE,
+    BatchRun,
+    RuntimeRun,
+)
+
+RUN_WORKFLOW = "RuntimeRunWorkflow"
+BATCH_WORKFLOW = "RuntimeBatchWorkflow"
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A slot decided for a start (a `runtime_dispatch_intents` row) and the labels of its
+    schedule, the run's search attributes."""
+
+    schedule_id: int
+    scheduled_at: datetime
+    origin: Origin
+    workflow_id: str
+    tenant: str
+    name: str
+    kind: str
+
+
+async def start_intent(
+    client: Client, task_queue: str, workflow_id: str, intent: Intent, attributes: bool
+) -> bool:
+    """Start the workflow of an intent (of a batch, when `workflow_id` is a batch's), with
+    the run's search attributes when the namespace has them. False when Temporal refuses
+    the start because a run of that id is open or completed: started before. A closed run
+    that failed or was terminated is started again (its slot's ledger row decides)."""
+    batch = workflow_id.startswith(BATCH_PREFIX)
+    pairs = [SearchAttributePair(KIND_ATTRIBUTE, intent.kind)]
+    if not batch:
+        pairs += [
+            SearchAttributePair(TENANT_ATTRIBUTE, intent.tenant),
+            SearchAttributePair(SCHEDULE_ATTRIBUTE, intent.name),
+        ]
+    arg: Any = (
+        BatchRun(batch_id=workflow_id)
+        if batch
+        else RuntimeRun(
+            schedule_id=intent.schedule_id, scheduled_at=intent.scheduled_at, origin=intent.origin
+        )
+    )
+    try:
+        await client.start_workflow(
+            BATCH_WORKFLOW if batch else RUN_WORKFLOW,
+            arg,
+            id=workflow_id,
+            task_queue=task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+            search_attributes=TypedSearchAttributes(pairs) if attributes else None,
+        )
+    except WorkflowAlreadyStartedError:
+        return False
+    return True
+
+
+async def attributes_registered(client: Client) -> bool:
+    """Whether the client's namespace has the runtime search attributes."""
+    listed = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    return all(key.name in listed.custom_attributes for key in RUNTIME_ATTRIBUTES)
