@@ -20,8 +20,11 @@ run: $(STAMP)
 psql: $(STAMP)
 	$(PY) -m devstack.psql $(ARGS)
 
+# Two pytest processes (pytest-xdist), each with its own Temporal dev server and PostgreSQL,
+# a test file's tests on one process: the suite waits on servers more than it computes.
+TEST_JOBS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile --durations=25
 
 # The integration tier K times (default 5) beside two CPU burners: tests/stress.sh.
 K ?= 5
