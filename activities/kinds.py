@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
+from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -32,6 +33,14 @@ from activities.steps import StepInput, step_activity
 from core.queues import Queue
 
 Work = Callable[[WorkInput, Any], Awaitable[WorkResult]]
+
+
+class PoolActivities:
+    """A job kind's activities (its `owner`), built by the worker with its connection pool
+    (tests build them with a test pool)."""
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self.pool = pool
 
 
 @dataclass(frozen=True)

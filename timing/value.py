@@ -151,13 +151,7 @@ class Timing(BaseModel):
         if self.calendar is None:
             return self
         # Built anew, not `model_copy`: that would carry the cached `grid` over.
-        return Timing(
-            cron=self.cron,
-            timezone=self.timezone,
-            start_at=self.start_at,
-            end_at=self.end_at,
-            jitter=self.jitter,
-        )
+        return Timing.model_validate(self.model_dump(exclude={"calendar"}))
 
     @property
     def fixed_hour(self) -> bool:

@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 
 from activities.chunked import Progress, run_in_chunks
+from activities.kinds import PoolActivities
 from activities.models import WorkInput, WorkResult
 from core.sql import queries
 
@@ -61,11 +61,8 @@ async def close_batch(conn: AsyncConnection, batch_id: int) -> tuple[int, int]:
     return payments, cents
 
 
-class SettlementActivities:
+class SettlementActivities(PoolActivities):
     """Card settlement activities; built by the worker with its connection pool."""
-
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self.pool = pool
 
     async def settle_card_payments(self, work: WorkInput, params: SettlementParams) -> WorkResult:
         """Settle the captured payments up to the slot's time in its batch, resuming on retry."""

@@ -15,13 +15,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.chunked import Progress, run_in_chunks
 from activities.heartbeat import heartbeating
+from activities.kinds import PoolActivities
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from core.sql import queries
 from timing import Timing
@@ -69,11 +69,8 @@ def job_window(work: WorkInput) -> tuple[datetime, datetime]:
     return data_window(work.timing, work.execution.scheduled_at)
 
 
-class HourlySyncActivities:
+class HourlySyncActivities(PoolActivities):
     """Hourly-sync activities; built by the worker with its connection pool."""
-
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self.pool = pool
 
     async def sync_hourly_totals(self, work: WorkInput, params: HourlySyncParams) -> WorkResult:
         """Aggregate the slot's window of events per account, once per window."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 
 from activities.chunked import Progress, run_in_chunks
+from activities.kinds import PoolActivities
 from activities.models import WorkInput, WorkResult
 from core.sql import queries
 
@@ -49,11 +49,8 @@ def reminder_window(job_name: str, scheduled_at: datetime, remind_every_days: in
     }
 
 
-class InvoiceActivities:
+class InvoiceActivities(PoolActivities):
     """Invoice activities; built by the worker with its connection pool."""
-
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self.pool = pool
 
     async def send_invoice_reminders(
         self, work: WorkInput, params: InvoiceReminderParams

@@ -15,10 +15,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field, field_validator
 
 from activities.chunked import Progress, run_in_one_transaction
+from activities.kinds import PoolActivities
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from core.sql import queries
 from timing.zones import ZoneInfo, ZoneInfoNotFoundError
@@ -106,11 +106,8 @@ async def reconcile_day(
     }
 
 
-class ReconcileActivities:
+class ReconcileActivities(PoolActivities):
     """Reconciliation activities; built by the worker with its connection pool."""
-
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self.pool = pool
 
     async def reconcile_in(
         self, conn: AsyncConnection, execution: ExecutionRef, params: ReconcileParams

@@ -5,10 +5,9 @@ runs in batches, so a herd of its slots measures the engine, not a job."""
 from __future__ import annotations
 
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.kinds import JobKind, RuntimeKind
+from activities.kinds import JobKind, PoolActivities, RuntimeKind
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from activities.runtime import run_slot
 
@@ -22,10 +21,7 @@ class NoopParams(BaseModel):
     size: int = Field(default=1, ge=1, le=1000)
 
 
-class NoopActivities:
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self.pool = pool
-
+class NoopActivities(PoolActivities):
     async def noop_in(
         self, conn: AsyncConnection, execution: ExecutionRef, params: NoopParams
     ) -> dict[str, int]:
@@ -39,12 +35,11 @@ class NoopActivities:
 
 KINDS = (
     JobKind(
-        name="test-noop",
+        "test-noop",
+        NoopActivities,
         activity="run_noop",
         slot_work="noop_in",
-        params=NoopParams,
         description="does nothing: for the tests and benches of runtime schedules",
-        owner=NoopActivities,
     ),
 )
 RUNTIME_KINDS = (RuntimeKind.of(KINDS[0], batch=True),)

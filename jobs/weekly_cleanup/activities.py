@@ -14,10 +14,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 
 from activities.chunked import Progress, run_in_chunks
+from activities.kinds import PoolActivities
 from activities.models import WorkInput, WorkResult
 from core.sql import queries
 
@@ -44,11 +44,8 @@ def cutoffs(scheduled_at: datetime, params: CleanupParams) -> dict[str, datetime
     }
 
 
-class CleanupActivities:
+class CleanupActivities(PoolActivities):
     """Cleanup activities; built by the worker with its connection pool."""
-
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self.pool = pool
 
     async def delete_expired_records(self, work: WorkInput, params: CleanupParams) -> WorkResult:
         """Delete delivered outbox messages, then old executions, one batch at a time."""

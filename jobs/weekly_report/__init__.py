@@ -7,16 +7,15 @@ customer's local week in PostgreSQL and emails it through the outbox, once per s
 """
 
 from activities.kinds import JobKind, RuntimeKind
-from jobs.weekly_report.activities import WeeklyReportActivities, WeeklyReportParams
+from jobs.weekly_report.activities import WeeklyReportActivities
 
 KINDS = (
     JobKind(
-        name="weekly-report",
+        "weekly-report",
+        WeeklyReportActivities,
         activity="send_weekly_report",
         slot_work="report_in",
-        params=WeeklyReportParams,
         description="email a customer the summary of their local week",
-        owner=WeeklyReportActivities,
     ),
 )
 RUNTIME_KINDS = (RuntimeKind.of(KINDS[0]),)  # one slot per run: a report is a customer's

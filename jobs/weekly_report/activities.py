@@ -9,9 +9,9 @@ outbox row keyed by the slot) commit with the slot's completion, under its fenci
 from __future__ import annotations
 
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 
+from activities.kinds import PoolActivities
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from activities.runtime import run_slot
 from core.sql import queries
@@ -27,11 +27,8 @@ class WeeklyReportParams(BaseModel):
     customer_id: int = Field(ge=1)
 
 
-class WeeklyReportActivities:
+class WeeklyReportActivities(PoolActivities):
     """Built by the worker with its connection pool."""
-
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self.pool = pool
 
     async def report_in(
         self, conn: AsyncConnection, execution: ExecutionRef, params: WeeklyReportParams

@@ -49,10 +49,8 @@ class DependencySpec(BaseModel):
         return checked_within(value)
 
     def dependency(self) -> Dependency:
-        """The engine's value, carried in the run input."""
-        return Dependency(
-            job=self.job, slots=self.slots, within=self.within, on_failure=self.on_failure
-        )
+        """The engine's value, carried in the run input (the same fields)."""
+        return Dependency.model_validate(self.model_dump())
 
 
 class RuntimeDependency(DependencySpec):
@@ -73,15 +71,6 @@ class RuntimeDependency(DependencySpec):
     @property
     def upstream(self) -> str:
         return self.job if self.job is not None else f"schedule {self.schedule!r}"
-
-    def dependency(self) -> Dependency:
-        return Dependency(
-            job=self.job,
-            schedule=self.schedule,
-            slots=self.slots,
-            within=self.within,
-            on_failure=self.on_failure,
-        )
 
 
 def checked_within(value: timedelta) -> timedelta:
