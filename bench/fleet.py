@@ -7,7 +7,8 @@ has one) and run the same number of worker processes:
 - **seed** (`bench/fleet_seed.py`): the seed's pattern written by hand on Temporal, one
   activity that claims the execution row `ON CONFLICT DO NOTHING`, does the job's work and
   marks it completed in one transaction: what a careful user would write instead;
-- **ours**: `ScheduledJobWorkflow` running the catalog's nightly-reconcile job (its slot
+- **ours**: `OneTransactionJobWorkflow` (`ScheduledJobWorkflow`'s type for a kind whose
+  slot work fits in one transaction) running the catalog's nightly-reconcile job (its slot
   work is one statement: the run is planned, claimed, worked and completed in one
   transaction, `activities.begin.begin_and_work`) on empty ledger and payments tables, so
   what is measured is the engine's bookkeeping, not a job's work; the seed side runs the
@@ -92,7 +93,7 @@ from schedules.catalog.compile import (  # noqa: E402
 )
 from schedules.catalog.model import default_catalog  # noqa: E402
 from worker.migrate import apply_migrations  # noqa: E402
-from workflows import ScheduledJobWorkflow  # noqa: E402
+from workflows import workflow_for  # noqa: E402
 
 ROOT = HERE.parent
 
@@ -268,7 +269,7 @@ class Fleet:
                     )
                 run = job_run(job).model_copy(update={"job_name": f"bench-d{round_}-{i}"})
                 return await self.client.start_workflow(
-                    ScheduledJobWorkflow.run,
+                    workflow_for(run),
                     run,
                     id=f"ours-d{round_}-{i}",
                     task_queue=self.our_queue,
@@ -420,7 +421,7 @@ class Fleet:
                 else:
                     run = job_run(job).model_copy(update={"job_name": wid})
                     handle = await self.client.start_workflow(
-                        ScheduledJobWorkflow.run, run, id=wid, task_queue=self.our_queue
+                        workflow_for(run), run, id=wid, task_queue=self.our_queue
                     )
                 await handle.result()
                 return handle
@@ -659,7 +660,7 @@ server CPU per run <= 1.25x raw: {_met(server <= 1.25)} ({server:.2f}x).
 
 Written by `bench/fleet.py` (see its docstring): raw Temporal (one no-op activity), the
 seed's pattern written by hand (`bench/fleet_seed.py`: one activity, one transaction), and
-ours (`ScheduledJobWorkflow`, nightly-reconcile on empty tables, {telemetry}; the seed
+ours (`OneTransactionJobWorkflow`, nightly-reconcile on empty tables, {telemetry}; the seed
 side runs the same statement).
 {pinned}. Command, from the repository root:
 

@@ -29,7 +29,7 @@ from worker.release import release_waiters
 from worker.scrubbing import ScrubbingInterceptor
 from worker.settings import Settings
 from worker.telemetry import Telemetry, worker_telemetry
-from workflows import ScheduledJobWorkflow
+from workflows import OneTransactionJobWorkflow, ScheduledJobWorkflow
 from workflows.runtime_run import RuntimeBatchWorkflow, RuntimeRunWorkflow
 
 logger = logging.getLogger(__name__)
@@ -100,6 +100,17 @@ def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
     ]
 
 
+def fleet_workflows() -> list[type]:
+    """Every workflow type the fleet runs (the replay tests replay with the same)."""
+    return [
+        ScheduledJobWorkflow,
+        OneTransactionJobWorkflow,
+        RuntimeRunWorkflow,
+        RuntimeBatchWorkflow,
+        *kind_workflows(),
+    ]
+
+
 def build_worker(
     client: Client, settings: Settings, pool: AsyncConnectionPool, task_queue: str | None = None
 ) -> Worker:
@@ -109,12 +120,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue or settings.temporal_task_queue,
-        workflows=[
-            ScheduledJobWorkflow,
-            RuntimeRunWorkflow,
-            RuntimeBatchWorkflow,
-            *kind_workflows(),
-        ],
+        workflows=fleet_workflows(),
         workflow_runner=workflow_runner(),
         activities=build_activities(pool, settings),
         max_concurrent_activities=settings.worker_max_concurrent_activities,

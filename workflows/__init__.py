@@ -14,19 +14,30 @@ from typing import TYPE_CHECKING, Any
 from workflows.models import JobRun, JobRunResult, RetrySettings, StepOptions, WorkflowJobInput
 
 if TYPE_CHECKING:
-    from workflows.scheduled_job import ScheduledJobWorkflow
+    from workflows.scheduled_job import (
+        OneTransactionJobWorkflow,
+        ScheduledJobWorkflow,
+        workflow_for,
+    )
     from workflows.steps import JobSteps
 
-_LAZY = {"ScheduledJobWorkflow": "workflows.scheduled_job", "JobSteps": "workflows.steps"}
+_LAZY = {
+    "ScheduledJobWorkflow": "workflows.scheduled_job",
+    "OneTransactionJobWorkflow": "workflows.scheduled_job",
+    "workflow_for": "workflows.scheduled_job",
+    "JobSteps": "workflows.steps",
+}
 
 __all__ = [
     "JobRun",
     "JobRunResult",
     "JobSteps",
+    "OneTransactionJobWorkflow",
     "RetrySettings",
     "ScheduledJobWorkflow",
     "StepOptions",
     "WorkflowJobInput",
+    "workflow_for",
 ]
 
 

@@ -76,15 +76,15 @@ BEGIN_RUN_PATCH = "begin-run-local"
 # in v9 (docs/architecture.md).
 CALENDAR_PATCH = "business-calendar"
 
-# Runs of a kind whose slot work fits in one transaction (`JobRun.one_transaction`) begin
-# in their work activity from here on: plan, claim and the first slot's work in ONE
-# transaction (`activities.begin.begin_and_work`), no `begin_run`. Runs started before it
-# keep `begin_run`. Patched in v6 (docs/architecture.md).
-BEGIN_IN_WORK_PATCH = "begin-in-work"
-
 
 @workflow.defn
 class ScheduledJobWorkflow:
+    # Whether a run of a kind whose slot work fits in one transaction begins in its work
+    # activity (`activities.begin.begin_and_work`): only the runs of
+    # `OneTransactionJobWorkflow`, a workflow type of its own, so that no run of this type
+    # ever changes path and needs no patch marker for it.
+    _in_work = False
+
     def __init__(self) -> None:
         self._local = False  # bookkeeping as local activities (BEGIN_RUN_PATCH)
         self._upstream = UpstreamWait()  # a slot's wait for its upstream slots
@@ -135,8 +135,7 @@ class ScheduledJobWorkflow:
         claim = self._claim_input(job, scheduled_at, origin)
         # A run that waits for upstream slots claims first and works after the wait: the
         # wait sits between the two (`_run_slot`), so it cannot begin in its work activity.
-        in_work = job.one_transaction and not job.workflow and not job.depends_on
-        if in_work and workflow.patched(BEGIN_IN_WORK_PATCH):
+        if self._in_work and begins_in_work(job):
             self._local = True
             begin = BeginInput(plan=plan_input, claim=claim, server_now=workflow.now())
             return await self._begin_in_work(job, begin) or await self._begin_run(begin)
@@ -397,3 +396,30 @@ class ScheduledJobWorkflow:
             id=f"{info.workflow_id}{STEPS_ID_SUFFIX}",
             result_type=WorkResult,
         )
+
+
+def begins_in_work(job: JobRun) -> bool:
+    """Whether `job`'s runs begin in their work activity: its kind works a slot in one
+    transaction, and a run has no upstream slots to wait for between claim and work."""
+    return job.one_transaction and not job.workflow and not job.depends_on
+
+
+@workflow.defn(name="OneTransactionJobWorkflow")
+class OneTransactionJobWorkflow(ScheduledJobWorkflow):
+    """A run of a kind whose slot work fits in one transaction: it begins in its work
+    activity, which plans, claims, works and completes the slot in ONE transaction, with no
+    `begin_run` (docs/architecture.md, The cost of one run). Sync starts it for such jobs
+    (`workflow_for`); a worker of a release without this type leaves its tasks to one that
+    has it, so no run of either type ever takes a path its history does not know."""
+
+    _in_work = True
+
+    @workflow.run
+    async def run(self, job: JobRun) -> JobRunResult:
+        return await super().run(job)
+
+
+def workflow_for(job: JobRun) -> Any:
+    """The workflow run method that runs `job`: `OneTransactionJobWorkflow` for a job
+    whose runs begin in their work activity, else `ScheduledJobWorkflow`."""
+    return OneTransactionJobWorkflow.run if begins_in_work(job) else ScheduledJobWorkflow.run

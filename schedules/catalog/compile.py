@@ -24,7 +24,7 @@ from schedules.catalog.calendars import CALENDAR_FIELDS
 from schedules.catalog.limits import MAX_DETAILS_BYTES, MAX_NOTE_BYTES, MAX_SUMMARY_BYTES, fit
 from schedules.catalog.model import JobSpec
 from timing.zones import zone
-from workflows import JobRun, ScheduledJobWorkflow
+from workflows import JobRun, workflow_for
 
 # Marks schedules this project owns, so sync never touches anyone else's.
 MANAGED_MEMO_KEY = "managed-by"
@@ -139,10 +139,11 @@ def compile_schedule(
     plan compares it, then creates or updates with it). `timing_pending` marks a timing the
     server has yet to report applying (`schedules.sync.plan`).
     """
+    run = job_run(job, timing_since, now, timing_pending=timing_pending)
     return Schedule(
         action=ScheduleActionStartWorkflow(
-            ScheduledJobWorkflow.run,
-            job_run(job, timing_since, now, timing_pending=timing_pending),
+            workflow_for(run),
+            run,
             id=job.id,
             task_queue=job_task_queue(job, task_queue),
             memo={CATALOG_MEMO_KEY: memo_entry(job)},

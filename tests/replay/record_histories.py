@@ -58,7 +58,7 @@ from worker.migrate import apply_migrations
 from worker.release import release_waiters
 from worker.run import build_worker
 from worker.settings import Settings
-from workflows import ScheduledJobWorkflow
+from workflows import workflow_for
 from workflows.runtime_run import RuntimeRunWorkflow
 
 HERE = Path(__file__).resolve().parent
@@ -238,7 +238,7 @@ async def scenarios(rec: Recorder) -> None:
         run = job_run(job).model_copy(update={"params": params})
         workflow_id = f"replay-{name}-{uuid.uuid4().hex[:6]}"
         await rec.client.start_workflow(
-            ScheduledJobWorkflow.run, run, id=workflow_id, task_queue=rec.task_queue
+            workflow_for(run), run, id=workflow_id, task_queue=rec.task_queue
         )
         await rec.save(workflow_id, name)
 
@@ -306,12 +306,18 @@ async def scenarios(rec: Recorder) -> None:
         await rec.create(job)
         await rec.backfill(job.id, slot, name=job_id)
 
-    # A kind whose slot work fits in one transaction begins in its work activity: the same
-    # night again (declined: another run holds it, so begin_run counts the duplicate), a
-    # catch-up (the oldest missed night in the begin, the rest claimed after), and a run
-    # whose work fails for good (its claim and failure recorded through begin_run).
-    reconcile = catalog["nightly-reconcile"]
-    await rec.backfill(reconcile.id, night.replace(hour=7, minute=0), name=f"{reconcile.id}-again")
+    # A kind whose slot work fits in one transaction, without upstreams, runs as
+    # `OneTransactionJobWorkflow` and begins in its work activity: a night, the same night
+    # again (declined: another run holds it, so begin_run counts the duplicate), a catch-up
+    # (the oldest missed night in the begin, the rest claimed after), and a run whose work
+    # fails for good (its claim and failure recorded through begin_run).
+    reconcile = catalog["nightly-reconcile"].model_copy(
+        update={"id": "replay-reconcile-one", "depends_on": []}
+    )
+    await rec.create(reconcile)
+    one_night = night.replace(hour=7, minute=0)
+    await rec.backfill(reconcile.id, one_night, name="one-transaction")
+    await rec.backfill(reconcile.id, one_night, name="one-transaction-again")
     behind = reconcile.model_copy(update={"id": "replay-reconcile-catchup"})
     nights = [night.replace(hour=7, minute=0) - timedelta(days=d) for d in (3, 2, 1, 0)]
     await rec.create(behind, timing_since=nights[0] - timedelta(hours=1))
@@ -321,14 +327,14 @@ async def scenarios(rec: Recorder) -> None:
         behind.id,
         nights[0],
     )
-    await rec.backfill(behind.id, nights[-1], name="nightly-reconcile-catchup")
+    await rec.backfill(behind.id, nights[-1], name="one-transaction-catchup")
     failing = reconcile.model_copy(update={"id": "replay-reconcile-failed"})
     run = job_run(failing).model_copy(update={"params": {"currency": "dollars"}})
     workflow_id = f"replay-reconcile-failed-{uuid.uuid4().hex[:6]}"
     await rec.client.start_workflow(
-        ScheduledJobWorkflow.run, run, id=workflow_id, task_queue=rec.task_queue
+        workflow_for(run), run, id=workflow_id, task_queue=rec.task_queue
     )
-    await rec.save(workflow_id, "nightly-reconcile-failed")
+    await rec.save(workflow_id, "one-transaction-failed")
     await dependency_scenarios(rec, last_hour)
 
 

@@ -20,10 +20,8 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from jobs import kind_workflows
-from worker.run import workflow_runner
+from worker.run import fleet_workflows, workflow_runner
 from workflows import ScheduledJobWorkflow
-from workflows.runtime_run import RuntimeBatchWorkflow, RuntimeRunWorkflow
 
 HISTORIES = sorted(
     p
@@ -50,12 +48,7 @@ def test_histories_were_recorded():
 async def test_history_replays_without_nondeterminism(path: Path):
     history = WorkflowHistory.from_json(workflow_id(path), path.read_text())
     replayer = Replayer(
-        workflows=[
-            ScheduledJobWorkflow,
-            RuntimeRunWorkflow,
-            RuntimeBatchWorkflow,
-            *kind_workflows(),
-        ],
+        workflows=fleet_workflows(),
         workflow_runner=workflow_runner(),
         data_converter=pydantic_data_converter,
     )

@@ -17,7 +17,14 @@ from tests.workflow.kind import BatchStepsWorkflow
 from tests.workflow.stand_ins import WORK, StandIns
 from timing import Timing
 from worker.run import workflow_runner
-from workflows import JobRun, JobRunResult, RetrySettings, ScheduledJobWorkflow
+from workflows import (
+    JobRun,
+    JobRunResult,
+    OneTransactionJobWorkflow,
+    RetrySettings,
+    ScheduledJobWorkflow,
+    workflow_for,
+)
 
 SLOT = datetime(2026, 11, 30, 2, 30, tzinfo=UTC)
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
@@ -49,7 +56,7 @@ async def stand_in_worker(
     async with Worker(
         env.client,
         task_queue=task_queue,
-        workflows=[ScheduledJobWorkflow, BatchStepsWorkflow],
+        workflows=[ScheduledJobWorkflow, OneTransactionJobWorkflow, BatchStepsWorkflow],
         activities=[*stand_ins.activities(), *more],
         workflow_runner=workflow_runner(),
         max_heartbeat_throttle_interval=timedelta(milliseconds=100),
@@ -67,7 +74,7 @@ async def start(
     )
     when = "direct" if slot is None else f"{slot:%Y-%m-%dT%H:%M:%SZ}"
     return await env.client.start_workflow(
-        ScheduledJobWorkflow.run,
+        workflow_for(run),
         run,
         id=f"{run.job_name}-{when}-{uuid.uuid4().hex[:6]}",
         task_queue=task_queue,
