@@ -63,11 +63,13 @@ START_CONCURRENCY = 64  # workflow starts in flight at once, per process
 @dataclass(frozen=True)
 class Slots:
     """One schedule's decision at a tick: slots to run (with their origin), missed slots
-    recorded skipped (with the reason), and the next slot to dispatch."""
+    recorded skipped (with the reason), the next slot to dispatch, and when each slot a
+    business calendar moved is due (its fire time; the others are due at their own)."""
 
     run: list[tuple[datetime, Origin]]
     skip: list[tuple[datetime, str]]
     next_fire_at: datetime | None
+    due: Mapping[datetime, datetime] = field(default_factory=dict)
 
 
 def decide_slots(
@@ -124,8 +126,8 @@ def _as_slots(
 ) -> Slots:
     """A schedule with a business calendar: each decided fire time as the slots its
     calendar puts there, unadjusted (the intents' and the ledger's keys), none from before
-    its timing took effect: a `following` slot runs once its fire time has come, under its
-    own time."""
+    its timing took effect, each due at that fire time: a `following` slot runs once its
+    fire time has come, a `preceding` one before its own time, both under their own."""
     slots: dict[datetime, list[datetime]] = {}
     for fire in timing.fires(low, now + _TICK, limit=MAX_CONSIDERED, newest=True):
         if since is None or fire.slot >= since:
@@ -134,6 +136,7 @@ def _as_slots(
         [(slot, origin) for at, origin in decided.run for slot in slots.get(at, [])],
         [(slot, why) for at, why in decided.skip for slot in slots.get(at, [])],
         decided.next_fire_at,
+        {slot: at for at, _ in decided.run for slot in slots.get(at, []) if slot != at},
     )
 
 
@@ -169,17 +172,20 @@ class Decisions:
 
     def __init__(self, batch_kinds: frozenset[str]) -> None:
         self.batch_kinds = batch_kinds
-        self.intents: dict[str, list] = {"ids": [], "slots": [], "workflow_ids": [], "origins": []}
+        self.intents: dict[str, list] = {
+            "ids": [], "slots": [], "workflow_ids": [], "origins": [], "dues": []
+        }  # fmt: skip
         self.skipped: dict[str, list] = {"ids": [], "slots": [], "workflow_ids": [], "reasons": []}
         self.advance: dict[str, list] = {"ids": [], "nexts": []}
-        self.batches: dict[str, list[tuple[int, datetime, Origin]]] = {}
+        self.batches: dict[str, list[tuple[int, datetime, Origin, datetime | None]]] = {}
 
     def add(self, sid: int, kind: str, slots: Slots) -> None:
         for slot, origin in slots.run:
+            due = slots.due.get(slot)
             if kind in self.batch_kinds:
-                self.batches.setdefault(kind, []).append((sid, slot, origin))
+                self.batches.setdefault(kind, []).append((sid, slot, origin, due))
             else:
-                self._intent(sid, slot, origin, slot_workflow_id(sid, slot))
+                self._intent(sid, slot, origin, slot_workflow_id(sid, slot), due)
         for slot, reason in slots.skip:
             for key, value in zip(
                 self.skipped, (sid, slot, slot_workflow_id(sid, slot), reason), strict=True
@@ -188,8 +194,10 @@ class Decisions:
         self.advance["ids"].append(sid)
         self.advance["nexts"].append(slots.next_fire_at)
 
-    def _intent(self, sid: int, slot: datetime, origin: Origin, workflow_id: str) -> None:
-        for key, value in zip(self.intents, (sid, slot, workflow_id, origin), strict=True):
+    def _intent(
+        self, sid: int, slot: datetime, origin: Origin, workflow_id: str, due: datetime | None
+    ) -> None:
+        for key, value in zip(self.intents, (sid, slot, workflow_id, origin, due), strict=True):
             self.intents[key].append(value)
 
     async def record(self, conn: Any, now: datetime, counts: TickCounts) -> None:
@@ -198,8 +206,8 @@ class Decisions:
             for i in range(0, len(members), BATCH_SLOTS):
                 chunk = members[i : i + BATCH_SLOTS]
                 batch_id = batch_workflow_id(*chunk[0][:2])
-                for sid, slot, origin in chunk:
-                    self._intent(sid, slot, origin, batch_id)
+                for sid, slot, origin, due in chunk:
+                    self._intent(sid, slot, origin, batch_id, due)
         if self.intents["ids"]:
             cur = await conn.execute(_Q["record_intents"], self.intents | {"now": now})
             counts.intents += len(await cur.fetchall())

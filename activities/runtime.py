@@ -98,7 +98,9 @@ class RuntimeActivities:
             run_id=begin.run_id,
         )
         async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(_Q["schedule"], {"id": run.schedule_id})
+            cur = await conn.execute(
+                _Q["schedule"], {"id": run.schedule_id, "slot": run.scheduled_at}
+            )
             row = await cur.fetchone()
             # A slot decided before its schedule was deleted still runs: a delete never
             # interrupts a run (the dispatcher decides no later slot).
@@ -106,7 +108,8 @@ class RuntimeActivities:
                 why = f"unknown runtime schedule or kind (schedule {run.schedule_id})"
                 await record_skipped(conn, claim, why)
                 return RuntimeBegun(job_name=claim.job_name, outcome="skipped", reason=why)
-            _, tenant, _, kind, cron, zone, params, start_at, end_at, _, depends_on = row
+            _, tenant, _, kind, cron, zone, params, start_at, end_at, _, depends_on, due = row
+            claim.due_at = due  # a slot its business calendar moved is claimed then
             with runtime_kind(kind):
                 claimed = await claim_in(conn, claim, server_now=begin.server_now, now=self.clock())
         work = RuntimeWork(

@@ -81,6 +81,7 @@ class Claimant:
             origin=slot.origin,
             workflow_id=self.workflow_id,
             run_id=self.run_id,
+            due_at=slot.due,
         )
 
 
@@ -91,6 +92,7 @@ class BatchSlot:
     origin: Origin
     kind: str
     params: Any
+    due: datetime | None = None  # when its business calendar moved it to (None: at `at`)
 
     @property
     def job(self) -> str:
@@ -123,13 +125,13 @@ class Batch:
         cur = await conn.execute(
             _Q["batch_slots"], {"batch_id": batch_id, "after": after, "limit": SLOTS_PER_ACTIVITY}
         )
-        return [BatchSlot(*row[:5]) for row in await cur.fetchall()]
+        return [BatchSlot(*row[:5], due=row[6]) for row in await cur.fetchall()]
 
     async def set_based(self, slots: list[BatchSlot]) -> None:
         """Claim, work and complete the fresh slots set-based; the others one by one.
         Raises `WorkRaised` (after which the transaction must roll back) if a work raised."""
         horizon = self.who.server_now + _FUTURE_MARGIN
-        eligible = [s for s in slots if s.kind in self.work and s.at <= horizon]
+        eligible = [s for s in slots if s.kind in self.work and (s.due or s.at) <= horizon]
         fresh = await self._claim_fresh(eligible)
         works: list[tuple[BatchSlot, int, int, dict[str, int]]] = []
         for slot in eligible:

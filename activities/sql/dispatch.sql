@@ -15,14 +15,15 @@ LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: record_intents
--- The slots decided to run, each with the workflow that runs it (its own, or a batch's);
--- a slot already decided (by a trigger, a backfill) keeps its intent.
+-- The slots decided to run, each with the workflow that runs it (its own, or a batch's)
+-- and, for a slot a business calendar moved, when it is due; a slot already decided (by
+-- a trigger, a backfill) keeps its intent.
 INSERT INTO runtime_dispatch_intents
-    (schedule_id, scheduled_at, decided_at, workflow_id, origin, requested_by)
-SELECT schedule_id, scheduled_at, %(now)s, workflow_id, origin, 'dispatcher'
+    (schedule_id, scheduled_at, decided_at, workflow_id, origin, requested_by, due_at)
+SELECT schedule_id, scheduled_at, %(now)s, workflow_id, origin, 'dispatcher', due_at
 FROM unnest(%(ids)s::bigint[], %(slots)s::timestamptz[], %(workflow_ids)s::text[],
-            %(origins)s::text[])
-     AS t(schedule_id, scheduled_at, workflow_id, origin)
+            %(origins)s::text[], %(dues)s::timestamptz[])
+     AS t(schedule_id, scheduled_at, workflow_id, origin, due_at)
 ON CONFLICT (schedule_id, scheduled_at) DO NOTHING
 RETURNING schedule_id, scheduled_at
 
@@ -44,11 +45,13 @@ WHERE s.id = t.id
 
 -- name: unstarted
 -- Intents whose workflow no dispatcher has reported started (this tick's, or those of a
--- dispatcher that died between its commit and its starts), due by now.
+-- dispatcher that died between its commit and its starts), due by now (a slot a calendar
+-- moved before its own time, `preceding`, is due at its due_at).
 SELECT i.schedule_id, i.scheduled_at, i.origin, i.workflow_id, s.tenant, s.name, s.kind
 FROM runtime_dispatch_intents i
 JOIN runtime_schedules s ON s.id = i.schedule_id
-WHERE s.shard = %(shard)s AND i.started_at IS NULL AND i.scheduled_at <= %(now)s
+WHERE s.shard = %(shard)s AND i.started_at IS NULL
+  AND coalesce(i.due_at, i.scheduled_at) <= %(now)s
 ORDER BY i.scheduled_at, i.schedule_id
 LIMIT %(limit)s
 

@@ -1,13 +1,17 @@
 -- Runs of runtime schedules (activities/runtime.py). Tables: migration 0020.
 
 -- name: schedule
+-- A slot's schedule, and when the slot is due if its business calendar moved it (its
+-- intent's due_at; NULL: at its own time).
 SELECT id, tenant, name, kind, cron, timezone, params, start_at, end_at, deleted_at,
-       depends_on
+       depends_on,
+       (SELECT due_at FROM runtime_dispatch_intents
+        WHERE schedule_id = %(id)s AND scheduled_at = %(slot)s) AS due_at
 FROM runtime_schedules WHERE id = %(id)s
 
 -- name: batch_slots
 -- A batch's slots in order, after the first `after`, with what each one's run needs.
-SELECT i.schedule_id, i.scheduled_at, i.origin, s.kind, s.params, s.deleted_at
+SELECT i.schedule_id, i.scheduled_at, i.origin, s.kind, s.params, s.deleted_at, i.due_at
 FROM runtime_dispatch_intents i
 JOIN runtime_schedules s ON s.id = i.schedule_id
 WHERE i.workflow_id = %(batch_id)s

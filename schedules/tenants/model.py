@@ -66,9 +66,6 @@ DEFINITION_FIELDS = (
     "depends_on",
 )
 TIMING_FIELDS = ("cron", "timezone", "start_at", "end_at", *CALENDAR_FIELDS)
-# What a runtime schedule's holiday may do: its dispatcher decides a slot once its fire time
-# has come, so it never runs a slot before the slot's own time (`preceding` would).
-RUNTIME_ON_HOLIDAY = ("skip", "following")
 
 
 @contextmanager
@@ -199,11 +196,6 @@ class Definition(BaseModel):
         problems = calendar_problems(self)
         if problems:
             raise ValueError(problems[0])
-        if self.on_holiday is not None and self.on_holiday not in RUNTIME_ON_HOLIDAY:
-            raise ValueError(
-                f"on_holiday: a runtime schedule takes 'skip' or 'following' (its dispatcher "
-                f"never runs a slot before its time), got {self.on_holiday!r}"
-            )
         if self.catchup == "all" and self.max_missed is None:
             raise ValueError("max_missed: catchup 'all' needs max_missed >= 1, got None")
         if self.catchup != "all" and self.max_missed is not None:

@@ -21,7 +21,7 @@ from activities.runtime_models import ledger_name
 from activities.runtime_models import slot_workflow_id as workflow_id
 from core.errors import InvalidScheduleError, ScheduleNotFoundError
 from schedules.tenants.api import utc_text
-from schedules.tenants.fires import FireTime, is_fire_time, next_fire_times
+from schedules.tenants.fires import FireTime, due_time, next_fire_times
 from schedules.tenants.model import Schedule
 from schedules.tenants.store import Database
 
@@ -49,8 +49,16 @@ async def _live(conn: Any, schedule_id: int) -> Schedule:
 
 
 async def _record(
-    conn: Any, schedule: Schedule, slots: list[datetime], origin: str, now: datetime, by: str
+    conn: Any,
+    schedule: Schedule,
+    slots: list[datetime],
+    origin: str,
+    now: datetime,
+    by: str,
+    due: dict[datetime, datetime] | None = None,
 ) -> tuple[list[dispatch.Intent], list[datetime]]:
+    """Record an intent per slot (`due`: when each slot a business calendar moved is due);
+    the recorded ones, and the slots that had one already."""
     rows = await store.all_rows(
         conn,
         "add_intent",
@@ -58,6 +66,7 @@ async def _record(
             "schedule_id": schedule.id,
             "slots": slots,
             "workflow_ids": [workflow_id(schedule.id, s) for s in slots],
+            "dues": [(due or {}).get(s) for s in slots],
             "origin": origin,
             "now": now,
             "by": by,
@@ -131,7 +140,9 @@ async def backfill(
         )
     async with store.transaction(db) as conn:
         schedule = await _live(conn, schedule_id)
-        slots = schedule.timing.fire_times(start, end, limit=limit + 1)
+        # The slots whose fire times (where a business calendar moved them) fall in range.
+        fires = schedule.timing.fires(start, end, limit=limit + 1)
+        slots = [fire.slot for fire in fires]
         if len(slots) > limit:
             raise InvalidScheduleError(
                 f"start / end: more than {limit} fire times of schedule {schedule_id} in "
@@ -139,7 +150,8 @@ async def backfill(
             )
         if dry_run or not slots:
             return Requested(schedule, [], slots)
-        recorded, already = await _record(conn, schedule, slots, "backfill", now, by)
+        due = {fire.slot: fire.at for fire in fires if fire.slot != fire.at}
+        recorded, already = await _record(conn, schedule, slots, "backfill", now, by, due)
         if recorded:
             await store.log_change(
                 conn, schedule_id, "backfill", before=None, after=None, now=now, by=by,
@@ -187,17 +199,17 @@ async def explain(
         execution = await store.one(
             conn, "execution_at", {"job": ledger_name(schedule_id), "slot": slot}
         )
-    fire = is_fire_time(schedule, slot)
-    verdict = _verdict(schedule, slot, fire, intent, execution, now)
+    due = due_time(schedule, slot)
+    verdict = _verdict(schedule, slot, due, intent, execution, now)
     return Explanation(
-        schedule, slot, fire, workflow_id(schedule_id, slot), intent, execution, verdict
+        schedule, slot, due is not None, workflow_id(schedule_id, slot), intent, execution, verdict
     )
 
 
 def _verdict(
     schedule: Schedule,
     slot: datetime,
-    fire: bool,
+    due: datetime | None,
     intent: dict[str, Any] | None,
     execution: dict[str, Any] | None,
     now: datetime,
@@ -216,18 +228,21 @@ def _verdict(
         if intent["started_at"] is None:
             return f"{intent['origin']} start decided at {utc_text(intent['decided_at'])}, not started yet"
         return f"started at {utc_text(intent['started_at'])}, no ledger row yet"
-    if not fire:
+    if due is None:
+        if schedule.timing.plain.slots_at(slot) and (skipped := schedule.timing.what_of(slot)):
+            return f"not run: its calendar {skipped}"
         return "not a fire time of this schedule, and nothing was recorded for it"
-    if slot > now:
-        return "a future fire time"
+    moved = f" (its calendar moved it to {utc_text(due)})" if due != slot else ""
+    if due > now:
+        return f"a future fire time{moved}"
     if slot < schedule.timing_since:
         return f"a fire time before the timing in force began ({utc_text(schedule.timing_since)}): not run"
     if schedule.deleted_at is not None and slot >= schedule.deleted_at:
         return f"after the schedule was deleted ({utc_text(schedule.deleted_at)}): not run"
     if schedule.paused:
         return f"paused ({schedule.note}): not run"
-    if schedule.next_fire_at is not None and slot >= schedule.next_fire_at:
-        return "due, not dispatched yet"
+    if schedule.next_fire_at is not None and due >= schedule.next_fire_at:
+        return f"due, not dispatched yet{moved}"
     return "missed: passed without an intent or a ledger row"  # fmt: skip
 
 

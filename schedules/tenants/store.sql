@@ -92,11 +92,13 @@ ORDER BY name
 FOR UPDATE
 
 -- name: add_intent
+-- A slot its business calendar moved is due at its fire time (due_at; NULL: its own).
 INSERT INTO runtime_dispatch_intents (
-    schedule_id, scheduled_at, decided_at, workflow_id, origin, requested_by
+    schedule_id, scheduled_at, decided_at, workflow_id, origin, requested_by, due_at
 )
-SELECT %(schedule_id)s, t.at, %(now)s, t.workflow_id, %(origin)s, %(by)s
-FROM unnest(%(slots)s::timestamptz[], %(workflow_ids)s::text[]) AS t (at, workflow_id)
+SELECT %(schedule_id)s, t.at, %(now)s, t.workflow_id, %(origin)s, %(by)s, t.due_at
+FROM unnest(%(slots)s::timestamptz[], %(workflow_ids)s::text[], %(dues)s::timestamptz[])
+     AS t (at, workflow_id, due_at)
 ON CONFLICT (schedule_id, scheduled_at) DO NOTHING
 RETURNING schedule_id, scheduled_at, decided_at, started_at, workflow_id, origin
 

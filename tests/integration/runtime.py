@@ -79,12 +79,14 @@ def insert_schedule(
 
 @contextlib.asynccontextmanager
 async def dispatcher(
-    database_url: str, client: Client, task_queue: str, **options: Any
+    database_url: str, client: Client, task_queue: str, *, batches: bool = True, **options: Any
 ) -> AsyncIterator[Dispatcher]:
-    """A dispatcher driven by the test: `await d.tick(shard, now)` with the test's clock."""
+    """A dispatcher driven by the test: `await d.tick(shard, now)` with the test's clock.
+    `batches` False: every slot runs on its own (`RuntimeRunWorkflow`), batch kinds too."""
     await runtime_attributes(client, register=True)
+    kinds = batch_kinds() if batches else frozenset()
     async with AsyncConnectionPool(database_url, min_size=1, max_size=4, open=False) as pool:
-        yield Dispatcher(pool, client, task_queue, batch_kinds(), **options)
+        yield Dispatcher(pool, client, task_queue, kinds, **options)
 
 
 async def tick_all(d: Dispatcher, now: datetime) -> TickCounts:

@@ -183,4 +183,8 @@ def test_the_python_walkthrough_of_the_docs_runs_as_written(database_url):
     assert lines[0].endswith("US holiday (New Year's Day)")
     assert lines[2].startswith("moved from Fri 2027-01-01 03:00 to Mon 2027-01-04")
     assert lines[3].startswith("NYSE following holidays ")
-    assert "on_holiday: a runtime schedule takes 'skip' or 'following'" in lines[4]
+    assert lines[4] == (
+        "2026-11-25 22:00:00+00:00 moved from Thu 2026-11-26 17:00 to Wed 2026-11-25: "
+        "NYSE holiday (Thanksgiving Day)"
+    )  # a runtime schedule `preceding`: Thanksgiving runs the day before
+    assert lines[5].startswith("schedule 'acme'/'x': calendar: unknown calendar 'NYSEE'")

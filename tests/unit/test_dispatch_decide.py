@@ -55,3 +55,36 @@ def test_past_end_at_no_next_slot():
     bounded = Timing(cron="0 * * * *", timezone="UTC", end_at=T + H)
     slots = decide_slots(bounded, "latest", T + H, None, T + H)
     assert slots.run == [(T + H, "scheduled")] and slots.next_fire_at is None
+
+
+def _on_nyse(on_holiday: str) -> Timing:
+    from timing.business import BusinessCalendar, CalendarRule
+
+    rule = CalendarRule(calendar=BusinessCalendar(name="NYSE", base="NYSE"), on_holiday=on_holiday)
+    return Timing(cron="0 9 * * *", timezone="America/New_York", calendar=rule)
+
+
+def _ny9(day: int, month: int = 10) -> datetime:
+    from zoneinfo import ZoneInfo
+
+    return datetime(2026, month, day, 9, tzinfo=ZoneInfo("America/New_York")).astimezone(UTC)
+
+
+@pytest.mark.parametrize(
+    ("rule", "fire", "slots", "later"),
+    [
+        # Saturday 31 October and Sunday 1 November 2026 are closed.
+        ("preceding", _ny9(30), [_ny9(30), _ny9(31), _ny9(1, 11)], _ny9(2, 11)),
+        # Saturday's would leave October: back to Friday; Sunday's forward to Monday.
+        ("modified_following", _ny9(30), [_ny9(30), _ny9(31)], _ny9(2, 11)),
+        ("following", _ny9(2, 11), [_ny9(31), _ny9(1, 11), _ny9(2, 11)], _ny9(3, 11)),
+    ],
+)
+def test_a_calendar_fire_runs_its_slots_each_due_at_the_fire(rule, fire, slots, later):
+    """The slots a fire time runs are decided at that fire time, under their own times,
+    each moved one due at the fire (the intent's due_at), before or after its own time."""
+    timing = _on_nyse(rule)
+    decided = decide_slots(timing, "skip", fire, None, fire + timedelta(seconds=5))
+    assert decided.run == [(slot, "scheduled") for slot in slots]
+    assert decided.due == {slot: fire for slot in slots if slot != fire}
+    assert decided.next_fire_at == later

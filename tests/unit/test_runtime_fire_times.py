@@ -127,3 +127,32 @@ def test_timing_since_keeps_an_edit_from_reaching_back():
     assert next_fire_at(schedule, now, now) == datetime(2027, 6, 1, 8, 0, tzinfo=UTC)
     bounded = schedule.model_copy(update={"end_at": datetime(2027, 6, 1, 9, tzinfo=UTC)})
     assert next_fire_at(bounded, edited, edited) is None  # past end_at: none left
+
+
+def test_calendar_moves_are_noted_and_each_slot_knows_when_it_runs():
+    """NYSE days, `preceding`, 09:00 New York: Thanksgiving 2026 (Thursday 26 November)
+    runs on the Wednesday before, with the Wednesday's own slot; the weekend's on Friday.
+    The schedule's own slots know their run time; another instant is no slot of it."""
+    from schedules.tenants.fires import due_time
+
+    ny = ZoneInfo("America/New_York")
+
+    def at9(day: int) -> datetime:
+        return datetime(2026, 11, day, 9, tzinfo=ny).astimezone(UTC)
+
+    schedule = Definition(
+        tenant="t", name="n", kind="test-noop", cron="0 9 * * *", timezone="America/New_York",
+        calendar="NYSE", on_holiday="preceding",
+    )  # fmt: skip
+    times = next_fire_times(schedule, at9(24), 3)
+    assert [f.at for f in times] == [at9(25), at9(27), at9(30)]
+    assert times[0].calendar == (
+        "moved from Thu 2026-11-26 09:00 to Wed 2026-11-25: NYSE holiday (Thanksgiving Day)"
+    )
+    assert times[1].calendar.count("moved from") == 2  # Saturday's and Sunday's
+    assert times[2].calendar is None
+    assert due_time(schedule, at9(26)) == at9(25) and due_time(schedule, at9(29)) == at9(27)
+    assert due_time(schedule, at9(25)) == at9(25)
+    assert due_time(schedule, at9(25) + timedelta(minutes=1)) is None  # not one of its slots
+    skipping = schedule.model_copy(update={"on_holiday": "skip"})
+    assert due_time(skipping, at9(26)) is None  # its calendar skips it

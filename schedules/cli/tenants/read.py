@@ -93,9 +93,11 @@ async def _next(args: argparse.Namespace, ctx: Context) -> int:
     schedule, times = await tenants.next_times(url(ctx), args.id, args.n)
     for fire in times:
         if args.json:
-            print_line({"at": fire.at.astimezone(UTC).isoformat(), "dst": fire.dst})
+            at_utc = fire.at.astimezone(UTC).isoformat()
+            print_line({"at": at_utc, "dst": fire.dst, "calendar": fire.calendar})
         else:
-            print(at(fire.at, schedule.timezone) + (f"  [{fire.dst}]" if fire.dst else ""))
+            notes = "".join(f"  [{note}]" for note in (fire.dst, fire.calendar) if note)
+            print(at(fire.at, schedule.timezone) + notes)
     return 0
 
 
