@@ -51,7 +51,9 @@ def _definition_options(parser: argparse.ArgumentParser, required: bool) -> None
         "of the catalog's [calendars]",
     )
     parser.add_argument(
-        "--on-holiday", metavar="RULE", help="skip (default) | following: a non-business day's run"
+        "--on-holiday",
+        metavar="RULE",
+        help="skip (default) | following | preceding | modified_following: a non-business day's run",
     )
     parser.add_argument(
         "--depends-on",
