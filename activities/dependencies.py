@@ -11,6 +11,12 @@ and DST days match (docs/dependencies.md):
   the fall-back one;
 - `latest`: the upstream's last fire time at or before our slot.
 
+A job with a business calendar (docs/calendars.md) maps by its *slots*, the unadjusted
+fire times its ledger is keyed by, never by the instants its calendar moves them to: a
+Thursday slot that a holiday moves to Friday is still Thursday's, and a slot its calendar
+skips never runs, so it is never waited for. Our own `window` starts at our previous slot
+on our cron's grid, whether or not our calendar ran it.
+
 An upstream slot from before the upstream's current timing took effect (`since`: its
 schedule's `timing_since`, a runtime schedule's column) is never expected: it was never
 due, so a fresh stack, or an upstream added after its downstream, never waits for it.
@@ -41,15 +47,36 @@ SETTLED_UNDONE = ("failed", "compensated", "skipped")
 SHOWN_FAILURES = 3
 
 
+_LOOKBACK = (timedelta(days=1), timedelta(days=32), timedelta(days=400))
+
+
 def _grid(timing: Timing) -> Timing:
-    """The timing's fire times without its bounds (our previous slot is on the grid even
-    before our start_at)."""
-    return timing.model_copy(update={"start_at": None, "end_at": None})
+    """The timing's slots without its bounds or calendar (our previous slot is on the grid
+    even before our start_at, and on a day our calendar closes)."""
+    return timing.plain.model_copy(update={"start_at": None, "end_at": None})
 
 
 def previous_slot(ours: Timing, slot: datetime) -> datetime | None:
     """Our fire time before `slot` (the start of a `window`, exclusive)."""
     return _grid(ours).last_before(slot)
+
+
+def _slots(timing: Timing, start: datetime, end: datetime) -> list[datetime]:
+    """The slots in `[start, end)` that run: without a calendar its fire times; with one,
+    the unadjusted fire times its calendar does not skip (wherever it moves them)."""
+    if timing.grid is None:
+        return timing.fire_times(start, end)
+    return [s for s in timing.plain.fire_times(start, end) if timing.run_at(s) is not None]
+
+
+def _last_slot(timing: Timing, instant: datetime) -> datetime | None:
+    """The newest slot that runs strictly before `instant`."""
+    if timing.grid is None:
+        return timing.last_before(instant)
+    for span in _LOOKBACK:  # a calendar skips days, never more than a year of them
+        if found := _slots(timing, instant - span, instant):
+            return found[-1]
+    return None
 
 
 def upstream_slots(
@@ -59,16 +86,16 @@ def upstream_slots(
     upstream: Timing,
     since: datetime | None = None,
 ) -> list[datetime]:
-    """The upstream fire times mapped onto our `slot` (oldest first), none before `since`."""
+    """The upstream slots mapped onto our `slot` (oldest first), none before `since`."""
     if mapping == "same":
-        found = upstream.fire_times(slot, slot + _TICK)
+        found = _slots(upstream, slot, slot + _TICK)
     elif mapping == "latest":
-        latest = upstream.last_before(slot + _TICK)
+        latest = _last_slot(upstream, slot + _TICK)
         found = [latest] if latest is not None else []
     else:
         previous = previous_slot(ours, slot) if ours is not None else None
         start = previous + _TICK if previous is not None else (since or slot)
-        found = upstream.fire_times(start, slot + _TICK)
+        found = _slots(upstream, start, slot + _TICK)
     return [f for f in found if since is None or f >= since]
 
 

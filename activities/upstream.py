@@ -38,6 +38,7 @@ from activities.dependency_models import (
     WaitInput,
     WaitResult,
 )
+from activities.dispatch import calendar_rule
 from activities.executions import Clock, utcnow
 from activities.runtime_models import ledger_name
 from core.sql import queries
@@ -160,8 +161,14 @@ class UpstreamActivities:
         row = await cur.fetchone()
         if row is None:
             return f"tenant {wait.tenant!r} has no live schedule named {dep.schedule!r}"
-        sid, cron, zone_name, start_at, end_at, since = row
-        timing = Timing(cron=cron, timezone=zone_name, start_at=start_at, end_at=end_at)
+        sid, cron, zone_name, start_at, end_at, since, *days = row
+        timing = Timing(
+            cron=cron,
+            timezone=zone_name,
+            start_at=start_at,
+            end_at=end_at,
+            calendar=calendar_rule(*days),  # its slots a calendar skips are never due
+        )
         return Upstream(ledger=ledger_name(sid), timing=timing, since=since)
 
     @staticmethod

@@ -7,7 +7,8 @@ WHERE job_name = %(job)s AND scheduled_at = ANY(%(slots)s::timestamptz[])
 
 -- name: runtime_upstream
 -- A runtime schedule named as an upstream: the tenant's live schedule of that name.
-SELECT id, cron, timezone, start_at, end_at, timing_since
+SELECT id, cron, timezone, start_at, end_at, timing_since, calendar_definition::text,
+       on_holiday
 FROM runtime_schedules
 WHERE tenant = %(tenant)s AND name = %(name)s AND deleted_at IS NULL
 

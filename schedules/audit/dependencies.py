@@ -5,6 +5,10 @@ Computed apart from the engine (`activities.dependencies`): the mapping is done 
 here with the audit's own fire times (`oracle.py`), from the dependency as the catalog
 (or the runtime schedule's row) states it:
 
+By slots: a job with a business calendar is read with it (`days.py`), as its slots
+that run (a slot its calendar moves is still its own time's; one it skips is never
+waited for); our `window` starts at our previous fire time on our cron's grid.
+
 - `same`: the upstream's fire time at our slot, if it has one;
 - `window`: its fire times after our previous fire time (on our cron's grid), up to and
   including our slot;
@@ -32,6 +36,7 @@ from typing import Any
 import psycopg
 
 from core.sql import queries
+from schedules.audit.checks import timing_of  # with its calendar: the slots that run
 from schedules.audit.finding import Finding, row_witnesses
 from schedules.audit.oracle import Timing
 
@@ -168,10 +173,6 @@ def _finding(job_id: str, row: Any, started: datetime, upstream: Upstream, unmet
         row_witnesses(row)
         | {"work_started": started.isoformat(), "upstream": upstream.ledger, "unmet": shown},
     )
-
-
-def timing_of(job: Any) -> Timing:
-    return Timing(job.cron, job.interval, job.timezone, job.start_at, job.end_at)
 
 
 @dataclass(frozen=True)

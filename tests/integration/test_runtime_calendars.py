@@ -156,3 +156,57 @@ async def test_modified_following_moves_a_month_end_back_and_the_rest_forward(
     await runtime.audit_clean(
         database_url, client, task_queue, at9(29, 10) - timedelta(hours=1), at9(4, 11), late=LATE
     )
+
+
+async def test_a_downstream_waits_for_the_upstream_slot_its_calendar_moved(
+    db, database_url, client, task_queue, start_workers
+):
+    """Upstream: 09:00 New York on NYSE days, `following` (Thanksgiving's slot runs on
+    Friday); downstream: 10:00 daily, the `latest` upstream slot. Thursday's downstream
+    waits for the upstream's Thursday slot (by slot, not Wednesday's run before it), and
+    is released when Friday's fire runs it; the audit, by its own mapping, is clean."""
+    from tests.integration.test_dependencies import settled, waiting
+
+    runtime.fresh_ids(db)
+    since = lambda: at9(20, 11)  # noqa: E731 - the schedules' timing holds since then
+    common = {"tenant": "acme", "kind": "test-noop", "timezone": "America/New_York"}
+    common |= {"paused": True, "note": "test: backfilled runs only"}
+    up = await tenants.create(
+        database_url,
+        common | {"name": "close", "cron": "0 9 * * *", "calendar": "NYSE"}
+        | {"on_holiday": "following"},
+        clock=since,
+    )  # fmt: skip
+    down = await tenants.create(
+        database_url,
+        common | {"name": "report", "cron": "0 10 * * *"}
+        | {"depends_on": [{"schedule": "close", "slots": "latest", "within": "1h"}]},
+        clock=since,
+    )  # fmt: skip
+    thursday = at9(26, 11) + timedelta(hours=1)
+    start_workers(1)
+    async with runtime.dispatcher(database_url, client, task_queue) as d:
+        await tenants.backfill(database_url, up.schedule.id, at9(25, 11), thursday)
+        await runtime.tick_all(d, datetime.now(UTC))
+        await settled(db, up.schedule.ledger_name, at9(25, 11), "completed")  # Wednesday's
+        await tenants.backfill(database_url, down.schedule.id, thursday, thursday + timedelta(1))
+        await runtime.tick_all(d, datetime.now(UTC))
+        await waiting(
+            db, down.schedule.ledger_name, thursday, "schedule 'close' 2026-11-26 09:00 EST"
+        )
+        # Friday's fire runs Thursday's slot and Friday's.
+        friday = at9(27, 11)
+        await tenants.backfill(database_url, up.schedule.id, friday, friday + timedelta(hours=1))
+        await runtime.tick_all(d, datetime.now(UTC))
+        found = await settled(db, down.schedule.ledger_name, thursday, "completed")
+        assert found["wait"] == "ready"
+        # The downstream's Wednesday and Friday too, each on its own day's upstream slot.
+        week = (at9(25, 11), friday + timedelta(hours=2))
+        await tenants.backfill(database_url, down.schedule.id, *week)
+        await runtime.tick_all(d, datetime.now(UTC))
+        await runtime.settled(db, 6, timeout=120)
+    ran = [r["scheduled_at"] for r in runtime.slot_rows(db, up.schedule.id)]
+    assert ran == [at9(25, 11), at9(26, 11), at9(27, 11)]
+    await runtime.audit_clean(
+        database_url, client, task_queue, at9(25, 11), friday + timedelta(hours=2), late=LATE
+    )

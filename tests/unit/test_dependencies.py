@@ -171,3 +171,38 @@ def test_the_catalog_refuses_a_same_mapping_that_never_lines_up():
     message = _catalog_with(**{"invoice-reminders": {"depends_on": [_dep(slots="same")]}})
     assert "'same' needs each fire time of this job to be one of hourly-sync's" in message
     assert "use 'latest'" in message
+
+
+def _ny(day: int, hour: int) -> object:
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    return datetime(2026, 11, day, hour, tzinfo=ZoneInfo("America/New_York")).astimezone(UTC)
+
+
+@pytest.mark.parametrize(
+    ("rule", "same", "latest"),
+    [
+        # Thanksgiving (Thursday 26 November 2026) moves the upstream's Thursday slot to
+        # Friday: it is still Thursday's slot, and Thursday's downstream waits for it.
+        ("following", [_ny(26, 9)], _ny(26, 9)),
+        ("preceding", [_ny(26, 9)], _ny(26, 9)),
+        # Skipped: it never runs, so nothing waits for it; the latest is Wednesday's.
+        ("skip", [], _ny(25, 9)),
+    ],
+)
+def test_an_upstream_calendar_maps_by_its_slots_not_where_it_moves_them(rule, same, latest):
+    from timing.business import BusinessCalendar, CalendarRule
+
+    nyse = CalendarRule(calendar=BusinessCalendar(name="NYSE", base="NYSE"), on_holiday=rule)
+    upstream = Timing(cron="0 9 * * *", timezone="America/New_York", calendar=nyse)
+    at9 = Timing(cron="0 9 * * *", timezone="America/New_York")
+    at10 = Timing(cron="0 10 * * *", timezone="America/New_York")
+    assert upstream_slots("same", at9, _ny(26, 9), upstream) == same
+    assert upstream_slots("latest", at10, _ny(26, 10), upstream) == [latest]
+    # Our window, on a calendar that closes Thanksgiving: Friday's slot covers the day
+    # after our previous slot on our cron's grid (Thursday 09:00), which did not run.
+    ours = Timing(cron="0 9 * * *", timezone="America/New_York", calendar=nyse)
+    hourly = Timing(cron="0 * * * *", timezone="America/New_York")
+    window = upstream_slots("window", ours, _ny(27, 9), hourly)
+    assert window[0] == _ny(26, 10) and window[-1] == _ny(27, 9) and len(window) == 24
