@@ -42,7 +42,7 @@ _Q = queries("worker.sql", "pool")
 # (workflows/models.py: built once, not per workflow run), the workflows' helpers without
 # workflow logic (workflows/details.py words the UI's details, workflows/failures.py reads
 # an error chain: pure functions of their arguments) and the libraries they pull in.
-# Workflow logic (workflows/scheduled_job.py, steps.py, attempts.py, runtime_run.py, each
+# Workflow logic (workflows/job_run.py, steps.py, attempts.py, runtime_run.py, each
 # job's workflow.py) stays sandboxed.
 PASSTHROUGH = (
     "activities",

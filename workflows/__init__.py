@@ -3,7 +3,8 @@
 The names below are imported on first use: Temporal's sandbox imports a workflow's module
 afresh for every workflow run, its package's `__init__` included, so importing
 `workflows.scheduled_job` must not import every other workflow module too (a run of
-`ScheduledJobWorkflow` then re-imports only what it uses).
+`ScheduledJobWorkflow` then re-imports only what it uses; a run of
+`OneTransactionJobWorkflow` imports `workflows.one_transaction`, not `scheduled_job`).
 """
 
 from __future__ import annotations
@@ -14,16 +15,13 @@ from typing import TYPE_CHECKING, Any
 from workflows.models import JobRun, JobRunResult, RetrySettings, StepOptions, WorkflowJobInput
 
 if TYPE_CHECKING:
-    from workflows.scheduled_job import (
-        OneTransactionJobWorkflow,
-        ScheduledJobWorkflow,
-        workflow_for,
-    )
+    from workflows.one_transaction import OneTransactionJobWorkflow
+    from workflows.scheduled_job import ScheduledJobWorkflow, workflow_for
     from workflows.steps import JobSteps
 
 _LAZY = {
     "ScheduledJobWorkflow": "workflows.scheduled_job",
-    "OneTransactionJobWorkflow": "workflows.scheduled_job",
+    "OneTransactionJobWorkflow": "workflows.one_transaction",
     "workflow_for": "workflows.scheduled_job",
     "JobSteps": "workflows.steps",
 }

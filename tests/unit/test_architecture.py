@@ -288,7 +288,7 @@ def test_no_public_name_hides_a_module():
 
 def test_the_scheduled_job_workflow_run_reads_at_once():
     """`ScheduledJobWorkflow.run` is a few named steps, under 40 lines (issue 19)."""
-    from workflows.scheduled_job import ScheduledJobWorkflow
+    from workflows.job_run import JobRunWorkflow
 
-    lines = inspect.getsource(ScheduledJobWorkflow.run).splitlines()
-    assert len(lines) < 40, f"ScheduledJobWorkflow.run: {len(lines)} lines"
+    lines = inspect.getsource(JobRunWorkflow.run).splitlines()
+    assert len(lines) < 40, f"JobRunWorkflow.run: {len(lines)} lines"
