@@ -93,7 +93,7 @@ async def create(
         row = await counted.fetchone()
         quotas.check_count(new.tenant, row["n"] if row else 0, 1)
         if new.depends_on:
-            others = await dependencies.tenant_set(conn, new.tenant)
+            others = await dependencies.tenant_set(conn, new.tenant, [new])
             dependencies.check(new.tenant, others | {new.name: new}, {new.name}, now)
         stored = await store.insert(
             conn, new, next_fire_at=next_fire_at(new, now, now), now=now, by=by
@@ -176,7 +176,7 @@ async def _change(
             await dependencies.refuse_orphaning(conn, current.tenant, [current.name])
         elif new.depends_on != current.depends_on or new.timing != current.timing:
             await conn.execute(store.Q["lock_tenant"], {"tenant": current.tenant})
-            others = await dependencies.tenant_set(conn, current.tenant)
+            others = await dependencies.tenant_set(conn, current.tenant, [current, new])
             dependencies.check(current.tenant, others | {new.name: new}, {new.name}, now)
         stored = await store.write_logged(conn, current, new, action, now=now, by=by)
         return Outcome(stored, changed=True)

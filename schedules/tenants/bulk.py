@@ -215,7 +215,7 @@ async def _check_dependencies(
     for tenant, lines in sorted(by_tenant.items()):
         if not any(new.depends_on for new in lines.values()):
             continue
-        stored = await dependencies.tenant_set(conn, tenant)
+        stored = await dependencies.tenant_set(conn, tenant, lines.values())
         dependencies.check(tenant, lines | stored, set(lines) - set(stored), now)
 
 

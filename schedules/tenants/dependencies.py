@@ -11,7 +11,7 @@ the deletion of a schedule others still depend on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -88,13 +88,16 @@ def check(
         )
 
 
-def touches_dependencies(schedule: Definition | None) -> bool:
-    return schedule is not None and bool(schedule.depends_on)
-
-
-async def tenant_set(conn: Any, tenant: str) -> dict[str, Definition]:
-    """The tenant's live schedules by name (read in the write's transaction)."""
-    rows = await store.all_rows(conn, "tenant_live", {"tenant": tenant})
+async def tenant_set(
+    conn: Any, tenant: str, writing: Iterable[Definition]
+) -> dict[str, Definition]:
+    """The tenant's live schedules by name that `problems` can reach from the schedules
+    `writing` (read in the write's transaction, under the tenant's lock): those in its
+    dependency graph and those the written ones name. A schedule outside the graph has
+    no dependency and none on it, so it cannot change the verdict."""
+    names = {new.name for new in writing}
+    names |= {d.schedule for new in writing for d in new.depends_on if d.schedule is not None}
+    rows = await store.all_rows(conn, "tenant_linked", {"tenant": tenant, "names": sorted(names)})
     return {row["name"]: Schedule.of_row(row) for row in rows}
 
 

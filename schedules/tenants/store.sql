@@ -91,6 +91,21 @@ WHERE tenant = %(tenant)s AND deleted_at IS NULL
 ORDER BY name
 FOR UPDATE
 
+-- name: tenant_linked
+-- The tenant's live schedules in its dependency graph, all a dependency check needs: those
+-- that depend on another, those another depends on, and those `names` names (a write's own
+-- upstreams). A tenant's thousands of plain schedules are not read.
+WITH referenced AS (
+    SELECT DISTINCT d->>'schedule' AS name
+    FROM runtime_schedules r, jsonb_array_elements(r.depends_on) d
+    WHERE r.tenant = %(tenant)s AND r.deleted_at IS NULL AND r.depends_on <> '[]'::jsonb
+)
+SELECT * FROM runtime_schedules s
+WHERE s.tenant = %(tenant)s AND s.deleted_at IS NULL
+  AND (s.depends_on <> '[]'::jsonb OR s.name = ANY(%(names)s::text[])
+       OR s.name IN (SELECT name FROM referenced))
+ORDER BY s.name
+
 -- name: add_intent
 -- A slot its business calendar moved is due at its fire time (due_at; NULL: its own).
 INSERT INTO runtime_dispatch_intents (
