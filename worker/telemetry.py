@@ -3,10 +3,11 @@
 - Traces: an OpenTelemetry SDK tracer provider and Temporal's `TracingInterceptor` (with
   `always_create_workflow_spans=True`, or schedule-started workflows, which arrive with no
   trace context, would get no spans; `worker/tracing.py` makes each such run one trace).
-  Spans are always made in-process, so log lines carry a trace id; they leave the process
-  only when the standard variables ask for it
+  Every span gets its trace and span ids in-process, so log lines carry a trace id; spans
+  are recorded and leave the process only when the standard variables ask for it
   (`OTEL_TRACES_EXPORTER=otlp` or `console`, or an `OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT`),
-  over OTLP http/protobuf. `OTEL_SDK_DISABLED=true` turns spans off altogether.
+  over OTLP http/protobuf; with no exporter they are not recorded (no one would read them).
+  `OTEL_SDK_DISABLED=true` turns spans off altogether.
 - Metrics, with `METRICS_PORT` set: one Prometheus endpoint serving our per-job metrics
   (`activities/telemetry.py`), the database gauges (`worker/gauges.py`) and the Temporal
   SDK's own runtime metrics, which a `MetricBuffer` drains into the same OpenTelemetry meter
@@ -27,6 +28,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from temporalio.client import Interceptor
 from temporalio.contrib.opentelemetry import MetricsExporter
 from temporalio.runtime import (
@@ -106,11 +108,25 @@ def span_exporters_from_env(environ: dict[str, str] | None = None) -> list[SpanE
     return exporters
 
 
+def tracer_provider(exporters: list[SpanExporter]) -> TracerProvider:
+    """A tracer provider exporting to `exporters`.
+
+    With no exporter, spans are not recorded (unless `OTEL_TRACES_SAMPLER` says otherwise):
+    each still gets its trace and span ids, which log lines carry and activities inherit,
+    but nothing would read what a recorded span holds (about a tenth of a run's worker CPU
+    in bench/fleet.py)."""
+    sampler = None  # the SDK's: OTEL_TRACES_SAMPLER, else parent-based always-on
+    if not exporters and not os.environ.get("OTEL_TRACES_SAMPLER"):
+        sampler = ALWAYS_OFF
+    provider = TracerProvider(resource=resource(), sampler=sampler)
+    for exporter in exporters:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider
+
+
 def setup_tracing(exporters: list[SpanExporter] | None = None) -> TracerProvider:
     """Install the global tracer provider, exporting to `exporters` (default: from env)."""
-    provider = TracerProvider(resource=resource())
-    for exporter in span_exporters_from_env() if exporters is None else exporters:
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider = tracer_provider(span_exporters_from_env() if exporters is None else exporters)
     trace.set_tracer_provider(provider)
     return provider
 

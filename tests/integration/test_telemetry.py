@@ -251,6 +251,8 @@ async def test_the_worker_serves_job_outbox_and_sdk_metrics_and_logs_json(
     assert claimed["execution_id"] == row["id"]
     assert claimed["activity_type"] == "begin_run" and claimed["attempt"] == 1
     assert len(claimed["trace_id"]) == 32 and len(claimed["span_id"]) == 16
+    # No exporter: spans are not recorded, yet the line carries the run's own trace id.
+    assert claimed["trace_id"] == run_trace_id(row["workflow_id"], row["run_id"])
     assert {"time", "level", "logger"} <= claimed.keys()
 
 

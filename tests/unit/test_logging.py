@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from core.errors import SettingsError
 from worker.logs import JsonFormatter, TextFormatter, TraceContextFilter, configure_logging
 from worker.settings import Settings
-from worker.telemetry import span_exporters_from_env
+from worker.telemetry import span_exporters_from_env, tracer_provider
 from worker.tracing import run_trace_id
 
 SLOT = datetime(2026, 11, 29, 2, 30, tzinfo=UTC)
@@ -220,3 +221,44 @@ def test_a_run_started_by_a_schedule_has_a_trace_id_derived_from_its_run():
 def test_an_unsupported_exporter_is_a_settings_error(env):
     with pytest.raises(SettingsError, match="OTEL_"):
         span_exporters_from_env(env)
+
+
+def _one_span(provider: TracerProvider, capture) -> tuple[trace.Span, bool, dict]:
+    """A span under a run's trace, a line logged in it, and whether it was recorded."""
+    logger, stream = capture(JsonFormatter())
+    parent = trace.SpanContext(
+        int(run_trace_id("nightly-reconcile-2026-11-29T02:30:00Z", "run-1"), 16),
+        0x1234,
+        is_remote=True,
+        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
+    )
+    context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
+    with provider.get_tracer("test").start_as_current_span("db.claim", context=context) as span:
+        logger.info("execution claimed")
+        recording = span.is_recording()
+    return span, recording, json.loads(stream.getvalue())
+
+
+def test_with_no_exporter_spans_are_not_recorded_yet_log_lines_carry_the_run_trace(
+    capture, monkeypatch
+):
+    monkeypatch.delenv("OTEL_TRACES_SAMPLER", raising=False)
+    span, recording, line = _one_span(tracer_provider([]), capture)
+    assert not recording
+    assert line["trace_id"] == run_trace_id("nightly-reconcile-2026-11-29T02:30:00Z", "run-1")
+    assert line["span_id"] == format(span.get_span_context().span_id, "016x") != "0" * 16
+
+
+def test_with_an_exporter_or_a_sampler_asked_for_spans_are_recorded(capture, monkeypatch):
+    monkeypatch.delenv("OTEL_TRACES_SAMPLER", raising=False)
+    exported = InMemorySpanExporter()
+    provider = tracer_provider([exported])
+    _, recording, line = _one_span(provider, capture)
+    assert recording
+    provider.force_flush()
+    (recorded,) = exported.get_finished_spans()
+    assert format(recorded.context.trace_id, "032x") == line["trace_id"]
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_on")
+    asked = tracer_provider([])
+    with asked.get_tracer("test").start_as_current_span("db.claim") as span:
+        assert span.is_recording()
