@@ -45,11 +45,12 @@ def test_histories_were_recorded():
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[f"{p.parent.name}/{p.stem}" for p in HISTORIES])
-async def test_history_replays_without_nondeterminism(path: Path):
+@pytest.mark.parametrize("strict", [True, False], ids=["logic-sandboxed", "as-workers-run"])
+async def test_history_replays_without_nondeterminism(path: Path, strict: bool):
     history = WorkflowHistory.from_json(workflow_id(path), path.read_text())
     replayer = Replayer(
         workflows=fleet_workflows(),
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(strict=strict),
         data_converter=pydantic_data_converter,
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
@@ -70,7 +71,7 @@ async def test_a_run_an_older_worker_started_with_dependencies_replays_without_w
     history = WorkflowHistory.from_json(workflow_id(path), json.dumps(recorded))
     replayer = Replayer(
         workflows=[ScheduledJobWorkflow],
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(strict=True),
         data_converter=pydantic_data_converter,
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)

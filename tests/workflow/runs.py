@@ -58,7 +58,7 @@ async def stand_in_worker(
         task_queue=task_queue,
         workflows=[ScheduledJobWorkflow, OneTransactionJobWorkflow, BatchStepsWorkflow],
         activities=[*stand_ins.activities(), *more],
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(strict=True),
         max_heartbeat_throttle_interval=timedelta(milliseconds=100),
     ):
         yield task_queue
