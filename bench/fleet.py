@@ -12,8 +12,10 @@ has one) and run the same number of worker processes:
   work is one statement: the run is planned, claimed, worked and completed in one
   transaction, `activities.begin.begin_and_work`) on empty ledger and payments tables, so
   what is measured is the engine's bookkeeping, not a job's work; the seed side runs the
-  same statement. Its workers run with telemetry on, as production does (spans made,
-  metrics served on a port), and, like every side's, from compiled bytecode, as
+  same statement. Its workers run as deploy/ ships them: `WORKER_ROLE=jobs` (the
+  dispatchers are processes of their own), telemetry on (each span made for its trace
+  and span ids, which log lines carry, and recorded only when an exporter is configured:
+  none is; metrics served on a port), and, like every side's, from compiled bytecode, as
   `pip install` leaves the image.
 
 With `--pin` (the default on two cores or more) the dev server runs on a core of its own
@@ -171,6 +173,8 @@ class Fleet:
             "DATABASE_URL": self.db_url,
             "MIGRATE_ON_START": "false",
             "PYTHONUNBUFFERED": "1",
+            # As deploy/ ships them: workers serve the jobs' queue, dispatchers run apart.
+            "WORKER_ROLE": "jobs",
         }
         logs = []
         for i in range(self.args.workers):
@@ -201,7 +205,7 @@ class Fleet:
                     ],
                     env,
                 ),
-                # As production runs it: traces made in-process, metrics served
+                # As production runs it: spans made (recorded with an exporter), metrics served
                 # (`--no-telemetry`, to see what they cost: neither).
                 ("ours", [sys.executable, "-m", "worker"], ours_env | self._telemetry()),
             ):
@@ -651,7 +655,8 @@ server CPU per run <= 1.25x raw: {_met(server <= 1.25)} ({server:.2f}x).
 """)
     body = "\n".join(parts)
     telemetry = (
-        "telemetry on as in production: traces in-process, metrics served"
+        "telemetry on as in production: spans made for their ids, no exporter, metrics "
+        "served; `WORKER_ROLE=jobs`"
         if args.telemetry
         else "**telemetry off** (`--no-telemetry`: not as production runs it)"
     )
