@@ -23,9 +23,11 @@ and PostgreSQL, the workers and the bench on the others, so a ratio measures our
 not the sharing. Cases, each round in a rotated order of the sides:
 
 - **cost**: `--cost-runs` runs started directly; per run, counted: history events,
-  workflow tasks, activity and local-activity calls, payload bytes, PostgreSQL transactions
-  and statements, CPU seconds of the server, the side's workers and PostgreSQL
-  (`bench/run_cost.py`).
+  workflow tasks, activity and local-activity calls (and the activity tasks the server
+  dispatched through matching, not started eagerly on the worker that scheduled them),
+  the calls the server's frontend served, payload bytes, PostgreSQL transactions and
+  statements, CPU seconds of the server, the side's workers and PostgreSQL
+  (`bench/run_cost.py`, the server's figures from its own metrics).
 - **direct**: N workflows started at once with `start_workflow`; workflows per second from
   the first start to the last completion. Each of ours gets its own job name (a direct
   start's slot is its start second: one job would make most of them duplicates).
@@ -126,7 +128,12 @@ class Fleet:
         self.args = args
         self.workdir = workdir
         self.pg = EmbeddedPostgres(workdir / "pg", free_port())
-        self.temporal = TemporalDevServer(free_port(), None, None, workdir / "temporal.log")
+        # Its metrics count the calls a run costs it (`run_cost.server_calls`).
+        metrics_port = free_port()
+        self.temporal = TemporalDevServer(
+            free_port(), None, None, workdir / "temporal.log", metrics_port=metrics_port
+        )
+        self.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         self.procs: list[subprocess.Popen] = []
         self.raw_queue = f"raw-{uuid.uuid4().hex[:6]}"
         self.seed_queue = f"seed-{uuid.uuid4().hex[:6]}"
@@ -280,11 +287,14 @@ class Fleet:
                 )
 
         cpu = self._cpu(side)
+        calls = run_cost.server_calls(self.metrics_url)
         began = time.monotonic()
         handles = await asyncio.gather(*(start(i) for i in range(n)))
         await asyncio.gather(*(h.result() for h in handles))
         rate = n / (time.monotonic() - began)
         used = {key: (value - cpu[key]) / n * 1000 for key, value in self._cpu(side).items()}
+        matched = run_cost.server_calls(self.metrics_url)["matched_activities"]
+        used["matched"] = (matched - calls["matched_activities"]) / n
         self.direct_cpu[side].append(used)
         return rate
 
@@ -451,7 +461,10 @@ class Fleet:
 
         def snapshot() -> dict[str, float]:
             counts = run_cost.pg_counts(admin, database) if database else (0, 0, 0)
+            calls = run_cost.server_calls(self.metrics_url)
             return {
+                "server_calls": calls["frontend"],
+                "matched_activities": calls["matched_activities"],
                 "server_cpu": run_cost.tree_cpu_seconds(server),
                 "worker_cpu": sum(run_cost.cpu_seconds(pid) for pid in self.pids[side]),
                 "pg_cpu": run_cost.tree_cpu_seconds(postmaster),
@@ -537,6 +550,12 @@ COST_ROWS = (
     ("history events", "events", "{:.1f}"),
     ("workflow tasks", "workflow_tasks", "{:.1f}"),
     ("activity tasks (through the server)", "activities", "{:.1f}"),
+    (
+        "... of them dispatched through matching (not started eagerly)",
+        "matched_activities",
+        "{:.2f}",
+    ),
+    ("calls the server's frontend served (polls apart)", "server_calls", "{:.2f}"),
     ("local activities", "local_activities", "{:.1f}"),
     ("payload bytes in (inputs)", "payload_in", "{:.0f}"),
     ("payload bytes out (results, markers)", "payload_out", "{:.0f}"),
@@ -618,6 +637,11 @@ server CPU per run <= 1.25x raw: {_met(server <= 1.25)} ({server:.2f}x).
         rows.append(
             "| the same, CPU ms per run on the server's core / the other core | "
             + " | ".join(f"{ms[side][0]:.1f} / {ms[side][1]:.1f}" for side in SIDES)
+            + " | | |"
+        )
+        rows.append(
+            "| the same, activity tasks dispatched through matching per run (not eager) | "
+            + " | ".join(f"{median_direct_cpu(side, 'matched'):.2f}" for side in SIDES)
             + " | | |"
         )
         rows.append(

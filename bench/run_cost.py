@@ -9,16 +9,22 @@ Counted, not timed, so a loaded machine moves them little:
   (`pg_stat_database`) and statements (`pg_stat_statements`, which the bench preloads);
 - from `/proc`, as deltas: CPU seconds of the Temporal server, of the side's worker
   processes and of PostgreSQL (every backend alive plus those already reaped by the
-  postmaster).
+  postmaster);
+- from the Temporal server's own metrics (`service_requests`), as deltas: the calls its
+  frontend served (polls apart: an idle worker's polls are no run's), and the activity
+  tasks it dispatched through matching, those that did not start eagerly on the worker
+  that scheduled them.
 """
 
 from __future__ import annotations
 
 import os
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
+from prometheus_client.parser import text_string_to_metric_families
 from temporalio.api.enums.v1 import EventType
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -61,6 +67,25 @@ def _descendants(root: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def server_calls(metrics_url: str) -> dict[str, float]:
+    """The Temporal server's calls so far: `frontend` (every call its frontend served but
+    polls) and `matched_activities` (activity tasks its matching service dispatched: an
+    activity started eagerly, on the worker whose workflow task scheduled it, is not one)."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    calls = {"frontend": 0.0, "matched_activities": 0.0}
+    for family in text_string_to_metric_families(text):
+        if family.name != "service_requests":
+            continue
+        for sample in family.samples:
+            service, operation = sample.labels.get("service_name"), sample.labels.get("operation")
+            if service == "frontend" and not operation.startswith("Poll"):
+                calls["frontend"] += sample.value
+            elif service == "matching" and operation == "AddActivityTask":
+                calls["matched_activities"] += sample.value
+    return calls
 
 
 def postmaster_pid(data_dir: Path) -> int:

@@ -52,8 +52,12 @@ class TemporalDevServer:
         host: str = "127.0.0.1",
         dynamic_config: dict[str, object] | None = None,
         zoneinfo: Path | None = PROJECT_ZONES,
+        metrics_port: int | None = None,
     ) -> None:
         self.port = port
+        # The server's own Prometheus metrics (`/metrics`), for a bench that counts its
+        # calls; None: on a port of the server's choosing, which nothing reads.
+        self.metrics_port = metrics_port
         # Server limits to change (`--dynamic-config-value KEY=VALUE`), e.g. for a test
         # that needs the server to refuse what this project lets through.
         self.dynamic_config = dynamic_config or {}
@@ -89,6 +93,9 @@ class TemporalDevServer:
         if self.db_file is not None:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
             args += ["--db-filename", str(self.db_file)]
+        if self.metrics_port is not None:
+            require_free_port(self.metrics_port, "the Temporal server's metrics", self.host)
+            args += ["--metrics-port", str(self.metrics_port)]
         for key, value in self.dynamic_config.items():
             args += ["--dynamic-config-value", f"{key}={json.dumps(value)}"]
         self.log_file.parent.mkdir(parents=True, exist_ok=True)

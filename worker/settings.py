@@ -56,7 +56,12 @@ class Settings(BaseSettings):
     database_idle_in_transaction_timeout_seconds: float = Field(default=60.0, gt=0)
 
     worker_graceful_shutdown_seconds: float = Field(default=30.0, ge=0)
-    worker_max_concurrent_activities: int = Field(default=20, ge=1)
+    # Temporal's own default. A run's activity starts on the worker that completed its
+    # workflow task, without a round trip through the server's matching (eager start), only
+    # while a slot is free: at 20, a burst of fire times sent close to half of the runs'
+    # activities through matching again (docs/architecture.md, The cost of one run).
+    # Activities beyond DATABASE_POOL_SIZE wait for a connection in the pool, in order.
+    worker_max_concurrent_activities: int = Field(default=100, ge=1)
     # Temporal's own defaults; a test of slot dependencies runs a worker of one of each,
     # caching no workflow (no sticky queue: its one poller polls the task queue alone).
     worker_max_concurrent_workflow_tasks: int = Field(default=100, ge=1)

@@ -647,7 +647,8 @@ def test_keda_scales_on_the_workers_task_queue(objects, monkeypatch):
     assert meta["namespace"] == settings.temporal_namespace
     assert meta["taskQueue"] == settings.temporal_task_queue
     assert set(meta["queueTypes"].split(",")) == {"workflow", "activity"}
-    assert int(meta["targetQueueSize"]) == settings.worker_max_concurrent_activities
+    # Two waiting tasks per connection a new replica adds (its DATABASE_POOL_SIZE).
+    assert int(meta["targetQueueSize"]) == 2 * settings.database_pool_size
     host = settings.temporal_address.rpartition(":")[0]
     if host.endswith((".tmprl.cloud", ".api.temporal.io")) or settings.temporal_tls:
         ref = trigger["authenticationRef"]["name"]
