@@ -33,9 +33,18 @@ not the sharing. Cases, each round in a rotated order of the sides:
   start's slot is its start second: one job would make most of them duplicates).
 - **backfill**: one paused `* * * * *` schedule per side, N past minutes backfilled;
   workflows per second until all N closed (bound by how fast the server starts them).
-- **latency**: an every-5-seconds schedule per side for `--latency-seconds`: from each
-  slot to its first activity starting (raw: the no-op; seed and ours: the claim's row,
-  stamped by PostgreSQL's clock at insert), p50 and p99.
+- **latency**: an every-5-seconds schedule per side, bounded to `--latency-seconds` (its
+  spec's start and end, the same on every side): from each slot to its first activity
+  starting (raw: the no-op; seed and ours: the claim's row, stamped by PostgreSQL's clock
+  at insert), p50 and p99.
+
+Then the **audit**: every bench that runs slots ends with `python -m schedules audit`
+clean. Each job ours ran is in a catalog the bench writes (`bench/fleet_audit.py`: the
+backfill and latency jobs bounded by `start_at`/`end_at` to exactly the slots fired, and
+their schedules compiled from those entries), and the command judges them all, as an
+operator runs it, before the servers stop. Its verdict, what it judged and how long it
+took go into the section; a finding (an `inconclusive` one too) fails the bench: exit 1,
+the findings printed and quoted in the section.
 
     .venv/bin/python bench/fleet.py            # every case, 3 rounds, defaults below
     .venv/bin/python bench/fleet.py --cases cost --rounds 1 --profile /tmp/prof  # py-spy
@@ -84,6 +93,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import run_cost  # noqa: E402
+from fleet_audit import QUOTED, AuditResult, OursCatalog, audit_ours  # noqa: E402
 from fleet_raw import RawWorkflow  # noqa: E402
 from fleet_seed import SeedWorkflow  # noqa: E402
 from sync_schedules import describe_machine, provenance, write_results  # noqa: E402
@@ -95,6 +105,7 @@ from schedules.catalog.compile import (  # noqa: E402
     compile_schedule,
     job_run,
 )
+from schedules.catalog.durations import format_duration  # noqa: E402
 from schedules.catalog.model import default_catalog  # noqa: E402
 from worker.migrate import apply_migrations  # noqa: E402
 from workflows import workflow_for  # noqa: E402
@@ -112,6 +123,12 @@ def bench_job():
     """The catalog's nightly-reconcile without its upstream (hourly-sync is not run here):
     the cost of a plain run."""
     return default_catalog()[BENCH_JOB].model_copy(update={"depends_on": []})
+
+
+def direct_job(round_: int, i: int) -> str:
+    """The job name of the direct case's run `i` (a job per run: a direct start's slot is
+    its start second, so one job would make most of them duplicates)."""
+    return f"bench-d{round_}-{i}"
 
 
 @dataclass
@@ -139,6 +156,8 @@ class Fleet:
         self.seed_queue = f"seed-{uuid.uuid4().hex[:6]}"
         self.our_queue = f"ours-{uuid.uuid4().hex[:6]}"
         self.pids: dict[str, list[int]] = {"raw": [], "seed": [], "ours": []}
+        # Every job ours runs, for the audit that judges them at the end (`audit`).
+        self.catalog = OursCatalog(BENCH_JOB)
         # CPU ms per run on each core during each direct case (`_cpu`).
         self.direct_cpu: dict[str, list[dict[str, float]]] = {"raw": [], "seed": [], "ours": []}
         # The server on a core of its own, everything else on the other (`--pin`).
@@ -174,10 +193,13 @@ class Fleet:
             self.temporal.address, data_converter=pydantic_data_converter
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
-        ours_env = env | {
+        # What `python -m schedules audit` reads ours' side with.
+        self.audit_env = env | {
             "TEMPORAL_ADDRESS": self.temporal.address,
             "TEMPORAL_TASK_QUEUE": self.our_queue,
             "DATABASE_URL": self.db_url,
+        }
+        ours_env = self.audit_env | {
             "MIGRATE_ON_START": "false",
             "PYTHONUNBUFFERED": "1",
             # As deploy/ ships them: workers serve the jobs' queue, dispatchers run apart.
@@ -274,11 +296,11 @@ class Fleet:
                 if side == "seed":
                     return await self.client.start_workflow(
                         SeedWorkflow.run,
-                        f"bench-d{round_}-{i}",
+                        direct_job(round_, i),
                         id=f"seed-d{round_}-{i}",
                         task_queue=self.seed_queue,
                     )
-                run = job_run(job).model_copy(update={"job_name": f"bench-d{round_}-{i}"})
+                run = job_run(job).model_copy(update={"job_name": direct_job(round_, i)})
                 return await self.client.start_workflow(
                     workflow_for(run),
                     run,
@@ -286,6 +308,8 @@ class Fleet:
                     task_queue=self.our_queue,
                 )
 
+        if side == "ours":
+            self.catalog.started_directly(direct_job(round_, i) for i in range(n))
         cpu = self._cpu(side)
         calls = run_cost.server_calls(self.metrics_url)
         began = time.monotonic()
@@ -312,6 +336,8 @@ class Fleet:
     async def backfill(self, side: str, round_: int) -> float:
         n = self.args.backfill
         schedule_id = f"{side}-b{round_}-{uuid.uuid4().hex[:4]}"
+        # The last N whole minutes before the previous one: the backfill's range.
+        end = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
         if side == "raw":
             schedule = Schedule(
                 action=ScheduleActionStartWorkflow(
@@ -331,17 +357,22 @@ class Fleet:
                 state=ScheduleState(paused=True),
             )
         else:
-            job = bench_job().model_copy(
-                update={"id": schedule_id, "cron": "* * * * *", "timezone": "UTC"}
+            # Its catalog entry, bounded to the minutes backfilled, paused: the audit's oracle
+            # expects exactly those (`fleet_audit`). The schedule is compiled from it.
+            job = self.catalog.scheduled(
+                schedule_id,
+                cron="* * * * *",
+                timezone="UTC",
+                start_at=end - timedelta(minutes=n - 1),
+                end_at=end,
+                paused=True,
             )
             schedule = compile_schedule(
                 job, self.our_queue, timing_since=datetime.now(UTC).replace(microsecond=0)
             )
-            schedule.state.paused = True
         await self.client.create_schedule(
             schedule_id, schedule, memo={MANAGED_MEMO_KEY: MANAGED_MEMO_VALUE}
         )
-        end = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=1)
         began = time.monotonic()
         await self.client.get_schedule_handle(schedule_id).backfill(
             ScheduleBackfill(
@@ -359,18 +390,29 @@ class Fleet:
                 raise SystemExit(f"backfill {schedule_id}: {closed} of {n} closed")
             await asyncio.sleep(0.25)
         rate = n / (time.monotonic() - began)
+        # Ours' too: the audit judges a deleted schedule's job from its first recorded slot
+        # to its last (`fleet_audit`).
         await self.client.get_schedule_handle(schedule_id).delete()
         return rate
 
     async def latency(self, side: str, round_: int) -> list[float]:
         schedule_id = f"{side}-l{round_}-{uuid.uuid4().hex[:4]}"
         every = timedelta(seconds=5)
+        # Every side's schedule fires the same window, bounded on its spec: `--latency-seconds`
+        # (whole ones: the catalog's instants are) from a second or two after it is created,
+        # so that no fire time precedes its creation. `end_at` is inclusive, as Temporal's.
+        now = datetime.now(UTC)
+        start_at = (now + timedelta(seconds=2)).replace(microsecond=0)
+        end_at = start_at + timedelta(seconds=max(5, round(self.args.latency_seconds)) - 1)
+        spec = ScheduleSpec(
+            intervals=[ScheduleIntervalSpec(every=every)], start_at=start_at, end_at=end_at
+        )
         if side == "raw":
             schedule = Schedule(
                 action=ScheduleActionStartWorkflow(
                     RawWorkflow.run, id=schedule_id, task_queue=self.raw_queue
                 ),
-                spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
+                spec=spec,
                 policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
             )
         elif side == "seed":
@@ -378,25 +420,30 @@ class Fleet:
                 action=ScheduleActionStartWorkflow(
                     SeedWorkflow.run, schedule_id, id=schedule_id, task_queue=self.seed_queue
                 ),
-                spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
+                spec=spec,
                 policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
             )
         else:
-            job = bench_job().model_copy(
-                update={"id": schedule_id, "cron": None, "interval": every, "timezone": "UTC"}
+            # Its catalog entry with the same bounds; the schedule is compiled from it and
+            # kept until the audit has judged every fire time of the window (`fleet_audit`).
+            job = self.catalog.scheduled(
+                schedule_id,
+                cron=None,
+                interval=format_duration(every),
+                timezone="UTC",
+                start_at=start_at,
+                end_at=end_at,
             )
             schedule = compile_schedule(
-                job, self.our_queue, timing_since=datetime.now(UTC).replace(microsecond=0)
+                job, self.our_queue, timing_since=now.replace(microsecond=0)
             )
         await self.client.create_schedule(
             schedule_id, schedule, memo={MANAGED_MEMO_KEY: MANAGED_MEMO_VALUE}
         )
-        await asyncio.sleep(self.args.latency_seconds)
-        await self.client.get_schedule_handle(schedule_id).delete()
-        # Let the last started runs finish before reading them.
+        await self._fired_all(schedule_id, end_at)
+        if side != "ours":
+            await self.client.get_schedule_handle(schedule_id).delete()
         query = f"WorkflowId STARTS_WITH '{schedule_id}-'"
-        while (await self.client.count_workflows(query + " AND ExecutionStatus = 'Running'")).count:
-            await asyncio.sleep(0.25)
         if side == "raw":
             found = []
             async for entry in self.client.list_workflows(query):
@@ -416,10 +463,28 @@ class Fleet:
             ).fetchall()
         return [float(r[0]) for r in rows]
 
+    async def _fired_all(self, schedule_id: str, end_at: datetime) -> None:
+        """Wait until the schedule has passed `end_at` (its last action taken: no next one)
+        and every run it started has closed."""
+        await asyncio.sleep(max(0.0, (end_at - datetime.now(UTC)).total_seconds()))
+        handle = self.client.get_schedule_handle(schedule_id)
+        deadline = time.monotonic() + 300
+        while True:
+            info = (await handle.describe()).info
+            if not info.next_action_times:
+                query = f"WorkflowId STARTS_WITH '{schedule_id}-' AND ExecutionStatus != 'Running'"
+                if (await self.client.count_workflows(query)).count >= info.num_actions:
+                    return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{schedule_id}: its runs have not all closed")
+            await asyncio.sleep(0.25)
+
     async def _runs(self, side: str, n: int, tag: str) -> list:
         """Start `n` runs of `side` directly, 20 at a time, and wait for each to close."""
         limit = asyncio.Semaphore(20)
         job = bench_job()
+        if side == "ours":  # a job per run, as in the direct case (`direct_job`)
+            self.catalog.started_directly(f"{tag}-{i}" for i in range(n))
 
         async def one(i: int):
             async with limit:
@@ -507,7 +572,9 @@ def quantile(values: list[float], q: float) -> float:
 SIDES = ("raw", "seed", "ours")
 
 
-async def run(args: argparse.Namespace) -> str:
+async def run(args: argparse.Namespace) -> tuple[str, AuditResult | None]:
+    """Every round's cases, then the audit of ours' side: the results section, and the
+    audit's result (None: ours ran no job)."""
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
         fleet = Fleet(args, Path(tmp))
@@ -539,11 +606,25 @@ async def run(args: argparse.Namespace) -> str:
                             f"p50 {quantile(found, 0.5):.3f}s",
                             file=sys.stderr,
                         )
+            audit = judge_ours(fleet)
         finally:
             fleet.stop()
-    section = render(args, load, fleet, direct, backfill, latencies, costs)
+    section = render(args, load, fleet, direct, backfill, latencies, costs, audit)
     end = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return section.replace("\nMachine:", f"\nLoad average at the end: {end}.\n\nMachine:", 1)
+    section = section.replace("\nMachine:", f"\nLoad average at the end: {end}.\n\nMachine:", 1)
+    return section, audit
+
+
+def judge_ours(fleet: Fleet) -> AuditResult | None:
+    """`python -m schedules audit` over every job ours ran (`fleet_audit`), while the
+    servers still run; its verdict on stderr, every finding with it."""
+    if not len(fleet.catalog):
+        return None
+    audit = audit_ours(fleet.catalog, fleet.workdir, fleet.audit_env)
+    print(f"audit of ours' side: {audit.headline()}", file=sys.stderr)
+    for line in audit.finding_lines():
+        print(f"  {line}", file=sys.stderr)
+    return audit
 
 
 COST_ROWS = (
@@ -572,7 +653,7 @@ def _met(ok: bool) -> str:
     return "**met**" if ok else "**missed**"
 
 
-def render(args, load, fleet, direct: Figures, backfill: Figures, latencies, costs) -> str:
+def render(args, load, fleet, direct: Figures, backfill: Figures, latencies, costs, audit) -> str:
     def rates(values: list[float]) -> str:
         return ", ".join(f"{v:.1f}" for v in values)
 
@@ -677,6 +758,7 @@ server CPU per run <= 1.25x raw: {_met(server <= 1.25)} ({server:.2f}x).
 | --- | --- | --- | --- | ---: | --- |
 {table}
 """)
+    parts.append(audit_lines(audit))
     body = "\n".join(parts)
     telemetry = (
         "telemetry on as in production: spans made for their ids, no exporter, metrics "
@@ -701,6 +783,17 @@ seed and ours, from the slot to the claim's `job_executions` row (PostgreSQL's c
 insert). PostgreSQL CPU is the whole cluster's during the side's window (the other sides'
 workers are idle then); server CPU includes every side's idle polls.
 """
+
+
+def audit_lines(audit: AuditResult | None) -> str:
+    """The section's verdict of `schedules audit` on ours' side (and what it found)."""
+    if audit is None:
+        return "Audit of ours' side: ours ran no job, nothing to judge.\n"
+    lines = [f"Audit of ours' side (`bench/fleet_audit.py`): {audit.headline()}."]
+    if not audit.clean:
+        quoted = audit.finding_lines(QUOTED)
+        lines += ["", "```", *quoted, "```"] if quoted else []
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -745,10 +838,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--no-output", action="store_true", help="print only")
     args = parser.parse_args(argv)
-    section = asyncio.run(run(args))
+    section, audit = asyncio.run(run(args))
     print(section)
     if not args.no_output:
         write_results(args.output, section)
+    if audit is not None and not audit.clean:
+        print(f"error: the audit of ours' side is not clean: {audit.headline()}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -31,6 +31,7 @@ DEFAULT_SETTLE = timedelta(minutes=15)
 DEFAULT_LATE = timedelta(minutes=5)
 DEFAULT_OUTBOX_AGE = timedelta(minutes=15)
 DEFAULT_SPAN = timedelta(days=7)
+DEFAULT_PAGES_PER_SECOND = 20.0
 
 
 @dataclass
@@ -62,7 +63,7 @@ async def run_audit(
     late: timedelta = DEFAULT_LATE,
     outbox_age: timedelta = DEFAULT_OUTBOX_AGE,
     only_jobs: bool = False,
-    pages_per_second: float = 20.0,
+    pages_per_second: float = DEFAULT_PAGES_PER_SECOND,
     timeout: float = 30.0,
     states: dict[str, Any] | None = None,
     runtime: bool = False,
@@ -74,6 +75,8 @@ async def run_audit(
     delivery check looks only at the messages of these jobs (else at every message queued
     in the window). `task_queue` is the fleet's: the runs listed are those on each job's
     queue of it (`job_task_queue`: the dispatchers' own).
+    `pages_per_second`: at most that many calls a second to Temporal's visibility (listing
+    pages, describes of runs in flight): a job's runs are one listing page at least.
     `states` (each job's `schedules.health.check.ScheduleState`: paused, timing_since) default to
     what Temporal's schedules say now. `runtime`: judge the runtime schedules too
     (`schedules.audit.runtime`). `known`: catalog jobs besides `jobs` that may be their
@@ -112,6 +115,7 @@ async def run_audit(
             timeout=timeout,
             catalog=known,
             states=described,
+            pages_per_second=pages_per_second,
         )
         findings, scopes = findings + judged.findings, scopes + judged.scopes
         rows, runs, zones = rows + judged.rows, runs + judged.runs, judged.zones

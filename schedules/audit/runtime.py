@@ -114,16 +114,24 @@ async def audit_runtime(
     timeout: float,
     catalog: Sequence[Any] = (),
     states: dict[str, Any] | None = None,
+    pages_per_second: float = 20.0,
 ) -> RuntimeAudit:
     """Judge every runtime schedule over `window`; raises on a source that cannot be read.
-    `catalog` and its schedules' `states`: the catalog jobs runtime schedules may depend on."""
+    `catalog` and its schedules' `states`: the catalog jobs runtime schedules may depend on.
+    `pages_per_second`: Temporal's visibility read at most that many calls a second."""
     schedules, stopped, intents = await _read_schedules(conninfo, window, timeout)
     jobs = [job for job, _ in schedules]
     if not jobs:
         return RuntimeAudit([], [], 0, 0, {})
     ledger = await read_ledger(conninfo, jobs, window, only_jobs=True, timeout=timeout)
     visibility = await _visibility(
-        client, {j.id for j in jobs}, task_queue, window, ledger.running(), timeout
+        client,
+        {j.id for j in jobs},
+        task_queue,
+        window,
+        ledger.running(),
+        timeout,
+        pages_per_second,
     )
     findings: list[Finding] = []
     scopes = []
@@ -292,9 +300,10 @@ async def _visibility(
     window: Window,
     running: list[tuple[str, str]],
     timeout: float,
+    pages_per_second: float = 20.0,
 ) -> Visibility:
     """The window's runs of RuntimeRunWorkflow by schedule, and each running row's run."""
-    rate = _Rate(20.0)
+    rate = _Rate(pages_per_second)
     seen = Visibility(retention=await _retention(client, timeout))
     query = (
         f"WorkflowType = '{RUN_WORKFLOW}' AND TaskQueue = '{task_queue}' "

@@ -16,6 +16,7 @@ from core.errors import SchedulerError, first_line
 from schedules.audit import (
     DEFAULT_LATE,
     DEFAULT_OUTBOX_AGE,
+    DEFAULT_PAGES_PER_SECOND,
     DEFAULT_SETTLE,
     run_audit,
 )
@@ -89,6 +90,17 @@ def _instant(text: str) -> datetime | timedelta:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+def _rate(text: str) -> float:
+    """A number of calls a second: above 0, at most 10,000."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not 0 < value <= 10_000:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 10000, got {text!r}")
+    return value
+
+
 def _resolve(value: datetime | timedelta | None, now: datetime) -> datetime | None:
     return now - value if isinstance(value, timedelta) else value
 
@@ -127,6 +139,16 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
         default=DEFAULT_OUTBOX_AGE,
         metavar="DURATION",
         help="an outbox message pending longer is reported (default 15m)",
+    )
+    parser.add_argument(
+        "--pages-per-second",
+        type=_rate,
+        default=DEFAULT_PAGES_PER_SECOND,
+        metavar="N",
+        help="at most N calls a second to Temporal's visibility: listing pages (a job's "
+        "runs are one page at least) and describes of runs in flight (default "
+        f"{DEFAULT_PAGES_PER_SECOND:g}, to spare a shared server: a catalog of J jobs takes "
+        "J/N seconds or more)",
     )
     parser.add_argument(
         "--no-runtime",
@@ -184,6 +206,7 @@ async def _audit(args: argparse.Namespace, ctx: cli.Context) -> int:
         outbox_age=args.outbox_age,
         only_jobs=bool(args.job),
         timeout=args.timeout,
+        pages_per_second=args.pages_per_second,
         runtime=args.runtime and not args.job,
         known=jobs,
     )

@@ -242,13 +242,14 @@ async def test_the_command_prints_json_lines_and_exits_by_what_it_found(settings
     assert last["summary"]["findings"] == 1 and last["summary"]["by_kind"] == {"unexpected": 1}
 
     db.execute("DELETE FROM job_executions WHERE scheduled_at = '2026-11-20T07:30:00Z'")
-    clean = schedules_cli(settings, "audit", *args, "--settle", "0s")
+    clean = schedules_cli(settings, "audit", *args, "--settle", "0s", "--pages-per-second", "500")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert clean.stdout.startswith("audit: 0 finding(s)")
 
     for bad, named in [
         (("--from", "yesterday"), "--from"),
         (("--settle", "soon"), "--settle"),
+        (("--pages-per-second", "0"), "--pages-per-second"),
         (("--job", "no-such-job"), "no-such-job"),
         (("--from", "2026-11-21T00:00:00Z", "--to", "2026-11-20T00:00:00Z"), "--from"),
     ]:
