@@ -48,6 +48,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from catalog_file import utc, write_catalog  # bench/ is on sys.path (bench/fleet.py)
+
 from schedules.catalog.model import JobSpec, read_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,25 +59,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES_PER_SECOND = 1000
 # Findings quoted in the results section when the audit is not clean (all are printed).
 QUOTED = 20
-
-
-def utc(instant: datetime) -> str:
-    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def toml_value(value: Any) -> str:
-    """The value types of a catalog table, as TOML (an instant as the docs write it)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, datetime):
-        return json.dumps(utc(value))
-    if isinstance(value, str):
-        return json.dumps(value)  # a TOML basic string for this ASCII text
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"no TOML for {value!r}")
 
 
 class OursCatalog:
@@ -111,13 +94,7 @@ class OursCatalog:
     def write(self, path: Path) -> None:
         # A direct start's entry: no fire time from a second before the audited window on.
         untimed = self.base | {"end_at": self.window_start() - timedelta(seconds=1)}
-        tables = {job_id: untimed for job_id in self.direct} | self.timed
-        lines = []
-        for job_id, table in tables.items():
-            lines.append(f"[{job_id}]")
-            lines.extend(f"{key} = {toml_value(value)}" for key, value in table.items())
-            lines.append("")
-        path.write_text("\n".join(lines))
+        write_catalog(path, {job_id: untimed for job_id in self.direct} | self.timed)
 
 
 @dataclass

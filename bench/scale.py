@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from invoice_reminders import load_queries  # bench/ is sys.path[0] when run as a script
+from catalog_file import write_catalog  # bench/ is sys.path[0] when run as a script
+from invoice_reminders import load_queries
 from sync_schedules import (
     CATALOG_TEXT,
     CATALOGS,
@@ -96,28 +97,6 @@ class Size:
     jobs: int
     steps: dict[str, Step] = field(default_factory=dict)
     checks: list[str] = field(default_factory=list)
-
-
-def toml_value(value: Any) -> str:
-    """The few value types `catalog_tables` produces, as TOML."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a TOML basic string for this ASCII text
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"no TOML for {value!r}")
-
-
-def write_catalog(path: Path, tables: dict[str, dict[str, Any]]) -> None:
-    lines = []
-    for job_id, table in tables.items():
-        lines.append(f"[{job_id}]")
-        lines.extend(f"{key} = {toml_value(value)}" for key, value in table.items())
-        lines.append("")
-    path.write_text("\n".join(lines))
 
 
 def run_cli(
