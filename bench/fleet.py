@@ -32,7 +32,7 @@ not the sharing. Cases, each round in a rotated order of the sides:
   the first start to the last completion. Each of ours gets its own job name (a direct
   start's slot is its start second: one job would make most of them duplicates). Run
   `--direct-repeats` times a round, each time in the next rotation of the sides: the
-  rounds of one side move by a tenth, more than the sides differ.
+  rounds of one side move by a fifth, more than the sides differ.
 - **backfill**: one paused `* * * * *` schedule per side, N past minutes backfilled;
   workflows per second until all N closed (bound by how fast the server starts them).
 - **latency**: an every-5-seconds schedule per side, bounded to `--latency-seconds` (its
