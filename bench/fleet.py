@@ -271,16 +271,24 @@ class Fleet:
         self.temporal.stop()
         self.pg.stop("immediate")
 
-    def _profile(self, side: str, round_: int) -> list[subprocess.Popen]:
-        """With `--profile DIR`: py-spy samples the side's first worker during the cost
-        window, folded stacks in DIR/<side>-<round>.txt (`bench/profile_report.py`)."""
+    def _profile(self, side: str, name: str) -> list[subprocess.Popen]:
+        """With `--profile DIR`: py-spy samples the side's first worker while it holds the
+        GIL (`--gil`: its Python CPU, not its waits), during the cost window and each
+        direct case; folded stacks in DIR/<side>-<name>.txt (`bench/profile_report.py`)."""
         if self.args.profile is None:
             return []
         self.args.profile.mkdir(parents=True, exist_ok=True)
-        out = self.args.profile / f"{side}-{round_ + 1}.txt"
+        out = self.args.profile / f"{side}-{name}.txt"
         argv = [str(Path(sys.executable).parent / "py-spy"), "record", "--pid"]
-        argv += [str(self.pids[side][0]), "--rate", "250", "--format", "raw", "-o", str(out)]
+        argv += [str(self.pids[side][0]), "--rate", "250", "--gil", "--native"]
+        argv += ["--format", "raw", "-o", str(out)]
         return [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+
+    @staticmethod
+    def _stop_profiles(profiles: list[subprocess.Popen]) -> None:
+        for profile in profiles:
+            profile.send_signal(signal.SIGINT)
+            profile.wait(60)
 
     # --- the cases ------------------------------------------------------------------------
 
@@ -312,12 +320,14 @@ class Fleet:
 
         if side == "ours":
             self.catalog.started_directly(direct_job(round_, i) for i in range(n))
+        profiles = self._profile(side, f"direct{round_ + 1}")
         cpu = self._cpu(side)
         calls = run_cost.server_calls(self.metrics_url)
         began = time.monotonic()
         handles = await asyncio.gather(*(start(i) for i in range(n)))
         await asyncio.gather(*(h.result() for h in handles))
         rate = n / (time.monotonic() - began)
+        self._stop_profiles(profiles)
         used = {key: (value - cpu[key]) / n * 1000 for key, value in self._cpu(side).items()}
         matched = run_cost.server_calls(self.metrics_url)["matched_activities"]
         used["matched"] = (matched - calls["matched_activities"]) / n
@@ -328,12 +338,16 @@ class Fleet:
         """CPU seconds so far: the server's core (the dev server) and the other one (the
         side's workers, PostgreSQL, this bench)."""
         postmaster = run_cost.postmaster_pid(self.pg.data_dir)
-        return {
-            "server": run_cost.tree_cpu_seconds(self.temporal.process.pid),
-            "other": sum(run_cost.cpu_seconds(pid) for pid in self.pids[side])
-            + run_cost.tree_cpu_seconds(postmaster)
-            + run_cost.cpu_seconds(os.getpid()),
+        parts = {
+            "workers": sum(run_cost.cpu_seconds(pid) for pid in self.pids[side]),
+            "postgres": run_cost.tree_cpu_seconds(postmaster),
+            "bench": run_cost.cpu_seconds(os.getpid()),
         }
+        return (
+            {"server": run_cost.tree_cpu_seconds(self.temporal.process.pid)}
+            | parts
+            | {"other": sum(parts.values())}
+        )
 
     async def backfill(self, side: str, round_: int) -> float:
         n = self.args.backfill
@@ -540,7 +554,7 @@ class Fleet:
                 "pg_statements": counts[1],
             }
 
-        profiles = self._profile(side, round_)
+        profiles = self._profile(side, f"cost{round_ + 1}")
         before = snapshot()
         handles = await self._runs(side, n, f"{side}-c{round_}-{uuid.uuid4().hex[:4]}")
         after_cpu = {
@@ -548,9 +562,7 @@ class Fleet:
             "worker_cpu": sum(run_cost.cpu_seconds(pid) for pid in self.pids[side]),
             "pg_cpu": run_cost.tree_cpu_seconds(postmaster),
         }
-        for profile in profiles:
-            profile.send_signal(signal.SIGINT)
-            profile.wait(60)
+        self._stop_profiles(profiles)
         # A backend reports its transaction counts to pg_stat_database when it has been idle
         # a while (PGSTAT_IDLE_INTERVAL, 10 s), not at each commit: wait that out. CPU is
         # read before the wait, so only the runs' window counts.
@@ -572,6 +584,7 @@ def quantile(values: list[float], q: float) -> float:
 
 
 SIDES = ("raw", "seed", "ours")
+CPU_PARTS = ("workers", "postgres", "bench")  # the other core's CPU (`Fleet._cpu`)
 
 
 async def run(args: argparse.Namespace) -> tuple[str, AuditResult | None]:
@@ -723,6 +736,14 @@ server CPU per run <= 1.25x raw: {_met(server <= 1.25)} ({server:.2f}x).
         rows.append(
             "| the same, CPU ms per run on the server's core / the other core | "
             + " | ".join(f"{ms[side][0]:.1f} / {ms[side][1]:.1f}" for side in SIDES)
+            + " | | |"
+        )
+        rows.append(
+            "| ... the other core's: the side's workers / PostgreSQL / this bench | "
+            + " | ".join(
+                " / ".join(f"{median_direct_cpu(side, part):.1f}" for part in CPU_PARTS)
+                for side in SIDES
+            )
             + " | | |"
         )
         rows.append(
