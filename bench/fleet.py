@@ -849,7 +849,8 @@ def main(argv: list[str] | None = None) -> int:
         "--profile",
         type=Path,
         default=None,
-        help="py-spy each side's first worker during the cost window, into this folder "
+        help="py-spy each side's first worker during the cost window and each direct case, "
+        "into this folder "
         "(needs py-spy in the venv: .venv/bin/pip install py-spy)",
     )
     parser.add_argument(
