@@ -129,12 +129,21 @@ async def covering_backfill(
     `before`, when given) that drops overlapping slots."""
     covering = [
         r
-        for r in await backfill_requests(client, schedule_id)
-        if r.start <= fire <= r.end
-        and r.drops(schedule_overlap)
-        and (before is None or r.requested_at <= before)
+        for r in _over(await backfill_requests(client, schedule_id), fire, before)
+        if r.drops(schedule_overlap)
     ]
     return covering[-1] if covering else None
+
+
+def _over(
+    requests: Iterable[BackfillRequest], fire: datetime, before: datetime | None
+) -> list[BackfillRequest]:
+    """The backfills of `requests` over `fire`, requested at or before `before` if given."""
+    return [
+        r
+        for r in requests
+        if r.start <= fire <= r.end and (before is None or r.requested_at <= before)
+    ]
 
 
 def overlap_name(policy: int) -> str:
@@ -178,7 +187,22 @@ async def backfill_skips(client: Any, ask: SkipsInput) -> BackfillSkips | None:
     run was started for it since the request, oldest first, and no more of them than the
     server's counter: while a longer backfill is still being worked through, a slot that
     has no run yet may simply not have been reached.
+
+    The backfills are read first: the history never waits, while `describe` is a query of
+    the scheduler workflow, which answers between its passes only; every run of a backfill
+    that asked it first waited for the pass, up to a second and more. It is asked only
+    when a backfill over the slot may have dropped slots (its own policy, or the
+    schedule's: "", which the describe says).
     """
+    requests = [
+        r
+        for r in _over(
+            await backfill_requests(client, ask.job_name), ask.scheduled_at, ask.started_at
+        )
+        if r.drops("") or not r.overlap
+    ]
+    if not requests:
+        return None
     try:
         described = await client.get_schedule_handle(ask.job_name).describe()
     except RPCError as exc:
@@ -186,14 +210,11 @@ async def backfill_skips(client: Any, ask: SkipsInput) -> BackfillSkips | None:
             return None
         raise
     counted = described.info.num_actions_skipped_overlap
-    if not counted:
-        return None
     overlap = overlap_name(described.schedule.policy.overlap)
-    request = await covering_backfill(
-        client, ask.job_name, ask.scheduled_at, overlap, before=ask.started_at
-    )
-    if request is None:
+    dropping = [r for r in requests if r.drops(overlap)]
+    if not counted or not dropping:
         return None
+    request = dropping[-1]
     fires = ask.timing.fire_times(request.start, request.end + _TICK, limit=MAX_CHECKED + 1)
     others = [f for f in fires[:MAX_CHECKED] if f != ask.scheduled_at]
 

@@ -126,3 +126,84 @@ async def test_check_names_each_slot_a_skip_backfill_dropped_and_explain_says_wh
             f"AND TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
         ):
             await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
+
+
+class _Describes:
+    """The test's client, counting the schedule describes made through it: each is a query
+    of the scheduler workflow, which answers between its passes only."""
+
+    def __init__(self, client) -> None:
+        self._client = client
+        self.described = 0
+
+    def get_schedule_handle(self, schedule_id: str):
+        handle = self._client.get_schedule_handle(schedule_id)
+        describe = handle.describe
+
+        async def counted(*args, **kwargs):
+            self.described += 1
+            return await describe(*args, **kwargs)
+
+        handle.describe = counted
+        return handle
+
+    def __getattr__(self, name: str):
+        return getattr(self._client, name)
+
+
+async def test_a_run_of_a_backfill_that_drops_nothing_asks_the_scheduler_nothing(
+    client, settings, tmp_path
+):
+    catalog = tmp_path / "jobs.toml"
+    catalog.write_text(CATALOG)
+    (job,) = load_catalog(catalog)
+    await sync(client, [job], settings.temporal_task_queue, prune=False)
+    handle = client.get_schedule_handle("hourly-report")
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    slots = [hour - timedelta(hours=n) for n in (3, 2, 1)]
+    try:
+        # `schedules backfill`'s policy: every slot starts, none is dropped.
+        await handle.backfill(
+            ScheduleBackfill(
+                start_at=slots[0], end_at=slots[-1], overlap=ScheduleOverlapPolicy.ALLOW_ALL
+            )
+        )
+
+        async def all_started():
+            info = (await handle.describe()).info
+            assert (info.num_actions, info.num_actions_skipped_overlap) == (3, 0)
+
+        await assert_eventually(all_started, timeout=60)
+        spy = _Describes(client)
+        for slot in slots:
+            run = await client.get_workflow_handle(slot_workflow_id(job.id, slot)).describe()
+            ask = SkipsInput(
+                job_name=job.id, scheduled_at=slot, started_at=run.start_time, timing=job.timing
+            )
+            assert await backfill_skips(spy, ask) is None
+        assert spy.described == 0
+
+        # A later backfill over the same slots under Skip, which drops what meets a run:
+        # a run's question then needs the server's count, and asks it once.
+        await handle.backfill(
+            ScheduleBackfill(
+                start_at=slots[0], end_at=slots[-1], overlap=ScheduleOverlapPolicy.SKIP
+            )
+        )
+
+        async def skipped():
+            info = (await handle.describe()).info
+            assert info.num_actions_skipped_overlap > 0
+
+        await assert_eventually(skipped, timeout=60)
+        later = ask.model_copy(update={"started_at": datetime.now(UTC)})
+        skips = await backfill_skips(spy, later)
+        assert skips is not None and skips.overlap == "skip"
+        assert spy.described == 1
+    finally:
+        await handle.delete()
+        async for run in client.list_workflows(
+            f"WorkflowId STARTS_WITH 'hourly-report-' "
+            f"AND TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
+        ):
+            await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
