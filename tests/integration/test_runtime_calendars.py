@@ -49,7 +49,11 @@ async def test_a_preceding_slot_runs_before_its_own_time_under_its_own_time(
     runtime.fresh_ids(db)
     today = datetime.now(UTC).date()  # the server's clock decides what is ahead: see above
     tomorrow = today + timedelta(days=1)
-    open_days = [today] if today.weekday() >= 5 else []  # today runs: a business day
+    # Today runs (a business day), and so do the two days after tomorrow when they fall on
+    # a weekend: else, on a Thursday, `preceding` moves Saturday's and Sunday's slots to
+    # today too, over the closed Friday.
+    after = [tomorrow + timedelta(days=n) for n in (1, 2)]
+    open_days = [d for d in (today, *after) if d.weekday() >= 5]
     # A calendar made for the test (a catalog would name it): given as a model, since the
     # API resolves a definition from its name only.
     defined = tenants.Definition.model_validate(
