@@ -10,6 +10,7 @@ between backfilled slots: the outcome does not depend on timing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import subprocess
@@ -50,6 +51,26 @@ def run_cli(settings, catalog: Path, *args: str) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
+@contextlib.asynccontextmanager
+async def hourly_report(client, settings, tmp_path):
+    """The catalog's paused hourly job synced (its catalog file, the job, the schedule's
+    handle); afterwards the schedule deleted and the runs its backfills left open ended."""
+    catalog = tmp_path / "jobs.toml"
+    catalog.write_text(CATALOG)
+    (job,) = load_catalog(catalog)
+    await sync(client, [job], settings.temporal_task_queue, prune=False)
+    handle = client.get_schedule_handle(job.id)
+    try:
+        yield catalog, job, handle
+    finally:
+        await handle.delete()
+        async for run in client.list_workflows(
+            f"WorkflowId STARTS_WITH 'hourly-report-' "
+            f"AND TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
+        ):
+            await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
+
+
 def utc(instant: datetime) -> str:
     return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -57,14 +78,9 @@ def utc(instant: datetime) -> str:
 async def test_check_names_each_slot_a_skip_backfill_dropped_and_explain_says_why(
     client, settings, tmp_path
 ):
-    catalog = tmp_path / "jobs.toml"
-    catalog.write_text(CATALOG)
-    (job,) = load_catalog(catalog)
-    await sync(client, [job], settings.temporal_task_queue, prune=False)
-    handle = client.get_schedule_handle("hourly-report")
-    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    slots = [hour - timedelta(hours=n) for n in (4, 3, 2, 1)]
-    try:
+    async with hourly_report(client, settings, tmp_path) as (catalog, job, handle):
+        hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        slots = [hour - timedelta(hours=n) for n in (4, 3, 2, 1)]
         # What the dialog sends: both ends inclusive, overlap Skip.
         await handle.backfill(
             ScheduleBackfill(
@@ -119,13 +135,6 @@ async def test_check_names_each_slot_a_skip_backfill_dropped_and_explain_says_wh
         assert code == 1, out
         assert "the server skipped it because of the overlap policy skip" in out, out
         assert f"--start {utc(slots[2])}" in out, out
-    finally:
-        await handle.delete()
-        async for run in client.list_workflows(
-            f"WorkflowId STARTS_WITH 'hourly-report-' "
-            f"AND TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
-        ):
-            await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
 
 
 class _Describes:
@@ -154,14 +163,9 @@ class _Describes:
 async def test_a_run_of_a_backfill_that_drops_nothing_asks_the_scheduler_nothing(
     client, settings, tmp_path
 ):
-    catalog = tmp_path / "jobs.toml"
-    catalog.write_text(CATALOG)
-    (job,) = load_catalog(catalog)
-    await sync(client, [job], settings.temporal_task_queue, prune=False)
-    handle = client.get_schedule_handle("hourly-report")
-    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    slots = [hour - timedelta(hours=n) for n in (3, 2, 1)]
-    try:
+    async with hourly_report(client, settings, tmp_path) as (_, job, handle):
+        hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        slots = [hour - timedelta(hours=n) for n in (3, 2, 1)]
         # `schedules backfill`'s policy: every slot starts, none is dropped.
         await handle.backfill(
             ScheduleBackfill(
@@ -200,10 +204,3 @@ async def test_a_run_of_a_backfill_that_drops_nothing_asks_the_scheduler_nothing
         skips = await backfill_skips(spy, later)
         assert skips is not None and skips.overlap == "skip"
         assert spy.described == 1
-    finally:
-        await handle.delete()
-        async for run in client.list_workflows(
-            f"WorkflowId STARTS_WITH 'hourly-report-' "
-            f"AND TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
-        ):
-            await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
