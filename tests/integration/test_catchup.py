@@ -159,6 +159,9 @@ async def test_catch_up_after_temporal_was_down_follows_each_policy(
 
         async def catch_up(job_id: str):
             workflow_id = f"{job_id}-{first:%Y-%m-%dT%H:%M:%SZ}"
+            # The restarted server's scheduler starts the run when its timer is processed,
+            # which can be after the server answers; a result asked for before is not found.
+            await fired(client, job_id, first, timeout=90)
             handle = client.get_workflow_handle_for(ScheduledJobWorkflow.run, workflow_id)
             result = await asyncio.wait_for(handle.result(), timeout=90)
             rows = [r for r in executions(db, job_id) if r["workflow_id"] == workflow_id]
