@@ -51,7 +51,8 @@ from pathlib import Path
 import psycopg
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
-from temporalio.contrib.pydantic import pydantic_data_converter
+
+from core.payloads import data_converter
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -185,7 +186,7 @@ class Stack:
         self.client = await self.connect()
 
     async def connect(self) -> Client:
-        return await Client.connect(self.temporal.address, data_converter=pydantic_data_converter)
+        return await Client.connect(self.temporal.address, data_converter=data_converter)
 
     async def restart_temporal(self) -> None:
         self.temporal.stop()
@@ -229,7 +230,7 @@ class Trial:
         self.client = await Client.connect(
             self.stack.temporal.address,
             namespace=self.namespace,
-            data_converter=pydantic_data_converter,
+            data_converter=data_converter,
         )
 
     def env(self, **extra: str) -> dict[str, str]:

@@ -88,7 +88,8 @@ from temporalio.client import (
     ScheduleSpec,
     ScheduleState,
 )
-from temporalio.contrib.pydantic import pydantic_data_converter
+
+from core.payloads import data_converter
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -191,9 +192,7 @@ class Fleet:
         self.temporal.start()
         os.sched_setaffinity(0, self.other_cores)
         await self.temporal.wait_ready()
-        self.client = await Client.connect(
-            self.temporal.address, data_converter=pydantic_data_converter
-        )
+        self.client = await Client.connect(self.temporal.address, data_converter=data_converter)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
         # What `python -m schedules audit` reads ours' side with.
         self.audit_env = env | {

@@ -48,7 +48,8 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+
+from core.payloads import data_converter
 
 # Run as `python bench/invoice_reminders.py`: import the project from this checkout, not
 # from whatever an (possibly stale) editable install maps.
@@ -285,7 +286,7 @@ async def bench(args: argparse.Namespace) -> tuple[Results, dict[str, str], dict
             )
             client_options = {"interceptors": telemetry.interceptors, "runtime": telemetry.runtime}
         client = await Client.connect(
-            temporal.address, data_converter=pydantic_data_converter, **client_options
+            temporal.address, data_converter=data_converter, **client_options
         )
 
         load_before = os.getloadavg()

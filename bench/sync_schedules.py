@@ -50,7 +50,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+
+from core.payloads import data_converter
 
 # Run as `python bench/sync_schedules.py`: import the project from this checkout, not from
 # whatever an (possibly stale) editable install maps.
@@ -368,7 +369,7 @@ async def dev_server(log: Path, db_file: Path | None = None) -> AsyncIterator[tu
         server.start()
         assert server.process is not None
         await server.wait_ready()
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        client = await Client.connect(server.address, data_converter=data_converter)
         yield client, server.process.pid
     finally:
         server.stop()

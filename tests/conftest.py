@@ -17,8 +17,8 @@ from pathlib import Path
 import psycopg
 import pytest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
+from core.payloads import data_converter
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
 from tests.helpers import ROOT, TEMPLATE_DB
 from tests.helpers.worker import WorkerProcess, settings_env
@@ -97,7 +97,7 @@ async def temporal(tmp_path_factory) -> TemporalDevServer:
 
 @pytest.fixture(scope="session")
 async def client(temporal: TemporalDevServer) -> Client:
-    return await Client.connect(temporal.address, data_converter=pydantic_data_converter)
+    return await Client.connect(temporal.address, data_converter=data_converter)
 
 
 @pytest.fixture

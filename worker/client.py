@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, Interceptor
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from core.errors import SettingsError
+from core.payloads import data_converter
 from worker.settings import Settings
 
 _STARTING_UP = {RPCStatusCode.INTERNAL, RPCStatusCode.UNAVAILABLE}
@@ -82,7 +82,7 @@ async def connect(
     client = await Client.connect(
         settings.temporal_address,
         namespace=settings.temporal_namespace,
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter,
         api_key=api_key,
         tls=_tls(settings),
         interceptors=interceptors,

@@ -33,8 +33,8 @@ import json
 from typing import Any
 
 from temporalio.client import Schedule, ScheduleActionStartWorkflow
-from temporalio.contrib.pydantic import pydantic_data_converter
 
+from core.payloads import data_converter
 from workflows.models import STEPS_ID_SUFFIX
 
 MAX_ID_LENGTH = 1000  # limit.maxIDLength
@@ -89,7 +89,7 @@ def schedule_bytes(schedule: Schedule) -> int:
     them, the spec, policy and state."""
     action = schedule.action
     assert isinstance(action, ScheduleActionStartWorkflow)
-    converter = pydantic_data_converter.payload_converter
+    converter = data_converter.payload_converter
     memo = list((action.memo or {}).values())
     payloads = converter.to_payloads(
         [*action.args, *memo, action.static_summary or "", action.static_details or ""]

@@ -8,7 +8,8 @@ import uuid
 from google.protobuf.duration_pb2 import Duration
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+
+from core.payloads import data_converter
 
 
 async def fresh_namespace(client: Client, prefix: str) -> Client:
@@ -22,5 +23,5 @@ async def fresh_namespace(client: Client, prefix: str) -> Client:
     return await Client.connect(
         client.service_client.config.target_host,
         namespace=name,
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter,
     )

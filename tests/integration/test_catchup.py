@@ -12,8 +12,8 @@ from temporalio.client import (
     ScheduleOverlapPolicy,
     ScheduleSpec,
 )
-from temporalio.contrib.pydantic import pydantic_data_converter
 
+from core.payloads import data_converter
 from devstack import TemporalDevServer, free_port
 from schedules.audit import run_audit
 from schedules.catalog.compile import compile_schedule
@@ -127,7 +127,7 @@ async def test_catch_up_after_temporal_was_down_follows_each_policy(
         server.start()
         try:
             await server.wait_ready()
-            client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+            client = await Client.connect(server.address, data_converter=data_converter)
             first = grid_after(datetime.now(UTC) + lead, every)
             catalog = jobs(
                 **{
@@ -154,7 +154,7 @@ async def test_catch_up_after_temporal_was_down_follows_each_policy(
         wait_until(downtime[-1])
         server.start()
         await server.wait_ready()
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        client = await Client.connect(server.address, data_converter=data_converter)
         start_workers(1, TEMPORAL_ADDRESS=server.address)
 
         async def catch_up(job_id: str):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
+from core.payloads import data_converter
 from devstack import TemporalDevServer, free_port
 from schedules.server.found import catalog_entry
 from schedules.sync.plan import managed_schedule_ids
@@ -211,7 +211,7 @@ async def test_a_write_the_server_refuses_stops_before_any_delete_and_says_what_
     server.start()
     try:
         await server.wait_ready()
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        client = await Client.connect(server.address, data_converter=data_converter)
         strict = settings.model_copy(update={"temporal_address": server.address})
         first = catalog(tmp_path, "first.toml", {"part-keep": "0 1 * * *", "part-old": "0 2 * * *"})
         assert run_sync(strict, first).returncode == 0

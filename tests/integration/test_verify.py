@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client, ScheduleCalendarSpec, ScheduleRange, ScheduleUpdate
-from temporalio.contrib.pydantic import pydantic_data_converter
 
+from core.payloads import data_converter
 from devstack import TemporalDevServer, free_port
 from schedules.catalog.model import load_catalog, parse_catalog
 from schedules.health.verify import verify_job
@@ -136,7 +136,7 @@ async def other_database_server(tmp_path_factory):
     server.start()
     try:
         await server.wait_ready()
-        yield await Client.connect(server.address, data_converter=pydantic_data_converter)
+        yield await Client.connect(server.address, data_converter=data_converter)
     finally:
         server.stop()
 

@@ -15,9 +15,9 @@ import signal
 from datetime import UTC, date, datetime, timedelta
 
 from temporalio.api.enums.v1 import PendingActivityState
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from core.payloads import data_converter
 from jobs import kind_workflows
 from schedules.audit import run_audit
 from schedules.catalog.model import RetrySpec
@@ -220,7 +220,7 @@ async def test_a_frozen_worker_absorbing_every_retry_does_not_fail_the_run(
         replayer = Replayer(
             workflows=[ScheduledJobWorkflow, *kind_workflows()],
             workflow_runner=workflow_runner(),
-            data_converter=pydantic_data_converter,
+            data_converter=data_converter,
         )
         replayed = await replayer.replay_workflow(
             await run.fetch_history(), raise_on_replay_failure=False

@@ -40,9 +40,9 @@ from temporalio.client import (
     ScheduleSpec,
     WorkflowExecutionStatus,
 )
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.runtime_models import RuntimeRun, slot_workflow_id
+from core.payloads import data_converter
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
 from devstack.payments import PaymentProviderServer
 from schedules.catalog.compile import (
@@ -419,7 +419,7 @@ async def record(label: str, groups: tuple[str, ...] = tuple(SCENARIOS)) -> None
             await temporal.wait_ready()
             db_url = pg.create_database("replay")
             apply_migrations(db_url)
-            client = await Client.connect(temporal.address, data_converter=pydantic_data_converter)
+            client = await Client.connect(temporal.address, data_converter=data_converter)
             await outcome_attribute(client, register=True)  # as sync does: no-op runs mark it
             task_queue = f"replay-{uuid.uuid4().hex[:8]}"
             provider = PaymentProviderServer(free_port())

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from core.payloads import data_converter
 from worker.run import fleet_workflows, workflow_runner
 from workflows import ScheduledJobWorkflow
 
@@ -51,7 +51,7 @@ async def test_history_replays_without_nondeterminism(path: Path, strict: bool):
     replayer = Replayer(
         workflows=fleet_workflows(),
         workflow_runner=workflow_runner(strict=strict),
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter,
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure!r}"
@@ -72,7 +72,7 @@ async def test_a_run_an_older_worker_started_with_dependencies_replays_without_w
     replayer = Replayer(
         workflows=[ScheduledJobWorkflow],
         workflow_runner=workflow_runner(strict=True),
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter,
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, repr(result.replay_failure)

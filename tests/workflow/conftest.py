@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.run_notes import OUTCOME_ATTRIBUTE
+from core.payloads import data_converter
 from devstack.temporal import temporal_binary
 
 
@@ -18,7 +18,7 @@ from devstack.temporal import temporal_binary
 async def workflow_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter,
         ui=False,
         search_attributes=[OUTCOME_ATTRIBUTE],  # as `schedules sync` registers it
     )
