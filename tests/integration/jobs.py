@@ -215,3 +215,13 @@ def assert_each_invoice_reminded_once(db: psycopg.Connection, total: int) -> Non
         db.execute("SELECT count(*) FROM invoices WHERE last_reminder_at IS NOT NULL").fetchone()[0]
         == total
     )
+
+
+async def end_open_runs(client: Client, task_queue: str, prefix: str = "") -> None:
+    """A test's clean-up: terminate the runs still open on `task_queue` (those whose
+    workflow ids start with `prefix`, when given)."""
+    query = f"TaskQueue = '{task_queue}' AND ExecutionStatus = 'Running'"
+    if prefix:
+        query = f"WorkflowId STARTS_WITH '{prefix}' AND {query}"
+    async for run in client.list_workflows(query):
+        await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")

@@ -26,6 +26,7 @@ from schedules.cli.main import build_parser
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
+from tests.integration.jobs import end_open_runs
 
 CATALOG = """\
 [hourly-report]
@@ -64,11 +65,7 @@ async def hourly_report(client, settings, tmp_path):
         yield catalog, job, handle
     finally:
         await handle.delete()
-        async for run in client.list_workflows(
-            f"WorkflowId STARTS_WITH 'hourly-report-' "
-            f"AND TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
-        ):
-            await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
+        await end_open_runs(client, settings.temporal_task_queue, "hourly-report-")
 
 
 def utc(instant: datetime) -> str:

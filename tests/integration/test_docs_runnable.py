@@ -24,6 +24,7 @@ from schedules.sync.apply import sync
 from tests.helpers import ROOT
 from tests.helpers.docs import KINDS, marked, shell_blocks
 from tests.helpers.worker import settings_env
+from tests.integration.jobs import end_open_runs
 
 
 def runnable_blocks() -> list[tuple[str, str]]:
@@ -70,9 +71,6 @@ async def test_a_runnable_block_runs_as_written(client, settings, tmp_path, wher
             assert info.num_actions >= 1, (where, info)
     finally:
         ids = [job.id for job in jobs]
-        async for run in client.list_workflows(
-            f"TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
-        ):
-            await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
+        await end_open_runs(client, settings.temporal_task_queue)
         for job_id in ids:
             await client.get_schedule_handle(job_id).delete()

@@ -13,6 +13,7 @@ from schedules.catalog.model import load_catalog
 from schedules.sync.apply import sync
 from tests.helpers import ROOT
 from tests.helpers.worker import settings_env
+from tests.integration.jobs import end_open_runs
 
 GOOD = """\
 [partly-good]
@@ -85,7 +86,4 @@ async def test_a_broken_entry_blocks_sync_but_not_the_other_jobs(client, setting
         )
     finally:
         await client.get_schedule_handle("partly-good").delete()
-        async for wf in client.list_workflows(
-            f"TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
-        ):
-            await client.get_workflow_handle(wf.id, run_id=wf.run_id).terminate("test over")
+        await end_open_runs(client, settings.temporal_task_queue)

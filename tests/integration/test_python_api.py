@@ -16,6 +16,7 @@ from temporalio.service import RPCError
 
 from tests.helpers import ROOT
 from tests.helpers.worker import settings_env
+from tests.integration.jobs import end_open_runs
 
 PAGE = ROOT / "docs" / "python-api.md"
 BLOCK = re.compile(r"^<!-- runnable python:[^\n]*-->\n```python\n(.*?)^```$", re.M | re.S)
@@ -44,9 +45,6 @@ async def test_the_example_runs_as_written(client, settings, tmp_path):
         assert f"started {JOB}-" in done.stdout, done.stdout
         assert "execution(s) recorded" in done.stdout, done.stdout
     finally:
-        async for run in client.list_workflows(
-            f"TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
-        ):
-            await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
+        await end_open_runs(client, settings.temporal_task_queue)
         with contextlib.suppress(RPCError):  # never created: the assertion above says why
             await client.get_schedule_handle(JOB).delete()

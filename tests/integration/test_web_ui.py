@@ -35,6 +35,7 @@ from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.audit import audited
 from tests.helpers.worker import settings_env
+from tests.integration.jobs import end_open_runs
 from workflows import JobRunResult
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -157,11 +158,7 @@ async def test_the_schedule_page_shows_the_intent_and_a_default_backfill_is_neve
         await audited(client, database_url, settings.temporal_task_queue, jobs, start=slots[0])
     finally:
         await handle.delete()
-        async for run in client.list_workflows(
-            f"WorkflowId STARTS_WITH '{JOB}-' "
-            f"AND TaskQueue = '{settings.temporal_task_queue}' AND ExecutionStatus = 'Running'"
-        ):
-            await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
+        await end_open_runs(client, settings.temporal_task_queue, f"{JOB}-")
 
 
 async def run_details_name_the_skipped(
