@@ -32,7 +32,11 @@ not the sharing. Cases, each round in a rotated order of the sides:
   the first start to the last completion. Each of ours gets its own job name (a direct
   start's slot is its start second: one job would make most of them duplicates). Run
   `--direct-repeats` times a round, each time in the next rotation of the sides: the
-  rounds of one side move by a fifth, more than the sides differ.
+  rounds of one side move by a fifth, more than the sides differ. Also reported: the
+  ratios paired within each repeat (its three sides ran back to back), and the side's
+  workers' CPU by thread (event loop, Python threads, SDK core), which
+  `bench/worker_cost.py` compares with each half of a run measured alone; with
+  `--gc-probe`, how much of the workers' CPU their garbage collectors took.
 - **backfill**: one paused `* * * * *` schedule per side, N past minutes backfilled;
   workflows per second until all N closed (bound by how fast the server starts them).
 - **latency**: an every-5-seconds schedule per side, bounded to `--latency-seconds` (its
@@ -64,6 +68,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import compileall
+import json
 import os
 import signal
 import statistics
@@ -163,6 +168,7 @@ class Fleet:
         self.catalog = OursCatalog(BENCH_JOB)
         # CPU ms per run on each core during each direct case (`_cpu`).
         self.direct_cpu: dict[str, list[dict[str, float]]] = {"raw": [], "seed": [], "ours": []}
+        self.gc_dir = workdir / "gc"  # `--gc-probe`: each process's collector time
         # The server on a core of its own, everything else on the other (`--pin`).
         cores = sorted(os.sched_getaffinity(0))
         self.server_cores = {cores[0]} if args.pin and len(cores) > 1 else set(cores)
@@ -194,6 +200,10 @@ class Fleet:
         await self.temporal.wait_ready()
         self.client = await Client.connect(self.temporal.address, data_converter=data_converter)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
+        if self.args.gc_probe:  # every side's processes (`bench/gc_probe`)
+            self.gc_dir.mkdir()
+            path = os.pathsep.join(filter(None, [str(HERE / "gc_probe"), env.get("PYTHONPATH")]))
+            env |= {"PYTHONPATH": path, "GC_PROBE_DIR": str(self.gc_dir)}
         # What `python -m schedules audit` reads ours' side with.
         self.audit_env = env | {
             "TEMPORAL_ADDRESS": self.temporal.address,
@@ -337,6 +347,8 @@ class Fleet:
         """CPU seconds so far: the server's core (the dev server) and the other one (the
         side's workers, PostgreSQL, this bench)."""
         postmaster = run_cost.postmaster_pid(self.pg.data_dir)
+        threads = [run_cost.thread_cpu_seconds(pid) for pid in self.pids[side]]
+        by_thread = {kind: sum(t[kind] for t in threads) for kind in THREAD_KINDS}
         parts = {
             "workers": sum(run_cost.cpu_seconds(pid) for pid in self.pids[side]),
             "postgres": run_cost.tree_cpu_seconds(postmaster),
@@ -346,7 +358,21 @@ class Fleet:
             {"server": run_cost.tree_cpu_seconds(self.temporal.process.pid)}
             | parts
             | {"other": sum(parts.values())}
+            | by_thread
+            | self._gc_seconds(side)
         )
+
+    def _gc_seconds(self, side: str) -> dict[str, float]:
+        """`--gc-probe`: seconds the side's workers' garbage collectors ran so far, in the
+        young generations and in full collections (`bench/gc_probe`)."""
+        totals = {"gc_young": 0.0, "gc_full": 0.0}
+        for pid in self.pids[side] if self.args.gc_probe else ():
+            path = self.gc_dir / f"{pid}.json"
+            if path.exists():
+                found = json.loads(path.read_text())
+                totals["gc_young"] += found["young"]
+                totals["gc_full"] += found["full"]
+        return totals
 
     async def backfill(self, side: str, round_: int) -> float:
         n = self.args.backfill
@@ -584,6 +610,9 @@ def quantile(values: list[float], q: float) -> float:
 
 SIDES = ("raw", "seed", "ours")
 CPU_PARTS = ("workers", "postgres", "bench")  # the other core's CPU (`Fleet._cpu`)
+# The side's workers' CPU by thread (`run_cost.thread_cpu_seconds`).
+THREAD_KINDS = ("event_loop", "python_threads", "sdk_core")
+GC_KINDS = ("gc_young", "gc_full")  # `--gc-probe` (`Fleet._gc_seconds`)
 
 
 async def run(args: argparse.Namespace) -> tuple[str, AuditResult | None]:
@@ -725,6 +754,18 @@ server CPU per run <= 1.25x raw: {_met(server <= 1.25)} ({server:.2f}x).
             f"{rates(direct.seed)} | {rates(direct.ours)} | {d:.2f}x ({ds:.2f}x seed) | "
             f">= 0.9x raw and >= 1.0x seed: {_met(d >= 0.9 and ds >= 1.0)} |"
         )
+        # Each repeat ran the three sides back to back: its ratios share the machine's state.
+        paired = {
+            base: [o / b for o, b in zip(direct.ours, getattr(direct, base), strict=True)]
+            for base in ("raw", "seed")
+        }
+        rows.append(
+            f"| the same, paired: ours / the other side within each repeat (median; repeats "
+            f"ours was ahead) | {statistics.median(paired['raw']):.2f}x "
+            f"({sum(r >= 1 for r in paired['raw'])} of {len(paired['raw'])}) | "
+            f"{statistics.median(paired['seed']):.2f}x "
+            f"({sum(r >= 1 for r in paired['seed'])} of {len(paired['seed'])}) | | | |"
+        )
         ms = {
             side: (median_direct_cpu(side, "server"), median_direct_cpu(side, "other"))
             for side in SIDES
@@ -745,6 +786,25 @@ server CPU per run <= 1.25x raw: {_met(server <= 1.25)} ({server:.2f}x).
             )
             + " | | |"
         )
+        rows.append(
+            "| ... the side's workers by thread: event loop / Python threads (workflow "
+            "activations) / SDK core | "
+            + " | ".join(
+                " / ".join(f"{median_direct_cpu(side, kind):.1f}" for kind in THREAD_KINDS)
+                for side in SIDES
+            )
+            + " | | |"
+        )
+        if args.gc_probe:
+            rows.append(
+                "| ... of it, the workers' garbage collector: young generations / full "
+                "collections (`--gc-probe`) | "
+                + " | ".join(
+                    " / ".join(f"{median_direct_cpu(side, kind):.2f}" for kind in GC_KINDS)
+                    for side in SIDES
+                )
+                + " | | |"
+            )
         rows.append(
             "| the same, activity tasks dispatched through matching per run (not eager) | "
             + " | ".join(f"{median_direct_cpu(side, 'matched'):.2f}" for side in SIDES)
@@ -863,6 +923,12 @@ def main(argv: list[str] | None = None) -> int:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="ours with traces and metrics, as production (--no-telemetry: to see their cost)",
+    )
+    parser.add_argument(
+        "--gc-probe",
+        action="store_true",
+        help="time every process's garbage collector (bench/gc_probe) and report the "
+        "workers' in the direct case",
     )
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--no-output", action="store_true", help="print only")

@@ -43,6 +43,33 @@ def cpu_seconds(pid: int, children: bool = False) -> float:
     return ticks / _TICKS
 
 
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU seconds of process `pid`'s live threads, by kind: `event_loop` (the main thread:
+    asyncio, the activities, the SDK's Python side), `python_threads` (threads Python
+    started: the SDK's workflow activations run in them) and `sdk_core` (the SDK core's
+    Rust threads: gRPC, protobuf, its own metrics)."""
+    parts = dict.fromkeys(("event_loop", "python_threads", "sdk_core"), 0.0)
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except (FileNotFoundError, ProcessLookupError):
+        return parts
+    for task in tasks:
+        try:
+            stat = (task / "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        seconds = (int(fields[11]) + int(fields[12])) / _TICKS
+        if task.name == str(pid):
+            parts["event_loop"] += seconds
+        elif name.startswith("python"):  # Python's threads keep the process's name
+            parts["python_threads"] += seconds
+        else:
+            parts["sdk_core"] += seconds
+    return parts
+
+
 def tree_cpu_seconds(root: int) -> float:
     """CPU seconds of `root`, its live descendants, and the children it reaped."""
     total = cpu_seconds(root, children=True)
