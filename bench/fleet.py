@@ -778,33 +778,33 @@ server CPU per run <= 1.25x raw: {_met(server <= 1.25)} ({server:.2f}x).
             + " | ".join(f"{ms[side][0]:.1f} / {ms[side][1]:.1f}" for side in SIDES)
             + " | | |"
         )
-        rows.append(
-            "| ... the other core's: the side's workers / PostgreSQL / this bench | "
-            + " | ".join(
-                " / ".join(f"{median_direct_cpu(side, part):.1f}" for part in CPU_PARTS)
+
+        def parts_row(label: str, keys: tuple[str, ...], digits: int = 1) -> str:
+            """A row of CPU ms per run split into `keys`, a side a column."""
+            split = (
+                " / ".join(f"{median_direct_cpu(side, key):.{digits}f}" for key in keys)
                 for side in SIDES
             )
-            + " | | |"
+            return f"| {label} | " + " | ".join(split) + " | | |"
+
+        rows.append(
+            parts_row(
+                "... the other core's: the side's workers / PostgreSQL / this bench", CPU_PARTS
+            )
         )
         rows.append(
-            "| ... the side's workers by thread: event loop / Python threads (workflow "
-            "activations) / SDK core | "
-            + " | ".join(
-                " / ".join(f"{median_direct_cpu(side, kind):.1f}" for kind in THREAD_KINDS)
-                for side in SIDES
+            parts_row(
+                "... the side's workers by thread: event loop / Python threads (workflow "
+                "activations) / SDK core",
+                THREAD_KINDS,
             )
-            + " | | |"
         )
         if args.gc_probe:
-            rows.append(
-                "| ... of it, the workers' garbage collector: young generations / full "
-                "collections (`--gc-probe`) | "
-                + " | ".join(
-                    " / ".join(f"{median_direct_cpu(side, kind):.2f}" for kind in GC_KINDS)
-                    for side in SIDES
-                )
-                + " | | |"
+            label = (
+                "... of it, the workers' garbage collector: young generations / full "
+                "collections (`--gc-probe`)"
             )
+            rows.append(parts_row(label, GC_KINDS, digits=2))
         rows.append(
             "| the same, activity tasks dispatched through matching per run (not eager) | "
             + " | ".join(f"{median_direct_cpu(side, 'matched'):.2f}" for side in SIDES)
