@@ -611,7 +611,7 @@ def quantile(values: list[float], q: float) -> float:
 SIDES = ("raw", "seed", "ours")
 CPU_PARTS = ("workers", "postgres", "bench")  # the other core's CPU (`Fleet._cpu`)
 # The side's workers' CPU by thread (`run_cost.thread_cpu_seconds`).
-THREAD_KINDS = ("event_loop", "python_threads", "sdk_core")
+THREAD_KINDS = run_cost.THREAD_KINDS
 GC_KINDS = ("gc_young", "gc_full")  # `--gc-probe` (`Fleet._gc_seconds`)
 
 

@@ -33,14 +33,23 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 def cpu_seconds(pid: int, children: bool = False) -> float:
     """User + system CPU seconds of process `pid` (and of its reaped children)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return _stat_seconds(Path(f"/proc/{pid}/stat").read_text(), children)
     except (FileNotFoundError, ProcessLookupError):
         return 0.0
+
+
+def _stat_seconds(stat: str, children: bool = False) -> float:
+    """User + system CPU seconds in a /proc `stat` line (of a process or a thread)."""
     # Fields after the command: state is [0]; utime [11], stime [12], cutime [13], cstime [14].
+    fields = stat.rsplit(")", 1)[1].split()
     ticks = int(fields[11]) + int(fields[12])
     if children:
         ticks += int(fields[13]) + int(fields[14])
     return ticks / _TICKS
+
+
+# The kinds of a worker's threads `thread_cpu_seconds` tells apart.
+THREAD_KINDS = ("event_loop", "python_threads", "sdk_core")
 
 
 def thread_cpu_seconds(pid: int) -> dict[str, float]:
@@ -48,7 +57,7 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
     asyncio, the activities, the SDK's Python side), `python_threads` (threads Python
     started: the SDK's workflow activations run in them) and `sdk_core` (the SDK core's
     Rust threads: gRPC, protobuf, its own metrics)."""
-    parts = dict.fromkeys(("event_loop", "python_threads", "sdk_core"), 0.0)
+    parts = dict.fromkeys(THREAD_KINDS, 0.0)
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except (FileNotFoundError, ProcessLookupError):
@@ -59,8 +68,7 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
         except (FileNotFoundError, ProcessLookupError):
             continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat.rsplit(")", 1)[1].split()
-        seconds = (int(fields[11]) + int(fields[12])) / _TICKS
+        seconds = _stat_seconds(stat)
         if task.name == str(pid):
             parts["event_loop"] += seconds
         elif name.startswith("python"):  # Python's threads keep the process's name
