@@ -13,10 +13,10 @@ its work activity: the plan, the claim and the first slot's work in one transact
 
 The logic is `JobRunWorkflow`'s, a plain class; the two workflow types that run it are
 declared each in a module of its own (`workflows.scheduled_job.ScheduledJobWorkflow`,
-`workflows.one_transaction.OneTransactionJobWorkflow`). The sandbox imports a run's
+`workflows.one_transaction.OneTransactionJobWorkflow`). A strict sandbox imports a run's
 workflow module afresh for every run, and `workflow.defn` inspects the class it declares
 each time (close to half of that import in bench/fleet.py's profile): a run declares only
-its own type, once.
+its own type, once. Workers take these modules as imported once (`worker.run.WORKFLOW_LOGIC`).
 """
 
 from __future__ import annotations

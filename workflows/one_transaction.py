@@ -1,9 +1,11 @@
 """`OneTransactionJobWorkflow`: the workflow type of the runs of a kind whose slot work
 fits in one transaction (`workflows.job_run.JobRunWorkflow` holds what a run does).
 
-Declared in a module of its own: the sandbox imports a run's workflow module afresh for
-every run, and `workflow.defn` inspects the class each time, so a run of this type does not
-declare `ScheduledJobWorkflow` too (`workflows.scheduled_job`).
+Declared in a module of its own: a strict sandbox (the workflow tier's, the replay tests')
+imports a run's workflow module afresh for every run, and `workflow.defn` inspects the class
+each time, so a run of this type does not declare `ScheduledJobWorkflow` too
+(`workflows.scheduled_job`). Workers take the module as imported once
+(`worker.run.WORKFLOW_LOGIC`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """`ScheduledJobWorkflow`: the workflow type of a scheduled job's runs
 (`workflows.job_run.JobRunWorkflow` holds what a run does).
 
-Only this type is declared here: the sandbox imports a run's workflow module afresh for
-every run, and `workflow.defn` inspects the class each time, so a run of this type does not
-declare `OneTransactionJobWorkflow` too (`workflows.one_transaction`), nor the other way.
+Only this type is declared here: a strict sandbox (the workflow tier's, the replay tests')
+imports a run's workflow module afresh for every run, and `workflow.defn` inspects the class
+each time, so a run of this type does not declare `OneTransactionJobWorkflow` too
+(`workflows.one_transaction`), nor the other way. Workers take the module as imported once
+(`worker.run.WORKFLOW_LOGIC`).
 """
 
 from __future__ import annotations

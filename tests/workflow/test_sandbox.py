@@ -1,7 +1,8 @@
-"""Where the sandbox checks the workflow logic (`worker.run.WORKFLOW_LOGIC`): workers take
-those modules as they are, imported once; the workflow tier and the replay tests run them
-sandboxed (`workflow_runner(strict=True)`), so a call to the clock in them fails the
-workflow task here, before a release, as Temporal's sandbox would fail it in a worker."""
+"""Where the sandbox checks the workflow code (`worker.run.WORKFLOW_LOGIC`: the workflow
+types' modules and their logic): workers take those modules as they are, imported once; the
+workflow tier and the replay tests run them sandboxed (`workflow_runner(strict=True)`), so a
+call to the clock in them fails the workflow task here, before a release, as Temporal's
+sandbox would fail it in a worker."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.api.enums.v1 import EventType
     from temporalio.client import WorkflowFailureError
     from temporalio.worker import Worker
+    from temporalio.worker.workflow_sandbox._importer import Importer
+    from temporalio.worker.workflow_sandbox._restrictions import RestrictionContext
 
     from tests.helpers import assert_eventually
-    from worker.run import workflow_runner
+    from worker.run import fleet_workflows, workflow_runner
 
 from workflows import job_run
 
@@ -72,3 +75,22 @@ async def test_in_a_worker_the_logic_runs_as_imported_once(workflow_env):
     worker, handle = await _start(workflow_env, strict=False)
     async with worker:
         assert await handle.result()  # not refused: the check is the strict tier's
+
+
+def _imported_afresh(strict: bool) -> set[str]:
+    """The modules of the fleet's workflow types that a sandbox of `workflow_runner(strict)`
+    imports afresh for every run (Temporal's default for a workflow's module)."""
+    importer = Importer(workflow_runner(strict=strict).restrictions, RestrictionContext())
+    modules = {cls.__module__ for cls in fleet_workflows()}
+    return {name for name in modules if not importer.module_configured_passthrough(name)}
+
+
+def test_a_worker_imports_every_workflow_types_module_once():
+    # A new workflow type whose module is not in WORKFLOW_LOGIC would have a worker import
+    # it, and `workflow.defn` inspect its class, again for every run of it.
+    assert _imported_afresh(strict=False) == set()
+
+
+def test_strict_the_sandbox_imports_every_workflow_types_module_afresh():
+    modules = {cls.__module__ for cls in fleet_workflows()}
+    assert _imported_afresh(strict=True) == modules
