@@ -64,10 +64,10 @@ PASSTHROUGH = (
     "pydantic_core",
 )
 
-# The fleet's workflow code: the workflow types' modules (each declares one type, plus the
-# kinds' workflows, `jobs.kind_workflows`) and the logic they hold. No module state:
-# constants, and classes whose instances each run makes. A worker takes them as they are,
-# imported once. Temporal's sandbox otherwise imports a run's workflow module afresh for
+# The fleet's workflow code: the workflow types' modules (each declares one type; the kinds'
+# workflows' modules are added from `jobs.kind_workflows`, `workflow_runner`) and the logic
+# they hold. No module state: constants, and classes whose instances each run makes. A
+# worker takes them as they are, imported once. Temporal's sandbox otherwise imports a run's workflow module afresh for
 # every run, with what it imports: the logic imported afresh was a sixth of a run's worker
 # CPU (about 4 ms a run), and the type's own module, `workflow.defn` inspecting its class
 # again, another 1.1 ms (bench/worker_cost.py's workflow half, 4.9 against 3.8 ms).
@@ -78,7 +78,6 @@ WORKFLOW_LOGIC = (
     "workflows.one_transaction",
     "workflows.scheduled_job",
     "workflows.runtime_run",
-    "jobs.monthly_billing.workflow",
     "workflows.job_run",
     "workflows.attempts",
     "workflows.dependencies",
@@ -90,7 +89,8 @@ WORKFLOW_LOGIC = (
 def workflow_runner(strict: bool = False) -> SandboxedWorkflowRunner:
     """The sandbox workers run workflow code in; `strict`: with the workflow logic
     sandboxed too (`WORKFLOW_LOGIC`), as the workflow tier and the replay tests run it."""
-    passthrough = PASSTHROUGH if strict else (*PASSTHROUGH, *WORKFLOW_LOGIC)
+    kinds = tuple(kind.__module__ for kind in kind_workflows())
+    passthrough = PASSTHROUGH if strict else (*PASSTHROUGH, *WORKFLOW_LOGIC, *kinds)
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*passthrough)
     )

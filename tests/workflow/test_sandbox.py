@@ -77,20 +77,23 @@ async def test_in_a_worker_the_logic_runs_as_imported_once(workflow_env):
         assert await handle.result()  # not refused: the check is the strict tier's
 
 
+def _type_modules() -> set[str]:
+    """The modules that declare the fleet's workflow types."""
+    return {cls.__module__ for cls in fleet_workflows()}
+
+
 def _imported_afresh(strict: bool) -> set[str]:
     """The modules of the fleet's workflow types that a sandbox of `workflow_runner(strict)`
     imports afresh for every run (Temporal's default for a workflow's module)."""
     importer = Importer(workflow_runner(strict=strict).restrictions, RestrictionContext())
-    modules = {cls.__module__ for cls in fleet_workflows()}
-    return {name for name in modules if not importer.module_configured_passthrough(name)}
+    return {name for name in _type_modules() if not importer.module_configured_passthrough(name)}
 
 
 def test_a_worker_imports_every_workflow_types_module_once():
-    # A new workflow type whose module is not in WORKFLOW_LOGIC would have a worker import
+    # A new workflow type of the fleet's own whose module is not in WORKFLOW_LOGIC would have a worker import
     # it, and `workflow.defn` inspect its class, again for every run of it.
     assert _imported_afresh(strict=False) == set()
 
 
 def test_strict_the_sandbox_imports_every_workflow_types_module_afresh():
-    modules = {cls.__module__ for cls in fleet_workflows()}
-    assert _imported_afresh(strict=True) == modules
+    assert _imported_afresh(strict=True) == _type_modules()
