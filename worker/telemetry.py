@@ -6,7 +6,8 @@
   Every span gets its trace and span ids in-process, so log lines carry a trace id; spans
   are recorded and leave the process only when the standard variables ask for it
   (`OTEL_TRACES_EXPORTER=otlp` or `console`, or an `OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT`),
-  over OTLP http/protobuf; with no exporter they are not recorded (no one would read them).
+  over OTLP http/protobuf; with no exporter they are not recorded (no one would read them),
+  and workflows make none: their activities' spans still carry the run's trace id.
   `OTEL_SDK_DISABLED=true` turns spans off altogether.
 - Metrics, with `METRICS_PORT` set: one Prometheus endpoint serving our per-job metrics
   (`activities/telemetry.py`), the database gauges (`worker/gauges.py`) and the Temporal
@@ -137,9 +138,17 @@ def setup_tracing(exporters: list[SpanExporter] | None = None) -> TracerProvider
     return provider
 
 
-def tracing_interceptors() -> list[Interceptor]:
-    """Interceptors for the client; workers built on that client inherit them."""
-    return [RunTracingInterceptor()]
+def records_spans(provider: TracerProvider) -> bool:
+    """Whether `provider` records spans: not when it samples none (`tracer_provider` with no
+    exporter and no sampler asked for)."""
+    return provider.sampler is not ALWAYS_OFF
+
+
+def tracing_interceptors(workflow_spans: bool = True) -> list[Interceptor]:
+    """Interceptors for the client; workers built on that client inherit them.
+    `workflow_spans=False`: workflows carry their run's trace context but make no spans
+    (`worker.tracing`), for a process whose spans are not recorded."""
+    return [RunTracingInterceptor(workflow_spans=workflow_spans)]
 
 
 def core_logging() -> LoggingConfig:
@@ -221,7 +230,8 @@ async def worker_telemetry(settings: Settings) -> AsyncIterator[Telemetry]:
     On exit, flushes spans not yet exported and stops the metrics endpoint.
     """
     tracer_provider = setup_tracing()
-    telemetry = Telemetry(interceptors=tracing_interceptors())
+    # Spans not recorded: workflows make none (a run's three, made and thrown away).
+    telemetry = Telemetry(interceptors=tracing_interceptors(records_spans(tracer_provider)))
     try:
         if settings.metrics_port is None:
             telemetry.runtime = Runtime(telemetry=TelemetryConfig(logging=core_logging()))

@@ -25,15 +25,17 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 from psycopg_pool import AsyncConnectionPool
-from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
+from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
+from temporalio.worker import Worker
 
 from activities.telemetry import record_catchup_gap
 from core import metric_names
 from devstack import free_port
 from tests.helpers import assert_eventually
 from tests.integration.jobs import executions, insert_invoices, invoice_job, registered
+from tests.integration.traced_workflows import TracedChild, TracedRun, trace_of
 from worker.client import connect
-from worker.run import build_worker
+from worker.run import build_worker, workflow_runner
 from worker.telemetry import tracing_interceptors
 from worker.tracing import run_trace_id
 
@@ -161,6 +163,50 @@ async def test_a_schedule_started_run_is_one_trace_from_workflow_to_postgres(
     record_catchup_gap("catchup-demo", 3)
     gaps = points(reader, metric_names.CATCHUP_GAPS)
     assert gaps[frozenset({"job": "catchup-demo"}.items())].value == 3
+
+
+# The spans a workflow makes (`TracingInterceptor`), none of an activity's.
+WORKFLOW_SPANS = ("RunWorkflow", "StartActivity", "StartChildWorkflow", "CompleteWorkflow")
+
+
+@pytest.mark.parametrize(
+    "workflow_spans", [True, False], ids=["workflow-spans", "no-workflow-spans"]
+)
+async def test_a_run_its_activities_and_its_child_share_one_trace_with_or_without_workflow_spans(
+    otel, temporal, client, task_queue, workflow_spans
+):
+    """Without workflow spans (a worker whose spans are not recorded) a run's activities,
+    local ones and its child's included, still run in the run's trace: the one derived from
+    it when nothing started it under a context (a schedule's start), the starter's else."""
+    spans, _ = otel
+    spans.clear()
+    traced = await Client.connect(
+        temporal.address, interceptors=tracing_interceptors(workflow_spans)
+    )
+    async with Worker(
+        traced,
+        task_queue=task_queue,
+        workflows=[TracedRun, TracedChild],
+        activities=[trace_of],
+        workflow_runner=workflow_runner(),
+    ):
+        # Started as a schedule starts it: no context.
+        handle = await client.start_workflow(
+            TracedRun.run, id=f"traced-{task_queue}", task_queue=task_queue
+        )
+        derived = run_trace_id(handle.id, handle.result_run_id)
+        assert await handle.result() == [derived] * 3
+        # Started under an operator's span: that trace.
+        with trace.get_tracer(__name__).start_as_current_span("operator") as operator:
+            handle = await traced.start_workflow(
+                TracedRun.run, id=f"traced-by-hand-{task_queue}", task_queue=task_queue
+            )
+        by_hand = format(operator.get_span_context().trace_id, "032x")
+        assert await handle.result() == [by_hand] * 3
+    assert by_hand != derived
+    made = {s.name.split(":")[0] for s in spans.get_finished_spans()}
+    assert "RunActivity" in made
+    assert bool(made & set(WORKFLOW_SPANS)) == workflow_spans, sorted(made)
 
 
 def scrape(port: int) -> dict[str, list]:

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from core.errors import SettingsError
 from worker.logs import JsonFormatter, TextFormatter, TraceContextFilter, configure_logging
 from worker.settings import Settings
-from worker.telemetry import span_exporters_from_env, tracer_provider
+from worker.telemetry import records_spans, span_exporters_from_env, tracer_provider
 from worker.tracing import run_trace_id
 
 SLOT = datetime(2026, 11, 29, 2, 30, tzinfo=UTC)
@@ -262,3 +262,7 @@ def test_with_an_exporter_or_a_sampler_asked_for_spans_are_recorded(capture, mon
     asked = tracer_provider([])
     with asked.get_tracer("test").start_as_current_span("db.claim") as span:
         assert span.is_recording()
+    # Workflows make spans only where spans are recorded (`worker.tracing`).
+    assert records_spans(provider) and records_spans(asked)
+    monkeypatch.delenv("OTEL_TRACES_SAMPLER")
+    assert not records_spans(tracer_provider([]))
