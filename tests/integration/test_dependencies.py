@@ -37,7 +37,9 @@ from tests.integration.jobs import FAST_RETRY, registered_since
 from tests.integration.runtime import audit_clean, dispatcher, fresh_ids, tick_all
 
 SINCE = utc(2026, 1, 1)  # the upstreams have fired their timing since then
-NOW = datetime.now(UTC)  # the downstreams' since: their past slots are backfills
+# The downstreams' since: their past slots are backfills. Their schedules stay paused, so
+# it also ends every audit here: the hours after it are fire times no schedule runs.
+NOW = datetime.now(UTC)
 
 
 def _quiet(job: JobSpec, job_id: str, **update) -> JobSpec:
@@ -172,7 +174,9 @@ async def test_a_night_waits_for_exactly_its_window_on_ordinary_and_dst_nights(
             assert released_by["status"] == "completed" and released_by["origin"] == "backfill"
             assert night["wait"] == "ready" and night["work_started"] > released_by["finished_at"]
         nights = list(nightly.values())
-        await audited(client, database_url, task_queue, nights, start=utc(2026, 3, 1), known=[up])
+        await audited(
+            client, database_url, task_queue, nights, start=utc(2026, 3, 1), end=NOW, known=[up]
+        )
 
 
 X, Y = utc(2026, 11, 25, 10), utc(2026, 11, 25, 11)  # two upstream hours
@@ -230,7 +234,7 @@ async def test_policies_at_a_failed_upstream_and_at_the_deadline_and_a_backfill_
             night = await settled(db, d.id, at[d.id], "completed")
             released_by = row(db, up_id, at[d.id])
             assert night["wait"] == "ready" and night["work_started"] > released_by["finished_at"]
-        await audited(client, database_url, task_queue, downs, start=X, known=[up])
+        await audited(client, database_url, task_queue, downs, start=X, end=NOW, known=[up])
 
 
 async def test_waiting_runs_hold_no_slot_of_a_worker_of_one(
@@ -259,7 +263,7 @@ async def test_waiting_runs_hold_no_slot_of_a_worker_of_one(
         await backfill(client, up_id, [X])
         for d in downs:
             assert (await settled(db, d.id, X, "completed"))["wait"] == "ready"
-        await audited(client, database_url, task_queue, downs, start=X, known=[up])
+        await audited(client, database_url, task_queue, downs, start=X, end=NOW, known=[up])
 
 
 async def test_runtime_schedules_wait_for_the_tenants_schedule_and_for_a_catalog_job(
