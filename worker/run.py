@@ -67,10 +67,11 @@ PASSTHROUGH = (
 # The fleet's workflow code: the workflow types' modules (each declares one type; the kinds'
 # workflows' modules are added from `jobs.kind_workflows`, `workflow_runner`) and the logic
 # they hold. No module state: constants, and classes whose instances each run makes. A
-# worker takes them as they are, imported once. Temporal's sandbox otherwise imports a run's workflow module afresh for
-# every run, with what it imports: the logic imported afresh was a sixth of a run's worker
-# CPU (about 4 ms a run), and the type's own module, `workflow.defn` inspecting its class
-# again, another 1.1 ms (bench/worker_cost.py's workflow half, 4.9 against 3.8 ms).
+# worker takes them as they are, imported once. Temporal's sandbox otherwise imports a
+# run's workflow module afresh for every run, with what it imports: the logic imported
+# afresh was a sixth of a run's worker CPU (about 4 ms a run), and the type's own module,
+# `workflow.defn` inspecting its class again, another 1.1 ms (bench/worker_cost.py's
+# workflow half, 4.9 against 3.8 ms).
 # The sandbox's check on them (a call to the clock, random or I/O fails the workflow
 # task) runs where they change: the workflow tier and the replay tests run them sandboxed
 # (`workflow_runner(strict=True)`), every run path of them, before a release.

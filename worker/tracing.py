@@ -31,16 +31,15 @@ from typing import Any, NoReturn
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.baggage.propagation import W3CBaggagePropagator
-from opentelemetry.propagators.composite import CompositePropagator
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.opentelemetry import TracingInterceptor, TracingWorkflowInboundInterceptor
 
-# The SDK's own attach/detach for workflow code: it tolerates a detach in another
-# contextvars context, which an evicted workflow's cleanup runs in.
+# The SDK's own attach/detach for workflow code (it tolerates a detach in another
+# contextvars context, which an evicted workflow's cleanup runs in), and the propagator its
+# interceptors read and write a header's context with (trace context and baggage).
 from temporalio.contrib.opentelemetry._context import attached_context
+from temporalio.contrib.opentelemetry._interceptor import default_text_map_propagator
 from temporalio.converter import PayloadConverter
 from temporalio.worker import (
     ContinueAsNewInput,
@@ -57,8 +56,6 @@ from temporalio.worker import (
 
 # Where TracingInterceptor carries a context (its `header_key`).
 HEADER_KEY = "_tracer-data"
-# How it reads a header's context (its default propagator): trace context and baggage.
-_PROPAGATOR = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
 
 
 def run_trace_context(workflow_id: str, run_id: str) -> tuple[int, int]:
@@ -122,17 +119,17 @@ class _RunContextInbound(WorkflowInboundInterceptor):
             info = workflow.info()
             return run_context(info.workflow_id, info.run_id)
         carrier = PayloadConverter.default.from_payloads([header])[0]
-        return _PROPAGATOR.extract(carrier)
+        return default_text_map_propagator.extract(carrier)
 
     def context_header(self) -> Payload:
         """The run's context for a child workflow or a continued run: the header it was
         started with, or its derived context (the child derives a trace of its own without)."""
         if self._header is None:
-            self._header = self._started_with()
-        if self._header is None:
             info = workflow.info()
-            carrier = run_traceparent(info.workflow_id, info.run_id)
-            self._header = PayloadConverter.default.to_payloads([carrier])[0]
+            derived = run_traceparent(info.workflow_id, info.run_id)
+            self._header = (
+                self._started_with() or PayloadConverter.default.to_payloads([derived])[0]
+            )
         return self._header
 
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
