@@ -30,7 +30,11 @@ from worker.release import release_waiters
 from worker.scrubbing import ScrubbingInterceptor
 from worker.settings import Settings
 from worker.telemetry import Telemetry, worker_telemetry
-from workflows import OneTransactionJobWorkflow, ScheduledJobWorkflow
+from workflows import (
+    LocalTransactionJobWorkflow,
+    OneTransactionJobWorkflow,
+    ScheduledJobWorkflow,
+)
 from workflows.runtime_run import RuntimeBatchWorkflow, RuntimeRunWorkflow
 
 logger = logging.getLogger(__name__)
@@ -76,6 +80,7 @@ PASSTHROUGH = (
 # task) runs where they change: the workflow tier and the replay tests run them sandboxed
 # (`workflow_runner(strict=True)`), every run path of them, before a release.
 WORKFLOW_LOGIC = (
+    "workflows.local_transaction",
     "workflows.one_transaction",
     "workflows.scheduled_job",
     "workflows.runtime_run",
@@ -128,6 +133,7 @@ def fleet_workflows() -> list[type]:
     """Every workflow type the fleet runs (the replay tests replay with the same)."""
     return [
         ScheduledJobWorkflow,
+        LocalTransactionJobWorkflow,
         OneTransactionJobWorkflow,
         RuntimeRunWorkflow,
         RuntimeBatchWorkflow,

@@ -4,7 +4,7 @@ The names below are imported on first use: Temporal's sandbox imports a workflow
 afresh for every workflow run, its package's `__init__` included, so importing
 `workflows.scheduled_job` must not import every other workflow module too (a run of
 `ScheduledJobWorkflow` then re-imports only what it uses; a run of
-`OneTransactionJobWorkflow` imports `workflows.one_transaction`, not `scheduled_job`).
+`LocalTransactionJobWorkflow` imports `workflows.local_transaction`, not `scheduled_job`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from workflows.models import JobRun, JobRunResult, RetrySettings, StepOptions, WorkflowJobInput
 
 if TYPE_CHECKING:
+    from workflows.local_transaction import LocalTransactionJobWorkflow
     from workflows.one_transaction import OneTransactionJobWorkflow
     from workflows.scheduled_job import ScheduledJobWorkflow, workflow_for
     from workflows.steps import JobSteps
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "ScheduledJobWorkflow": "workflows.scheduled_job",
     "OneTransactionJobWorkflow": "workflows.one_transaction",
+    "LocalTransactionJobWorkflow": "workflows.local_transaction",
     "workflow_for": "workflows.scheduled_job",
     "JobSteps": "workflows.steps",
 }
@@ -30,6 +32,7 @@ __all__ = [
     "JobRun",
     "JobRunResult",
     "JobSteps",
+    "LocalTransactionJobWorkflow",
     "OneTransactionJobWorkflow",
     "RetrySettings",
     "ScheduledJobWorkflow",

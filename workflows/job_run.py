@@ -11,12 +11,14 @@ server can tell a backfilled run, and a mark on a run that did no work: `workflo
 A run of a kind whose slot work fits in one transaction (`JobRun.one_transaction`) begins in
 its work activity: the plan, the claim and the first slot's work in one transaction.
 
-The logic is `JobRunWorkflow`'s, a plain class; the two workflow types that run it are
+The logic is `JobRunWorkflow`'s, a plain class; the workflow types that run it are
 declared each in a module of its own (`workflows.scheduled_job.ScheduledJobWorkflow`,
-`workflows.one_transaction.OneTransactionJobWorkflow`). A strict sandbox imports a run's
-workflow module afresh for every run, and `workflow.defn` inspects the class it declares
-each time (close to half of that import in bench/fleet.py's profile): a run declares only
-its own type, once. Workers take these modules as imported once (`worker.run.WORKFLOW_LOGIC`).
+`workflows.one_transaction.OneTransactionJobWorkflow`, and
+`workflows.local_transaction.LocalTransactionJobWorkflow`, whose work is a local
+activity). A strict sandbox imports a run's workflow module afresh for every run, and
+`workflow.defn` inspects the class it declares each time (close to half of that import in
+bench/fleet.py's profile): a run declares only its own type, once. Workers take these
+modules as imported once (`worker.run.WORKFLOW_LOGIC`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
@@ -86,16 +88,19 @@ CALENDAR_PATCH = "business-calendar"
 
 class JobRunWorkflow:
     """What a run of a scheduled job does, held by the workflow types that run it
-    (`ScheduledJobWorkflow`, `OneTransactionJobWorkflow`), which declare only `run` and the
-    signal: `workflow.defn` inspects every member of the class it declares, for every run
-    (the sandbox imports the module afresh), so the logic's methods live here, out of it."""
+    (`ScheduledJobWorkflow`, `OneTransactionJobWorkflow`, `LocalTransactionJobWorkflow`),
+    which declare only `run` and the signal: `workflow.defn` inspects every member of the
+    class it declares, for every run (the sandbox imports the module afresh), so the
+    logic's methods live here, out of it."""
 
-    def __init__(self, in_work: bool = False) -> None:
+    def __init__(self, in_work: bool = False, local_work: bool = False) -> None:
         # Whether a run of a kind whose slot work fits in one transaction begins in its
         # work activity (`activities.begin.begin_and_work`): only the runs of
-        # `OneTransactionJobWorkflow`, a workflow type of its own, so that no run of this
-        # type ever changes path and needs no patch marker for it.
+        # `OneTransactionJobWorkflow` and `LocalTransactionJobWorkflow`, workflow types of
+        # their own, so that no run of a type ever changes path and needs no patch marker
+        # for it. `local_work`: that activity runs as a local activity (the second type).
         self._in_work = in_work
+        self._local_work = local_work
         self._local = False  # bookkeeping as local activities (BEGIN_RUN_PATCH)
         self._upstream = UpstreamWait()  # a slot's wait for its upstream slots
 
@@ -180,13 +185,20 @@ class JobRunWorkflow:
         # No timing beside the plan's: the kind's slot work takes the execution and params.
         work = WorkOrBegin(begin=begin, params=job.params)
         try:
-            # Every attempt that timed out rolled back, its take-over too: a new series
-            # follows retries a frozen worker absorbed, with no need to ask (`None`).
-            done = await with_fresh_series(
-                lambda: self._work(job, work, BegunWork), None, job.retry.maximum_attempts
-            )
-        except ActivityError as err:
+            if self._local_work:
+                # Each attempt runs in the worker that runs the workflow task: one that timed
+                # out ran and hung there, it was no retry a frozen worker absorbed.
+                done = await self._work(job, work, BegunWork, local=True)
+            else:
+                # Every attempt that timed out rolled back, its take-over too: a new series
+                # follows retries a frozen worker absorbed, with no need to ask (`None`).
+                done = await with_fresh_series(
+                    lambda: self._work(job, work, BegunWork), None, job.retry.maximum_attempts
+                )
+        except (ActivityError, ApplicationError) as err:
             # Its attempts committed nothing: record the plan and the claim, then the failure.
+            # (A local activity's failure comes as the error it failed with, no ActivityError
+            # around it, unless it timed out.)
             begun = await self._begin_run(begin)
             claim = begun.claims.get(begun.plan.run[0]) if begun.plan.run else None
             execution = None
@@ -359,7 +371,7 @@ class JobRunWorkflow:
         self,
         job: JobRun,
         execution: ExecutionRef | None,
-        err: ActivityError | ChildWorkflowError,
+        err: ActivityError | ApplicationError | ChildWorkflowError,
         slot: datetime | None = None,
     ) -> NoReturn:
         """End the run on its work's failure: an operator's cancellation stays one; any
@@ -372,9 +384,22 @@ class JobRunWorkflow:
         # this marks only what is still running under this run.
         await fail_run(execution, err, self._bookkeeping, job.job_name, slot)
 
-    async def _work(self, job: JobRun, work: WorkInput, result_type: type[WorkResult]) -> Any:
+    async def _work(
+        self, job: JobRun, work: WorkInput, result_type: type[WorkResult], local: bool = False
+    ) -> Any:
         """The kind's work activity, with the job's timeouts and retries: one slot's work,
-        or the run's begin and its first slot's work (`WorkOrBegin`)."""
+        or the run's begin and its first slot's work (`WorkOrBegin`). `local`: as a local
+        activity (`LocalTransactionJobWorkflow`), which has no heartbeat: it runs in the
+        workflow task, which the SDK keeps alive while it works, and a worker that dies
+        in it loses the task to another worker after the task's timeout."""
+        if local:
+            return await workflow.execute_local_activity(
+                job.activity,
+                work,
+                result_type=result_type,
+                start_to_close_timeout=timedelta(seconds=job.start_to_close_seconds),
+                retry_policy=job.retry.policy(),
+            )
         return await workflow.execute_activity(
             job.activity,
             work,

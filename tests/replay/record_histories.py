@@ -307,7 +307,8 @@ async def scenarios(rec: Recorder) -> None:
         await rec.backfill(job.id, slot, name=job_id)
 
     # A kind whose slot work fits in one transaction, without upstreams, runs as
-    # `OneTransactionJobWorkflow` and begins in its work activity: a night, the same night
+    # `LocalTransactionJobWorkflow` (`OneTransactionJobWorkflow` before v7) and begins in its
+    # work activity, a local one since v7: a night, the same night
     # again (declined: another run holds it, so begin_run counts the duplicate), a catch-up
     # (the oldest missed night in the begin, the rest claimed after), and a run whose work
     # fails for good (its claim and failure recorded through begin_run).

@@ -20,6 +20,7 @@ from worker.run import workflow_runner
 from workflows import (
     JobRun,
     JobRunResult,
+    LocalTransactionJobWorkflow,
     OneTransactionJobWorkflow,
     RetrySettings,
     ScheduledJobWorkflow,
@@ -56,7 +57,12 @@ async def stand_in_worker(
     async with Worker(
         env.client,
         task_queue=task_queue,
-        workflows=[ScheduledJobWorkflow, OneTransactionJobWorkflow, BatchStepsWorkflow],
+        workflows=[
+            ScheduledJobWorkflow,
+            OneTransactionJobWorkflow,
+            LocalTransactionJobWorkflow,
+            BatchStepsWorkflow,
+        ],
         activities=[*stand_ins.activities(), *more],
         workflow_runner=workflow_runner(strict=True),
         max_heartbeat_throttle_interval=timedelta(milliseconds=100),
@@ -65,16 +71,21 @@ async def stand_in_worker(
 
 
 async def start(
-    env: WorkflowEnvironment, task_queue: str, run: JobRun, slot: datetime | None = SLOT
+    env: WorkflowEnvironment,
+    task_queue: str,
+    run: JobRun,
+    slot: datetime | None = SLOT,
+    workflow: Any = None,
 ) -> WorkflowHandle[Any, JobRunResult]:
     """Start a run as the schedule does for `slot` (its nominal time in
-    `TemporalScheduledStartTime`); `slot=None`: started by hand, without a schedule."""
+    `TemporalScheduledStartTime`); `slot=None`: started by hand, without a schedule.
+    `workflow`: the type's run method (default: the one sync starts, `workflow_for`)."""
     attributes = TypedSearchAttributes(
         [] if slot is None else [SearchAttributePair(SCHEDULED_START_TIME, slot)]
     )
     when = "direct" if slot is None else f"{slot:%Y-%m-%dT%H:%M:%SZ}"
     return await env.client.start_workflow(
-        workflow_for(run),
+        workflow or workflow_for(run),
         run,
         id=f"{run.job_name}-{when}-{uuid.uuid4().hex[:6]}",
         task_queue=task_queue,
@@ -84,9 +95,13 @@ async def start(
 
 
 async def run_to_end(
-    env: WorkflowEnvironment, stand_ins: StandIns, run: JobRun, slot: datetime | None = SLOT
+    env: WorkflowEnvironment,
+    stand_ins: StandIns,
+    run: JobRun,
+    slot: datetime | None = SLOT,
+    workflow: Any = None,
 ) -> JobRunResult:
     """Run one job run on the stand-ins to its end; its result."""
     async with stand_in_worker(env, stand_ins) as task_queue:
-        handle = await start(env, task_queue, run, slot)
+        handle = await start(env, task_queue, run, slot, workflow)
         return await handle.result()

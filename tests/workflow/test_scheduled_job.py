@@ -15,7 +15,7 @@ from activities.catchup import PlanResult
 from activities.models import STALE_ATTEMPT, WorkResult
 from tests.workflow.runs import SLOT, job, run_to_end
 from tests.workflow.stand_ins import WORK, StandIns
-from workflows import RetrySettings
+from workflows import LocalTransactionJobWorkflow, OneTransactionJobWorkflow, RetrySettings
 
 HOUR = timedelta(hours=1)
 
@@ -166,25 +166,34 @@ async def test_a_series_whose_last_attempt_took_over_and_timed_out_fails(workflo
 
 
 # A kind whose slot work fits in one transaction (`JobRun.one_transaction`): the work
-# activity begins the run (`activities.begin.begin_and_work`), no begin_run.
+# activity begins the run (`activities.begin.begin_and_work`), no begin_run. Both types that
+# do: the one sync starts (the work a local activity), and the one of runs that schedules
+# synced before v7 start (the work through the server).
+ONE_TRANSACTION_TYPES = pytest.mark.parametrize(
+    "one_tx",
+    [LocalTransactionJobWorkflow.run, OneTransactionJobWorkflow.run],
+    ids=["local", "through-the-server"],
+)
 
 
-async def test_a_one_transaction_run_begins_in_its_work_activity(workflow_env):
+@ONE_TRANSACTION_TYPES
+async def test_a_one_transaction_run_begins_in_its_work_activity(workflow_env, one_tx):
     stand_ins = StandIns()
-    result = await run_to_end(workflow_env, stand_ins, job(one_transaction=True))
+    result = await run_to_end(workflow_env, stand_ins, job(one_transaction=True), workflow=one_tx)
     assert (result.outcome, result.counts, result.origin) == ("completed", {"sent": 3}, "scheduled")
     assert stand_ins.names() == [WORK, "begin_in_work", "claim"]
     (begin,) = stand_ins.of("begin_in_work")
     assert begin.plan.scheduled_at == SLOT and begin.claim.origin == "scheduled"
 
 
-async def test_a_one_transaction_run_catches_up_from_its_work_activity(workflow_env):
+@ONE_TRANSACTION_TYPES
+async def test_a_one_transaction_run_catches_up_from_its_work_activity(workflow_env, one_tx):
     missed = SLOT - HOUR
     plan = PlanResult(run=[missed, SLOT], skipped=2, origin="catch-up")
     stand_ins = StandIns(
         plan=plan, settled={SLOT: ("completed", "this slot was already completed")}
     )
-    result = await run_to_end(workflow_env, stand_ins, job(one_transaction=True))
+    result = await run_to_end(workflow_env, stand_ins, job(one_transaction=True), workflow=one_tx)
     # The oldest slot is claimed and worked by the activity that began the run; the own slot
     # is claimed after it (here: found completed, a no-op).
     assert [(c.scheduled_at, c.outcome) for c in result.caught_up] == [(missed, "completed")]
@@ -192,11 +201,12 @@ async def test_a_one_transaction_run_catches_up_from_its_work_activity(workflow_
     assert stand_ins.names() == [WORK, "begin_in_work", "claim", "claim_execution", "claim"]
 
 
-async def test_a_one_transaction_run_declined_begins_with_begin_run(workflow_env):
+@ONE_TRANSACTION_TYPES
+async def test_a_one_transaction_run_declined_begins_with_begin_run(workflow_env, one_tx):
     stand_ins = StandIns(
         declines=True, settled={SLOT: ("completed", "this slot was already completed")}
     )
-    result = await run_to_end(workflow_env, stand_ins, job(one_transaction=True))
+    result = await run_to_end(workflow_env, stand_ins, job(one_transaction=True), workflow=one_tx)
     assert (result.outcome, result.reason) == (
         "already_completed",
         "this slot was already completed",
@@ -204,10 +214,13 @@ async def test_a_one_transaction_run_declined_begins_with_begin_run(workflow_env
     assert stand_ins.names() == [WORK, "begin_in_work", "begin_run", "claim"]
 
 
-async def test_a_one_transaction_run_whose_work_fails_records_its_claim_and_failure(workflow_env):
+@ONE_TRANSACTION_TYPES
+async def test_a_one_transaction_run_whose_work_fails_records_its_claim_and_failure(
+    workflow_env, one_tx
+):
     stand_ins = StandIns(work_does=_broken)
     with pytest.raises(WorkflowFailureError) as failed:
-        await run_to_end(workflow_env, stand_ins, job(one_transaction=True))
+        await run_to_end(workflow_env, stand_ins, job(one_transaction=True), workflow=one_tx)
     assert "failed: the mail server refused" in str(failed.value.cause)
     # The work's attempts committed nothing: begin_run records the plan and the claim.
     assert stand_ins.names()[-3:] == ["begin_run", "claim", "record_failure"]
@@ -218,6 +231,18 @@ async def test_a_one_transaction_run_whose_work_fails_records_its_claim_and_fail
 async def test_a_one_transaction_run_starts_a_new_series_without_asking(workflow_env):
     stand_ins = StandIns(hang_first_series=True)
     run = _timing_out_job().model_copy(update={"one_transaction": True})
-    result = await run_to_end(workflow_env, stand_ins, run)
+    result = await run_to_end(workflow_env, stand_ins, run, workflow=OneTransactionJobWorkflow.run)
     assert result.outcome == "completed"
     assert len(stand_ins.of(WORK)) == 2 and stand_ins.of("attempt_took_over") == []
+
+
+async def test_a_local_one_transaction_run_whose_work_hangs_fails_and_records_it(workflow_env):
+    # A local attempt that timed out ran, in the worker running the workflow task: no
+    # retries a frozen worker absorbed, no new series; the failure is recorded.
+    stand_ins = StandIns(hang_first_series=True)
+    run = _timing_out_job().model_copy(update={"one_transaction": True})
+    with pytest.raises(WorkflowFailureError) as failed:
+        await run_to_end(workflow_env, stand_ins, run, workflow=LocalTransactionJobWorkflow.run)
+    assert "failed: " in str(failed.value.cause) and "timed out" in str(failed.value.cause)
+    assert len(stand_ins.of(WORK)) == 1 and stand_ins.of("attempt_took_over") == []
+    assert stand_ins.names()[-3:] == ["begin_run", "claim", "record_failure"]
