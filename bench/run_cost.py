@@ -106,12 +106,31 @@ def _descendants(root: int) -> list[int]:
 
 def server_calls(metrics_url: str) -> dict[str, float]:
     """The Temporal server's calls so far: `frontend` (every call its frontend served but
-    polls) and `matched_activities` (activity tasks its matching service dispatched: an
-    activity started eagerly, on the worker whose workflow task scheduled it, is not one)."""
+    polls), `matched_activities` (activity tasks its matching service dispatched: an
+    activity started eagerly, on the worker whose workflow task scheduled it, is not one),
+    and the workflow tasks matching wrote to a queue's backlog, found no poll waiting for
+    them (`backlogged_sticky`: a run's later tasks, for the worker that has it cached;
+    `backlogged_normal`: its first, for any worker): each is persisted and read back."""
     with urllib.request.urlopen(metrics_url, timeout=10) as response:
         text = response.read().decode()
-    calls = {"frontend": 0.0, "matched_activities": 0.0}
+    calls = {
+        "frontend": 0.0,
+        "matched_activities": 0.0,
+        "backlogged_sticky": 0.0,
+        "backlogged_normal": 0.0,
+    }
     for family in text_string_to_metric_families(text):
+        if family.name == "tasks_added":
+            for sample in family.samples:
+                labels = sample.labels
+                if (
+                    labels.get("task_type") == "Workflow"
+                    and labels.get("task_add_result") == "backlog"
+                    and labels.get("forwarded") == "false"
+                ):
+                    sticky = labels.get("partition") == "__sticky__"
+                    calls["backlogged_sticky" if sticky else "backlogged_normal"] += sample.value
+            continue
         if family.name != "service_requests":
             continue
         for sample in family.samples:
