@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import signal
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 
 import psycopg
 from temporalio.api.enums.v1 import EventType
 
-from schedules.audit import run_audit
 from tests.helpers import assert_eventually, wait_for_text
+from tests.helpers.audit import audited
 from tests.integration.jobs import executions, registered
 from tests.integration.test_reconcile import (
     AFTER_FALL_BACK,
@@ -136,14 +136,11 @@ async def test_a_worker_frozen_in_a_runs_transaction_loses_the_run_and_commits_n
         assert journal(db, done["id"]) == [(1, "take_over"), (1, "complete")]
         assert len(reconciliations(db)) == 1 and len(alerts(db)) == 1
 
-        report = await run_audit(
-            database_url,
+        await audited(
             client,
+            database_url,
+            task_queue,
             [job],
-            task_queue=task_queue,
-            now=datetime.now(UTC),
             start=AFTER_FALL_BACK - timedelta(minutes=1),
             end=AFTER_FALL_BACK + timedelta(seconds=1),
-            settle=timedelta(0),
         )
-        assert report.exit_code == 0, report.findings
