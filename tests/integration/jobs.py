@@ -105,6 +105,16 @@ def executions(db: psycopg.Connection, job: str) -> list[dict]:
     ).fetchall()
 
 
+def waiting_on(db: psycopg.Connection, table: str) -> list[int]:
+    """PostgreSQL backends waiting for a lock on a statement that names `table` (pids)."""
+    rows = db.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND query LIKE %s",
+        (f"%{table}%",),
+    ).fetchall()
+    return [pid for (pid,) in rows]
+
+
 def outbox_count(db: psycopg.Connection) -> int:
     return db.execute("SELECT count(*) FROM outbox_messages").fetchone()[0]
 

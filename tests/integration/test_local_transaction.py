@@ -19,7 +19,7 @@ from temporalio.api.enums.v1 import EventType
 
 from tests.helpers import assert_eventually, wait_for_text
 from tests.helpers.audit import audited
-from tests.integration.jobs import executions, registered
+from tests.integration.jobs import executions, registered, waiting_on
 from tests.integration.test_reconcile import (
     AFTER_FALL_BACK,
     alerts,
@@ -29,16 +29,6 @@ from tests.integration.test_reconcile import (
     reconciliations,
     settle,
 )
-
-
-def waiting_on(db: psycopg.Connection, table: str) -> list[int]:
-    """PostgreSQL backends waiting for a lock on a statement that names `table` (pids)."""
-    rows = db.execute(
-        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
-        " AND wait_event_type = 'Lock' AND query LIKE %s",
-        (f"%{table}%",),
-    ).fetchall()
-    return [pid for (pid,) in rows]
 
 
 def local_activities(history) -> list[str]:

@@ -16,18 +16,10 @@ from tests.integration.jobs import (
     invoice_job,
     outbox_count,
     registered,
+    waiting_on,
 )
 
 HEARTBEAT = timedelta(seconds=2)
-
-
-def waiting_for_the_row(db, execution_id: int) -> list[int]:
-    """PostgreSQL backends waiting for a lock on a query of job_executions (pids)."""
-    rows = db.execute(
-        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-        "AND wait_event_type = 'Lock' AND query LIKE '%%job_executions%%'"
-    ).fetchall()
-    return [pid for (pid,) in rows]
 
 
 async def test_a_frozen_holder_of_the_row_lock_never_costs_the_run_its_retries(
@@ -68,7 +60,7 @@ async def test_a_frozen_holder_of_the_row_lock_never_costs_the_run_its_retries(
             lock.execute("SELECT 1 FROM job_executions WHERE id = %s FOR UPDATE", (row["id"],))
 
             async def holder_queued():
-                assert waiting_for_the_row(db, row["id"])
+                assert waiting_on(db, "job_executions")
 
             await assert_eventually(holder_queued, timeout=30, interval=0.05)
             frozen.signal(signal.SIGSTOP)
