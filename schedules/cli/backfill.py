@@ -6,6 +6,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
+from core.text import printable
 from schedules import progress
 from schedules.catalog.times import local_text, utc_text
 from schedules.cli import context as cli
@@ -136,7 +137,11 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
         "completed is a recorded no-op"
     )
     if state.paused:
-        print(f"note: the schedule is paused ({state.note or 'no note'}); backfills run anyway")
+        print(
+            printable(
+                f"note: the schedule is paused ({state.note or 'no note'}); backfills run anyway"
+            )
+        )
     if not args.wait:
         return 0
     sys.stdout.flush()

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from temporalio.client import Client
 
 from core.errors import CatalogError, SchedulerError, setting_hint
+from core.text import unprintable
 from schedules.catalog.durations import parse_duration
 from schedules.catalog.model import JobSpec, load_valid_jobs
 from schedules.catalog.times import parse_time
@@ -244,6 +245,14 @@ def count(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def shown_text(text: str) -> str:
+    """An argparse type: text an operator's terminal will print (a note, a `--by`), so no
+    control characters (`core.text`)."""
+    if unprintable(text) is not None:
+        raise argparse.ArgumentTypeError(f"must hold no control characters, got {text[:80]!r}")
+    return text
 
 
 def database_url(ctx: Context) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from core.text import printable
 from schedules.catalog.compile import OPTIONAL_TIMING_FIELDS, memo_entry
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import JobSpec
@@ -105,12 +106,12 @@ def _paused_text(entry: dict[str, Any]) -> str:
         return "-"
     if not entry["paused"]:
         return "no"
-    return f"yes: {entry['note']}" if entry["note"] else "yes"
+    return f"yes: {printable(entry['note'])}" if entry["note"] else "yes"
 
 
 def _paused_instead(note: str | None) -> str:
     """What stands where a paused job's next run would."""
-    return f"paused: {note}" if note else "paused"
+    return f"paused: {printable(note)}" if note else "paused"
 
 
 def format_list(entries: list[dict[str, Any]], database_ok: bool) -> str:

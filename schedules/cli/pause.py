@@ -26,7 +26,9 @@ EXIT_CODES = (
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
     cli.add_job(parser)
-    parser.add_argument("--note", required=True, metavar="TEXT", help="why (required)")
+    parser.add_argument(
+        "--note", required=True, type=cli.shown_text, metavar="TEXT", help="why (required)"
+    )
     cli.add_cluster_wait(parser)
     return parser
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
+from core.text import printable
 from schedules.catalog.compile import intent_note
 from schedules.cli import context as cli
 from schedules.cli.pause import EXIT_CODES
@@ -25,7 +26,11 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
     parser = cli.command(subparsers, NAME, HELP, DESCRIPTION, EXIT_CODES)
     cli.add_job(parser)
     parser.add_argument(
-        "--note", default=None, metavar="TEXT", help="the note (default: the job's intent)"
+        "--note",
+        default=None,
+        type=cli.shown_text,
+        metavar="TEXT",
+        help="the note (default: the job's intent)",
     )
     cli.add_cluster_wait(parser)
     return parser
@@ -42,7 +47,7 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     await resume(client, job.id, args.note or intent_note(job), retry=ctx.retry)
     at = datetime.now(UTC)  # after the server lifted it: the recorded interval is never narrow
     await best_effort(ctx, "resume", job.id, lambda url: record_resume(url, job.id, at))
-    print(f"resumed {job.id} (it was paused: {state.note or 'no note'})")
+    print(printable(f"resumed {job.id} (it was paused: {state.note or 'no note'})"))
     if job.paused:
         print(
             f"warning: the catalog pauses {job.id}; the next sync pauses it again",

@@ -6,6 +6,7 @@ import argparse
 import time
 from datetime import UTC, datetime
 
+from core.text import printable
 from schedules.catalog.times import local_text, utc_text
 from schedules.cli import context as cli
 from schedules.cli.wait import WAITED_EXIT, outcome_line, print_summary
@@ -68,7 +69,11 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
         flush=True,
     )
     if state.paused:
-        print(f"note: the schedule is paused ({state.note or 'no note'}); a trigger runs anyway")
+        print(
+            printable(
+                f"note: the schedule is paused ({state.note or 'no note'}); a trigger runs anyway"
+            )
+        )
     if not args.wait:
         return 0
     outcome = await wait_for_run(

@@ -22,10 +22,11 @@ from core.errors import ConflictError, InvalidScheduleError, ScheduleNotFoundErr
 from schedules.tenants.fires import next_fire_at
 from schedules.tenants.model import (
     DEFINITION_FIELDS,
-    MAX_NOTE,
     TIMING_FIELDS,
     Definition,
     Schedule,
+    checked_by,
+    checked_note,
     definition,
 )
 from schedules.tenants.quota import Quotas
@@ -77,6 +78,7 @@ async def create(
     version. The tenant's quota (count, minimum period) is checked in the transaction.
     """
     new = as_definition(data)
+    checked_by(by)
     quotas = quotas or Quotas.from_environment()
     quotas.check_period(new)
     now = clock()
@@ -166,6 +168,7 @@ async def _change(
     written with its change-log row. A change of its dependencies or its timing is checked
     against the tenant's other schedules first, and a delete refuses to orphan the
     schedules that depend on it (`schedules.tenants.dependencies`), under the tenant's lock."""
+    checked_by(by)
     async with store.transaction(db) as conn:
         current = await _live_locked(conn, schedule_id, expected_version, deleted_ok=deleted_ok)
         new = decide(current)
@@ -238,11 +241,7 @@ async def pause(
 ) -> Outcome:
     """Pause a schedule, saying why: no slot of it is dispatched while it is paused (the
     dispatcher's next tick sees it). A run in flight goes on."""
-    if not note.strip() or len(note) > MAX_NOTE:
-        raise InvalidScheduleError(
-            f"note: say why the schedule is paused, in 1 to {MAX_NOTE} characters, got "
-            f"{note[:80]!r}"
-        )
+    checked_note(note)
 
     def paused(current: Schedule) -> Schedule | None:
         if current.paused and current.note == note:

@@ -19,7 +19,13 @@ from activities.executions import Clock, utcnow
 from core.errors import InvalidScheduleError
 from schedules.tenants.api import as_definition
 from schedules.tenants.fires import next_fire_at
-from schedules.tenants.model import DEFINITION_FIELDS, TIMING_FIELDS, Definition, Schedule
+from schedules.tenants.model import (
+    DEFINITION_FIELDS,
+    TIMING_FIELDS,
+    Definition,
+    Schedule,
+    checked_by,
+)
 from schedules.tenants.quota import Quotas
 from schedules.tenants.store import Database
 
@@ -78,6 +84,7 @@ async def apply(
 
     `dry_run` reports what would change and writes nothing.
     """
+    checked_by(by)
     wanted = _desired(tenant, desired)
     quotas = quotas or Quotas.from_environment()
     for new in wanted.values():

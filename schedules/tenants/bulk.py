@@ -27,6 +27,7 @@ from schedules.tenants.model import (
     SHARDS,
     Definition,
     Schedule,
+    checked_by,
     stored_dependencies,
     validation_line,
 )
@@ -125,6 +126,7 @@ async def import_lines(
 ) -> ImportReport:
     """Create the schedules of `lines` (JSON Lines) that do not exist yet; see the module.
     `progress` is told of each line checked, then of each one copied (`schedules.progress`)."""
+    checked_by(by)
     quotas = quotas or Quotas.from_environment()
     lines = list(lines)
     try:

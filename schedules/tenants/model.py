@@ -28,6 +28,7 @@ from pydantic import (
 
 from activities.runtime_models import ledger_name
 from core.errors import InvalidScheduleError
+from core.text import unprintable
 from schedules.catalog.calendars import (
     CALENDAR_FIELDS,
     CALENDARS_TABLE,
@@ -83,11 +84,39 @@ def _refused(
 def _text(value: str, what: str, limit: int = MAX_TEXT) -> str:
     if not value or value != value.strip():
         raise ValueError(f"must be non-empty text without surrounding spaces, got {value!r}")
+    return _shown_text(value, limit)
+
+
+def _shown_text(value: str, limit: int) -> str:
+    """Text an operator's terminal will print: at most `limit` characters, all printable
+    (`core.text`)."""
     if len(value) > limit:
         raise ValueError(f"must be at most {limit} characters, got {len(value)}")
-    if any(not ch.isprintable() for ch in value):
+    if unprintable(value) is not None:
         raise ValueError(f"must hold no control characters, got {value[:80]!r}")
     return value
+
+
+def checked_by(by: str) -> str:
+    """Who makes a change (`--by`), as every write records it: printable, at most
+    `MAX_TEXT` characters (empty: unknown); else one `InvalidScheduleError` line."""
+    try:
+        return _shown_text(by, MAX_TEXT)
+    except ValueError as exc:
+        raise InvalidScheduleError(f"by: {exc}") from None
+
+
+def checked_note(note: str) -> str:
+    """A pause's note: why, in 1 to `MAX_NOTE` printable characters; else one
+    `InvalidScheduleError` line."""
+    if not note.strip():
+        raise InvalidScheduleError(
+            f"note: say why the schedule is paused, in 1 to {MAX_NOTE} characters, got {note!r}"
+        )
+    try:
+        return _shown_text(note, MAX_NOTE)
+    except ValueError as exc:
+        raise InvalidScheduleError(f"note: {exc}") from None
 
 
 class Definition(BaseModel):
@@ -113,7 +142,7 @@ class Definition(BaseModel):
     calendar_definition: BusinessCalendar | None = None
     # The state a create starts in; later changed by pause / resume only.
     paused: bool = False
-    note: str = Field(default="", max_length=MAX_NOTE)
+    note: str = ""
     # Upstream slots each slot waits for (docs/dependencies.md): catalog jobs, or the
     # tenant's own schedules by name.
     depends_on: list[RuntimeDependency] = Field(default_factory=list, max_length=MAX_DEPENDENCIES)
@@ -129,6 +158,11 @@ class Definition(BaseModel):
     @classmethod
     def _names(cls, value: str) -> str:
         return _text(value, "name")
+
+    @field_validator("note")
+    @classmethod
+    def _note(cls, value: str) -> str:
+        return _shown_text(value, MAX_NOTE)
 
     @field_validator("cron")
     @classmethod

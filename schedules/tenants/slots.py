@@ -22,7 +22,7 @@ from activities.runtime_models import slot_workflow_id as workflow_id
 from core.errors import InvalidScheduleError, ScheduleNotFoundError
 from schedules.tenants.api import utc_text
 from schedules.tenants.fires import FireTime, due_time, next_fire_times
-from schedules.tenants.model import Schedule
+from schedules.tenants.model import Schedule, checked_by
 from schedules.tenants.store import Database
 
 MAX_BACKFILL = 1000
@@ -91,6 +91,7 @@ async def trigger(
     is also started at once (`dispatch.start_slot`) and marked started, else the
     dispatcher's next tick starts it. A start Temporal refuses or cannot take is reported
     in `not_started`, not raised: the intent is committed, and the next tick starts it."""
+    checked_by(by)
     now = clock().replace(microsecond=0)
     async with store.transaction(db) as conn:
         schedule = await _live(conn, schedule_id)
@@ -130,6 +131,7 @@ async def backfill(
     recorded as an intent for the dispatcher (one already recorded is left alone). Only
     past times: `end` after now is refused, as are more than `limit` times. `dry_run`
     lists them and records nothing."""
+    checked_by(by)
     now = clock()
     if start >= end:
         raise InvalidScheduleError(f"start: {utc_text(start)} is not before end {utc_text(end)}")

@@ -225,3 +225,14 @@ def test_next_of_a_job_the_catalog_pauses_says_so_above_its_times():
     )
     assert "2027-03-14T07:00:00Z" in lines[-1]
     assert "paused" not in format_next(next_entry(job(), after, job().timing.upcoming(after, 1)))
+
+
+def test_list_and_describe_escape_a_note_another_tool_set_on_the_schedule():
+    # The Temporal UI, or `temporal schedule toggle --reason`, takes any note: what the
+    # catalog's commands print of it cannot retitle or clear the operator's terminal.
+    state = ServerState(exists=True, managed=True, paused=True, note="\x1b]0;owned\x07\x1b[2J")
+    listed = format_list([list_entry(job(), state, None)], database_ok=True)
+    described = format_describe(describe_entry(job(), state, [], None, None))
+    for text in (listed, described):
+        assert "\x1b" not in text and "\x07" not in text
+        assert "paused: \\x1b]0;owned\\x07\\x1b[2J" in text

@@ -8,8 +8,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from core.text import printable
 from schedules.catalog.times import local_text, parse_time, utc_text
-from schedules.cli.context import BadInputError, Context, database_url
+from schedules.cli.context import BadInputError, Context, database_url, shown_text
 from schedules.tenants import Quotas, Schedule
 
 EXIT_CODES = (
@@ -36,7 +37,11 @@ def add_id(parser: argparse.ArgumentParser) -> None:
 
 def add_by(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--by", default=None, metavar="WHO", help="who makes the change (default: login name)"
+        "--by",
+        default=None,
+        type=shown_text,
+        metavar="WHO",
+        help="who makes the change (default: login name)",
     )
 
 
@@ -109,14 +114,22 @@ def at(instant: datetime | None, timezone: str) -> str:
     return f"{local_text(instant, timezone)} ({utc_text(instant)})"
 
 
+def say(text: str, **options: Any) -> None:
+    """Print a line that holds stored text (a note, a name, who), every character that is
+    not printable escaped (`core.text.printable`): rows written before writes refused
+    control characters, or by another tool, cannot act on the operator's terminal."""
+    print(printable(text), **options)
+
+
 def summary(schedule: Schedule) -> str:
-    """`rt-12 acme/weekly-report v3: test-noop '0 8 * * 1' America/New_York, next ...`."""
+    """`rt-12 acme/weekly-report v3: test-noop '0 8 * * 1' America/New_York, next ...`,
+    escaped (`say`)."""
     state = (
         "deleted"
         if schedule.deleted_at is not None
         else (f"paused: {schedule.note}" if schedule.paused else f"next {at(schedule.next_fire_at, schedule.timezone)}")
     )  # fmt: skip
-    return (
+    return printable(
         f"{schedule.ledger_name} {schedule.tenant}/{schedule.name} v{schedule.version}: "
         f"{schedule.kind} {schedule.cron!r} {schedule.timezone}, {state}"
     )

@@ -14,6 +14,7 @@ from schedules.cli.tenants.common import (
     at,
     entry,
     print_line,
+    say,
     subcommand,
     summary,
     url,
@@ -60,15 +61,15 @@ async def _show(args: argparse.Namespace, ctx: Context) -> int:
         print_line(entry(schedule) | {"changes": log})
         return 0
     print(summary(schedule))
-    print(f"  params {schedule.params}; catchup {schedule.catchup}; shard {schedule.shard}")
+    say(f"  params {schedule.params}; catchup {schedule.catchup}; shard {schedule.shard}")
     print(f"  timing since {at(schedule.timing_since, schedule.timezone)}")
     for dep in schedule.depends_on:
-        print(
+        say(
             f"  depends on {dep.upstream}: slots {dep.slots}, within "
             f"{format_duration(dep.within)}, on failure {dep.on_failure}"
         )
     for change in log:
-        print(f"  {change['at']:%Y-%m-%dT%H:%M:%SZ} {change['action']} by {change['by'] or '-'}")
+        say(f"  {change['at']:%Y-%m-%dT%H:%M:%SZ} {change['action']} by {change['by'] or '-'}")
     return 0
 
 
@@ -118,7 +119,7 @@ async def _explain(args: argparse.Namespace, ctx: Context) -> int:
             }
         )
         return 0
-    print(f"{told.workflow_id} ({at(slot, schedule.timezone)}): {told.verdict}")
+    say(f"{told.workflow_id} ({at(slot, schedule.timezone)}): {told.verdict}")
     return 0
 
 

@@ -8,7 +8,7 @@ import time
 from activities.runtime_models import RuntimeRunResult
 from schedules import tenants
 from schedules.cli.context import Context, add_timeout
-from schedules.cli.tenants.common import add_by, add_id, at, subcommand, url, when, who
+from schedules.cli.tenants.common import add_by, add_id, at, say, subcommand, url, when, who
 from schedules.cli.wait import WAITED_EXIT, outcome_line, print_summary
 from schedules.server.runs import DEFAULT_WAIT_SECONDS, wait_for_run
 
@@ -71,22 +71,22 @@ async def _trigger(args: argparse.Namespace, ctx: Context) -> int:
     (intent,) = done.recorded
     what = f"{schedule.ledger_name} {schedule.tenant}/{schedule.name} at {at(intent.scheduled_at, zone)}"
     if done.not_started is not None:
-        print(
+        say(
             f"recorded {intent.workflow_id} ({what}), not started now ({done.not_started}): "
             "the dispatcher's next tick starts it"
         )
         return 1
     how = "started" if done.started else "started by the dispatcher"
-    print(f"{how} {intent.workflow_id}: {what}, manual", flush=True)
+    say(f"{how} {intent.workflow_id}: {what}, manual", flush=True)
     if schedule.paused:
-        print(f"note: the schedule is paused ({schedule.note or 'no note'}); a trigger runs anyway")
+        say(f"note: the schedule is paused ({schedule.note or 'no note'}); a trigger runs anyway")
     if not args.wait:
         return 0
     outcome = await wait_for_run(
         client, intent.workflow_id, None, intent.scheduled_at, "manual", deadline,
         retry=ctx.retry, result_type=RuntimeRunResult,
     )  # fmt: skip
-    print(outcome_line(outcome, zone))
+    say(outcome_line(outcome, zone))
     return print_summary([outcome], schedule.ledger_name, args.timeout or DEFAULT_WAIT_SECONDS)
 
 
