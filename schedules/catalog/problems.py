@@ -60,7 +60,10 @@ def params_problems(kind: str, params: dict[str, Any]) -> list[str]:
 
 
 def short(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer longer than the interpreter writes (4,300 digits)
+        text = f"<an integer of {value.bit_length()} bits>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -9,7 +9,6 @@ alone; one with another definition is a conflict, and nothing is written.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +21,7 @@ import schedules.tenants.dependencies as dependencies
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, QuotaError
+from schedules.catalog.problems import short
 from schedules.progress import QUIET, Progress
 from schedules.tenants.model import (
     SHARDS,
@@ -33,6 +33,13 @@ from schedules.tenants.model import (
 )
 from schedules.tenants.quota import Quotas
 from schedules.tenants.store import Database
+from schedules.tenants.values import (
+    MAX_DEPTH,
+    JsonTextError,
+    json_problem,
+    problem_text,
+    read_json,
+)
 
 # The keys a line may hold; `export` writes no others.
 LINE_KEYS = frozenset(Definition.model_fields)
@@ -58,15 +65,23 @@ def _refusal(problems: list[str], total: int) -> str:
     )
 
 
-def _parse_line(number: int, text: str) -> Definition | str:
-    """One line as a `Definition`, or its problem (`line N: ...`)."""
+def _parse_line(number: int, line: str | bytes) -> Definition | str:
+    """One line (text, or bytes read as UTF-8) as a `Definition`, or its problem (`line N:
+    ...`, naming the field where the line is an object)."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return f"line {number}: not JSON: {exc.msg} at column {exc.colno}"
+        text = line.decode() if isinstance(line, bytes) else line
+        data = read_json(text)
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        return f"line {number}: not UTF-8 text: byte {byte:#04x} at column {exc.start + 1}"
+    except JsonTextError as exc:
+        return f"line {number}: {exc}"
     if not isinstance(data, dict):
-        return f"line {number}: must be a JSON object, got {text.strip()[:60]}"
-    if isinstance(data, dict) and "calendar_definition" in data:
+        return f"line {number}: must be a JSON object, got {short(text.strip())}"
+    who = f"schedule {short(data.get('tenant'))}/{short(data.get('name'))}"
+    if (problem := json_problem(data, depth=MAX_DEPTH + 1)) is not None:
+        return f"line {number}: {who}: {problem_text(*problem)}"
+    if "calendar_definition" in data:
         return f"line {number}: calendar_definition: is not a field; name a calendar (`calendar`)"
     try:
         return Definition.model_validate(data)
@@ -75,7 +90,7 @@ def _parse_line(number: int, text: str) -> Definition | str:
 
 
 def parse_lines(
-    lines: Iterable[str], quotas: Quotas, progress: Progress = QUIET
+    lines: Iterable[str | bytes], quotas: Quotas, progress: Progress = QUIET
 ) -> list[tuple[int, Definition]]:
     """Every non-blank line as a validated `Definition` with its line number, or one
     `InvalidScheduleError` (`QuotaError` when only quotas refuse) listing the problems.
@@ -87,7 +102,7 @@ def parse_lines(
     total = 0
     for number, text in enumerate(lines, start=1):
         progress.advance()
-        if not text.strip():
+        if not text.strip():  # bytes or text: blank either way
             continue
         total += 1
         new = _parse_line(number, text)
@@ -117,14 +132,15 @@ def parse_lines(
 
 async def import_lines(
     db: Database,
-    lines: Iterable[str],
+    lines: Iterable[str | bytes],
     *,
     by: str = "",
     quotas: Quotas | None = None,
     clock: Clock = utcnow,
     progress: Progress = QUIET,
 ) -> ImportReport:
-    """Create the schedules of `lines` (JSON Lines) that do not exist yet; see the module.
+    """Create the schedules of `lines` (JSON Lines: text, or bytes read as UTF-8 line by
+    line, so a line that is not names its number) that do not exist yet; see the module.
     `progress` is told of each line checked, then of each one copied (`schedules.progress`)."""
     checked_by(by)
     quotas = quotas or Quotas.from_environment()
@@ -212,13 +228,16 @@ async def _check_dependencies(
     """Each tenant's set after the import, checked for the lines that depend on others
     (`schedules.tenants.dependencies`); lines already stored are left as they are."""
     by_tenant: dict[str, dict[str, Definition]] = {}
-    for _, new in parsed:
+    numbers: dict[str, dict[str, int]] = {}
+    for number, new in parsed:
         by_tenant.setdefault(new.tenant, {})[new.name] = new
+        numbers.setdefault(new.tenant, {})[new.name] = number
     for tenant, lines in sorted(by_tenant.items()):
         if not any(new.depends_on for new in lines.values()):
             continue
         stored = await dependencies.tenant_set(conn, tenant, lines.values())
-        dependencies.check(tenant, lines | stored, set(lines) - set(stored), now)
+        judged = set(lines) - set(stored)
+        dependencies.check(tenant, lines | stored, judged, now, numbers[tenant])
 
 
 async def _check_counts(conn: Any, quotas: Quotas) -> None:

@@ -33,11 +33,12 @@ def problems(
     schedules: Mapping[str, Definition],
     judged: set[str],
     now: datetime,
-) -> list[str]:
+) -> list[tuple[str, str]]:
     """The problems of the tenant's set `schedules` (name -> definition, as it would be
-    after the write) for the schedules in `judged` and those depending on them."""
+    after the write) for the schedules in `judged` and those depending on them, each as
+    (the schedule's name, its line)."""
     catalog = default_catalog()
-    found: list[str] = []
+    found: list[tuple[str, str]] = []
     relevant = set(judged) | {
         name for name, s in schedules.items() if any(d.schedule in judged for d in s.depends_on)
     }
@@ -47,18 +48,19 @@ def problems(
             upstream = _upstream_timing(dep, schedules, catalog)
             who = f"schedule {tenant!r}/{name!r}"
             if isinstance(upstream, str):
-                found.append(f"{who}: depends_on[{i}].{upstream}")
+                found.append((name, f"{who}: depends_on[{i}].{upstream}"))
             elif dep.slots == "same":
                 fire = same_mismatch(schedule.timing, upstream, now)
                 if fire is not None:
-                    found.append(f"{who}: {same_problem(i, dep.upstream, fire, schedule.timing)}")
+                    problem = same_problem(i, dep.upstream, fire, schedule.timing)
+                    found.append((name, f"{who}: {problem}"))
     edges = {
         name: [d.schedule for d in s.depends_on if d.schedule is not None]
         for name, s in schedules.items()
     }
     for name, loop in sorted(cycles(edges).items()):
         if name in judged:  # the schedules written: one line each
-            found.append(f"schedule {tenant!r}/{name!r}: {cycle_problem(name, loop)}")
+            found.append((name, f"schedule {tenant!r}/{name!r}: {cycle_problem(name, loop)}"))
     return found
 
 
@@ -75,11 +77,19 @@ def _upstream_timing(dep: Any, schedules: Mapping[str, Definition], catalog: Any
 
 
 def check(
-    tenant: str, schedules: Mapping[str, Definition], judged: set[str], now: datetime
+    tenant: str,
+    schedules: Mapping[str, Definition],
+    judged: set[str],
+    now: datetime,
+    lines: Mapping[str, int] | None = None,
 ) -> None:
     """Raise `InvalidScheduleError` (one line, or a count and one line each) for the
-    `problems` of the set; nothing has been written yet."""
-    found = problems(tenant, schedules, judged, now)
+    `problems` of the set; nothing has been written yet. `lines`: an import's line number
+    of each schedule it gives, which starts that schedule's problem lines."""
+    found = [
+        f"line {lines[name]}: {line}" if lines and name in lines else line
+        for name, line in problems(tenant, schedules, judged, now)
+    ]
     if len(found) == 1:
         raise InvalidScheduleError(found[0])
     if found:

@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticSerializationError
 
 from activities.runtime_models import ledger_name
 from core.errors import InvalidScheduleError
@@ -41,6 +42,7 @@ from schedules.catalog.durations import format_duration
 from schedules.catalog.model import Catchup, read_catalog
 from schedules.catalog.problems import short
 from schedules.tenants.kinds import runtime_kind
+from schedules.tenants.values import json_problem, problem_text
 from timing import Timing, UnknownZoneError, zone
 from timing.business import BusinessCalendar, CalendarRule, OnHoliday
 from timing.cron import CronError, parse_cron
@@ -197,13 +199,18 @@ class Definition(BaseModel):
         kind = info.data.get("kind")
         if kind is None:
             return value  # the kind's own problem is reported
+        _storable(value)  # before the kind's model reads it: a value nested 100,000 deep
         try:
             params = runtime_kind(kind).params_model.model_validate(value)
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise ValueError(f"{where}: {err['msg']} (got {short(err.get('input'))})") from None
-        normal = params.model_dump(mode="json")  # defaults filled in: comparable
+        try:
+            normal = params.model_dump(mode="json")  # defaults filled in: comparable
+        except PydanticSerializationError as exc:
+            raise ValueError(f"cannot be written as JSON: {str(exc)[:120]}") from None
+        _storable(normal)
         size = len(json.dumps(normal))
         if size > MAX_PARAMS_BYTES:
             raise ValueError(f"{size} bytes of JSON, more than {MAX_PARAMS_BYTES}")
@@ -222,7 +229,7 @@ class Definition(BaseModel):
     @classmethod
     def _considered(cls, value: int | None) -> int | None:
         if value is not None and not 1 <= value <= 1000:
-            raise ValueError(f"must be from 1 to 1000, got {value}")
+            raise ValueError(f"must be from 1 to 1000, got {short(value)}")
         return value
 
     @model_validator(mode="after")
@@ -341,6 +348,13 @@ def _problem(err: Mapping[str, Any]) -> str:
     if isinstance(shown, (dict, list)) or "(got " in message or ", got " in message:
         return f"{field}: {message}"
     return f"{field}: {message} (got {short(shown)})"
+
+
+def _storable(params: Any) -> None:
+    """Refuse params that PostgreSQL's jsonb or a JSON reader would not take
+    (`schedules.tenants.values`), naming the part."""
+    if (problem := json_problem(params)) is not None:
+        raise ValueError(problem_text(*problem))
 
 
 @lru_cache(maxsize=4096)

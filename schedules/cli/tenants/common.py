@@ -9,9 +9,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.text import printable
+from schedules.catalog.problems import short
 from schedules.catalog.times import local_text, parse_time, utc_text
 from schedules.cli.context import BadInputError, Context, database_url, shown_text
 from schedules.tenants import Quotas, Schedule
+from schedules.tenants.values import JsonTextError, parse_json
 
 EXIT_CODES = (
     "exit codes: 0 done; 1 PostgreSQL unreachable, a version conflict (someone changed the "
@@ -79,12 +81,14 @@ def when(text: str, timezone: str, option: str) -> datetime:
 
 
 def _json(text: str, kind: type, name: str) -> Any:
+    """JSON that can be stored (`schedules.tenants.values`): a part that cannot, a depth
+    past the limit or a number of 5,000 digits is refused naming it, as a file's line is."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"must be a JSON {name}: {exc.msg}") from None
+        value = parse_json(text)
+    except JsonTextError as exc:
+        raise argparse.ArgumentTypeError(f"must be a JSON {name}: {exc}") from None
     if not isinstance(value, kind):
-        raise argparse.ArgumentTypeError(f"must be a JSON {name}, got {text[:60]!r}")
+        raise argparse.ArgumentTypeError(f"must be a JSON {name}, got {short(text)}")
     return value
 
 
