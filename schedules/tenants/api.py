@@ -84,7 +84,7 @@ async def create(
     now = clock()
     async with store.transaction(db) as conn:
         # Sent together (pipeline mode): the tenant's lock, its name, its count.
-        await conn.execute(store.Q["lock_tenant"], {"tenant": new.tenant})
+        await store.lock_tenant(conn, new.tenant)
         named = await conn.execute(
             store.Q["live_by_name"], {"tenant": new.tenant, "name": new.name}
         )
@@ -175,10 +175,10 @@ async def _change(
         if new is None:
             return Outcome(current, changed=False)
         if action == "delete":
-            await conn.execute(store.Q["lock_tenant"], {"tenant": current.tenant})
+            await store.lock_tenant(conn, current.tenant)
             await dependencies.refuse_orphaning(conn, current.tenant, [current.name])
         elif new.depends_on != current.depends_on or new.timing != current.timing:
-            await conn.execute(store.Q["lock_tenant"], {"tenant": current.tenant})
+            await store.lock_tenant(conn, current.tenant)
             others = await dependencies.tenant_set(conn, current.tenant, [current, new])
             dependencies.check(current.tenant, others | {new.name: new}, {new.name}, now)
         stored = await store.write_logged(conn, current, new, action, now=now, by=by)

@@ -92,7 +92,7 @@ async def apply(
     quotas.check_count(tenant, 0, len(wanted))
     now = clock()
     async with store.transaction(db) as conn:
-        await conn.execute(store.Q["lock_tenant"], {"tenant": tenant})
+        await store.lock_tenant(conn, tenant)
         rows = await store.all_rows(conn, "tenant_live", {"tenant": tenant})
         stored = {row["name"]: Schedule.of_row(row) for row in rows}
         report = _plan(stored, wanted)

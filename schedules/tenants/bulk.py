@@ -173,8 +173,7 @@ async def _copy_in(
         return nexts[key]
 
     async with store.transaction(db, pipeline=False) as conn:
-        for tenant in sorted({new.tenant for _, new in parsed}):
-            await conn.execute(store.Q["lock_tenant"], {"tenant": tenant})
+        await store.lock_tenants(conn, sorted({new.tenant for _, new in parsed}))
         await conn.execute(store.Q["import_table"])
         cur = conn.cursor()
         async with cur.copy(store.Q["import_copy"]) as copy:

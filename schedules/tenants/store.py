@@ -26,6 +26,8 @@ from schedules.tenants.model import SHARDS, Definition, Schedule, stored_depende
 
 Q = queries(__package__, "store")
 Database = str | AsyncConnection
+# The tenants' locks: a tenant's is one of these, by a hash of its name (`lock_tenant`).
+TENANT_LOCKS = 256
 
 
 @asynccontextmanager
@@ -72,6 +74,20 @@ async def one(conn: AsyncConnection, name: str, params: dict[str, Any]) -> dict 
 async def all_rows(conn: AsyncConnection, name: str, params: dict[str, Any]) -> list[dict]:
     cur = await conn.execute(Q[name], params)
     return await cur.fetchall()  # type: ignore[return-value]
+
+
+async def lock_tenant(conn: AsyncConnection, tenant: str) -> None:
+    """Hold `tenant`'s lock to the end of the transaction: its writes that count or name
+    its schedules (create, import, apply, a dependency check) wait for each other. In
+    pipeline mode it travels with the statements after it."""
+    await conn.execute(Q["lock_tenant"], {"tenant": tenant, "buckets": TENANT_LOCKS})
+
+
+async def lock_tenants(conn: AsyncConnection, tenants: list[str]) -> int:
+    """Hold the locks of all of `tenants` (an import's), in one statement; how many: at
+    most `TENANT_LOCKS`, whatever the number of tenants."""
+    row = await one(conn, "lock_tenants", {"tenants": tenants, "buckets": TENANT_LOCKS})
+    return row["locks"] if row else 0
 
 
 def columns(schedule: Definition) -> dict[str, Any]:

@@ -67,8 +67,24 @@ WHERE tenant = %(tenant)s AND deleted_at IS NULL AND name <> ALL(%(names)s::text
 ORDER BY name
 
 -- name: lock_tenant
--- Creates of one tenant one at a time: the quota is counted and kept in one transaction.
-SELECT pg_advisory_xact_lock(hashtextextended('runtime_schedules:' || %(tenant)s, 0))
+-- Writes that count or name a tenant's schedules one at a time (the quota is counted and
+-- kept in one transaction): the tenant's lock is one of `buckets` advisory locks, by a
+-- hash of its name, held to the end of the transaction. Tenants that share one wait for
+-- each other, briefly; a write of any number of tenants holds a bounded number of locks.
+SELECT pg_advisory_xact_lock(hashtext('runtime_schedules:tenants'),
+                             (hashtext(%(tenant)s) & 2147483647) %% %(buckets)s)
+
+-- name: lock_tenants
+-- The locks of every tenant in `tenants` (at most `buckets`, whatever their number: an
+-- import of 100,000 tenants cannot fill PostgreSQL's shared lock table), taken in order,
+-- as every writer takes them: two writers never wait for each other in a circle.
+SELECT count(*) AS locks FROM (
+    SELECT pg_advisory_xact_lock(hashtext('runtime_schedules:tenants'), bucket)
+    FROM (SELECT DISTINCT (hashtext(t) & 2147483647) %% %(buckets)s AS bucket
+          FROM unnest(%(tenants)s::text[]) AS t
+          ORDER BY bucket
+          OFFSET 0) AS buckets
+) AS locked
 
 -- name: count_tenant
 SELECT count(*) AS n FROM runtime_schedules WHERE tenant = %(tenant)s AND deleted_at IS NULL
