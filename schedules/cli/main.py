@@ -77,10 +77,13 @@ WRITES = ("sync", "trigger", "backfill", "pause", "resume")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # No abbreviations: `--wait SECONDS` before the command, the spelling of
+    # --wait-for-cluster that v3's scripts used, is refused, not taken for a prefix of it.
     parser = Parser(
         prog="python -m schedules",
         description="Define, register and steer the job catalog's Temporal schedules.",
         epilog=EXIT_CODES,
+        allow_abbrev=False,
     )
     _add_global_options(parser, default=None)
     parser.add_argument(
@@ -90,16 +93,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="SECONDS",
         help=f"{CLUSTER_WAIT_HELP}; only for {', '.join(WRITES)}",
-    )
-    parser.add_argument(
-        "--wait",
-        dest="legacy_wait",
-        type=non_negative_seconds,
-        default=None,
-        metavar="SECONDS",
-        help="deprecated spelling of --wait-for-cluster, accepted only before the command; "
-        "read-only commands ignore it (they fail fast). After `trigger` or `backfill`, "
-        "--wait means: wait for the runs to finish",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
@@ -165,10 +158,9 @@ def _context(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Conte
                 f"{', '.join(WRITES)} do); it fails within about {FAIL_FAST_SECONDS:g}s"
             )
         return Context()
-    wait = args.cluster_wait if args.cluster_wait is not None else args.legacy_wait
-    if wait is None:
+    if args.cluster_wait is None:
         return Context()
-    return Context(wait, waiting_for_cluster=True)
+    return Context(args.cluster_wait, waiting_for_cluster=True)
 
 
 def main(argv: list[str] | None = None) -> int:

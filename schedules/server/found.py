@@ -34,22 +34,17 @@ async def workflow_or_none(client: Client, workflow_id: str) -> WorkflowExecutio
 
 async def catalog_entry(client: Client, description: ScheduleDescription) -> dict[str, Any] | None:
     """The catalog entry the schedule was built from (`CATALOG_MEMO_KEY` of its action's
-    memo), or None when it cannot be told.
-
-    A schedule last written by a `v4` sync or older has it in the run input instead
-    (`definition`), read from there. Deprecated in v6, removed in v7 (docs/architecture.md).
-    """
-    action = description.schedule.action
-    converter = client.data_converter.payload_converter
-    memo = getattr(action, "memo", None) or {}
+    memo), or None when it cannot be told (a schedule this project did not write, or one
+    last written by a sync before v5, whose run input held it: it differs, and the next
+    sync rewrites it)."""
+    memo = getattr(description.schedule.action, "memo", None) or {}
+    if CATALOG_MEMO_KEY not in memo:
+        return None
+    entry = memo[CATALOG_MEMO_KEY]
+    if isinstance(entry, dict):
+        return entry
     try:
-        if CATALOG_MEMO_KEY in memo:
-            entry = memo[CATALOG_MEMO_KEY]
-            return entry if isinstance(entry, dict) else converter.from_payload(entry, dict)
-        args = getattr(action, "args", None)
-        if args:
-            (run,) = converter.from_payloads(list(args), [dict])
-            return run.get("definition") or None
-    except Exception:  # an older or foreign payload: "everything differs"
+        return client.data_converter.payload_converter.from_payload(entry, dict)
+    except Exception:  # a foreign payload: "everything differs"
         return None
     return None

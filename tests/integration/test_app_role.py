@@ -46,8 +46,8 @@ def test_migrate_creates_a_least_privilege_application_role(postgres):
         assert (superuser, createrole, createdb) == (False, False, False)
         # Rows: what the workers do.
         conn.execute(
-            "INSERT INTO job_executions (job_name, scheduled_at, status, started_at) "
-            "VALUES ('app-role-job', now(), 'running', now())"
+            "INSERT INTO job_executions (job_name, scheduled_at, status, origin, started_at) "
+            "VALUES ('app-role-job', now(), 'running', 'direct', now())"
         )
         conn.execute(
             "UPDATE job_executions SET status = 'completed' WHERE job_name = 'app-role-job'"

@@ -631,8 +631,12 @@ ARGUMENT_CASES = [
         ("trigger", "bad-input-a", "--timeout", "inf"),
         ("argument --timeout:", "'inf'"),
     ),
-    Case("wait -5", ("--wait", "-5", "list"), ("argument --wait:", "'-5'")),
-    Case("wait nan", ("--wait", "nan", "list"), ("argument --wait:", "'nan'")),
+    Case("wait -5", ("--wait-for-cluster", "-5", "sync"), ("argument --wait-for-cluster:", "'-5'")),
+    Case(
+        "wait nan", ("--wait-for-cluster", "nan", "sync"), ("argument --wait-for-cluster:", "'nan'")
+    ),
+    # The spelling of --wait-for-cluster before v4, removed in v8: refused, nothing synced.
+    Case("wait before the command", ("--wait", "5", "sync"), ("invalid choice: '5'",)),
     Case(
         "next -n 0", ("next", "bad-input-a", "-n", "0"), ("argument -n: must be at least 1, got 0",)
     ),
@@ -890,7 +894,7 @@ async def test_bad_input_is_refused_in_one_line_and_changes_nothing(
                 path.write_bytes(case.catalog)
             else:
                 path.write_text(case.catalog)
-        argv = ["--catalog", str(path), "--wait", "5", *argv]
+        argv = ["--catalog", str(path), *argv]
     env = {k: v for k, v in (case_env(settings) | case.env).items() if v is not None}
     runner = run_subprocess if case.subprocess else run_in_process
     full = (["schedules"] if argv[:1] != ["worker"] and case.subprocess else []) + argv

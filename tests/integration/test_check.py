@@ -66,8 +66,8 @@ def insert_runs(db: psycopg.Connection, job: str, fires: list[datetime], **overr
     with db.cursor() as cur:
         cur.executemany(
             "INSERT INTO job_executions"
-            " (job_name, scheduled_at, status, attempt, started_at, finished_at, error)"
-            " VALUES (%s, %s, %s, 1, %s, %s, %s)",
+            " (job_name, scheduled_at, status, origin, attempt, started_at, finished_at, error)"
+            " VALUES (%s, %s, %s, 'scheduled', 1, %s, %s, %s)",
             rows,
         )
 
@@ -121,8 +121,9 @@ async def test_check_is_healthy_then_reports_every_alert_kind(
             },
         )
         db.execute(
-            "INSERT INTO job_executions (job_name, scheduled_at, status, error, finished_at)"
-            " VALUES (%s, %s, 'skipped', %s, now())",
+            "INSERT INTO job_executions"
+            " (job_name, scheduled_at, status, origin, error, finished_at)"
+            " VALUES (%s, %s, 'skipped', 'catch-up', %s, now())",
             (job.id, now - timedelta(days=9, minutes=10), "catch-up gap: 40 missed, cap 3"),
         )
         db.execute(

@@ -66,8 +66,9 @@ def add_executions(
     now = datetime.now(UTC)
     db.execute(
         """
-        INSERT INTO job_executions (job_name, scheduled_at, status, started_at, finished_at)
-        SELECT %(job)s, %(newest)s - make_interval(days => n), %(status)s,
+        INSERT INTO job_executions
+            (job_name, scheduled_at, status, origin, started_at, finished_at)
+        SELECT %(job)s, %(newest)s - make_interval(days => n), %(status)s, 'scheduled',
                %(newest)s - make_interval(days => n), %(newest)s - make_interval(days => n)
                    + interval '1 minute'
         FROM generate_series(0, %(n)s - 1) AS n

@@ -87,8 +87,6 @@ def one_line(done: subprocess.CompletedProcess) -> str:
         (["pause", "ff-job", "--note", "x"], 1),
         (["resume", "ff-job"], 1),
         (["sync", "--dry-run"], 1),
-        # Before the command, the old global --wait is ignored by a read-only command.
-        (["--wait", "60", "list"], 1),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else str(value),
 )
@@ -132,7 +130,6 @@ def test_explain_and_check_cannot_tell_and_exit_2(env, catalog, closed_port):
     [
         ["--wait-for-cluster", "1", "sync", "--dry-run"],
         ["sync", "--dry-run", "--wait-for-cluster", "1"],
-        ["--wait", "1", "sync", "--dry-run"],  # the deprecated spelling (deploy/k8s uses it)
         ["pause", "ff-job", "--note", "x", "--wait-for-cluster", "1"],
     ],
     ids=" ".join,

@@ -171,8 +171,8 @@ async def test_another_run_of_a_window_changes_nothing_and_a_failed_holder_is_re
 
     # An earlier run of this window failed half-way: its claim and partial totals remain.
     (failed_id,) = db.execute(
-        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at)"
-        " VALUES ('hourly-sync', %s, 'failed', now()) RETURNING id",
+        "INSERT INTO job_executions (job_name, scheduled_at, status, origin, finished_at)"
+        " VALUES ('hourly-sync', %s, 'failed', 'scheduled', now()) RETURNING id",
         (window + HOUR + 3 * MINUTE,),
     ).fetchone()
     db.execute(

@@ -37,6 +37,15 @@ def test_every_migration_applies_from_empty_and_builds_the_schema(postgres):
             """
         ).fetchone()[0]
         assert unique == "UNIQUE (job_name, scheduled_at)"
+        # `trigger`, superseded by `origin` in 0014, dropped in 0024 (its contract step).
+        columns = {
+            r[0]
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_name = 'job_executions'"
+            )
+        }
+        assert "origin" in columns and "trigger" not in columns
 
 
 def test_three_processes_migrating_at_once_apply_each_migration_once(postgres):

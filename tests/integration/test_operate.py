@@ -40,7 +40,7 @@ def write_catalog(tmp_path: Path, **jobs: dict[str, str]) -> Path:
 
 def run_cli(settings, catalog: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--wait", "20", *args],
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), *args],
         cwd=ROOT,
         env=settings_env(settings, **env),
         capture_output=True,
@@ -80,8 +80,9 @@ async def synced(client, task_queue):
 
 def insert_execution(db, job: str, scheduled_at: datetime, status: str = "completed") -> None:
     db.execute(
-        "INSERT INTO job_executions (job_name, scheduled_at, status, attempt, finished_at) "
-        "VALUES (%s, %s, %s, 1, now() + interval '3 seconds')",
+        "INSERT INTO job_executions"
+        " (job_name, scheduled_at, status, origin, attempt, finished_at)"
+        " VALUES (%s, %s, %s, 'scheduled', 1, now() + interval '3 seconds')",
         (job, scheduled_at, status),
     )
 
@@ -378,7 +379,7 @@ def test_a_job_without_a_schedule_cannot_be_triggered(settings, tmp_path):
 def test_list_with_temporal_unreachable_exits_1_with_one_line(settings, tmp_path):
     catalog = write_catalog(tmp_path, **{"op-any": {"cron": "0 1 * * *", "timezone": "UTC"}})
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--wait", "2", "list"],
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "list"],
         cwd=ROOT,
         env=settings_env(settings, TEMPORAL_ADDRESS="127.0.0.1:1"),
         capture_output=True,

@@ -59,8 +59,8 @@ async def test_a_batch_runs_each_slot_once_and_a_failing_slot_fails_alone(
     db.execute("UPDATE runtime_schedules SET shard = 0")
     settled_before = ids[7]
     db.execute(
-        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at)"
-        " VALUES (%s, %s, 'completed', now())",
+        "INSERT INTO job_executions (job_name, scheduled_at, status, origin, finished_at)"
+        " VALUES (%s, %s, 'completed', 'scheduled', now())",
         (f"rt-{settled_before}", minute),
     )
     async with dispatcher(database_url, client, task_queue) as d:

@@ -266,8 +266,8 @@ async def test_no_secret_in_logs_stored_errors_outputs_or_histories(
         for database in (password_url, unreachable, malformed):
             run_env = env | {"DATABASE_URL": database}
             outputs += [
-                command(run_env, "schedules", "--wait", "5", "list"),
-                command(run_env, "schedules", "--wait", "5", "describe", "invoice-reminders"),
+                command(run_env, "schedules", "list"),
+                command(run_env, "schedules", "describe", "invoice-reminders"),
                 command(run_env, "schedules", "check", "--timeout", "5"),
                 command(run_env, "worker", "outbox"),
                 command(run_env, "worker", "migrate"),

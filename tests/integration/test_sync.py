@@ -353,7 +353,7 @@ def test_sync_with_temporal_unreachable_fails_with_one_line():
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
     env["TEMPORAL_ADDRESS"] = "127.0.0.1:1"
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--wait", "2", "sync"],
+        [sys.executable, "-m", "schedules", "--wait-for-cluster", "2", "sync"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -361,7 +361,7 @@ def test_sync_with_temporal_unreachable_fails_with_one_line():
         timeout=60,
     )
     assert done.returncode == 1
-    # The deprecated `--wait 2` is --wait-for-cluster: one line says what it waits for.
+    # One line says what it waits for.
     waiting, error = done.stderr.strip().splitlines()
     assert waiting.startswith("waiting up to 2s (--wait-for-cluster) for Temporal at 127.0.0.1:1")
     assert error.startswith("error: cannot reach Temporal at 127.0.0.1:1 within 2s")

@@ -189,8 +189,8 @@ async def scenarios(rec: Recorder) -> None:
     )
     await rec.create(hourly, timing_since=now - 8 * HOUR)
     rec.sql(
-        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at) "
-        "VALUES (%s, %s, 'completed', now())",
+        "INSERT INTO job_executions (job_name, scheduled_at, status, origin, finished_at) "
+        "VALUES (%s, %s, 'completed', 'scheduled', now())",
         hourly.id,
         last_hour - 6 * HOUR,
     )
@@ -206,8 +206,8 @@ async def scenarios(rec: Recorder) -> None:
     await rec.create(latest, timing_since=now - 2 * HOUR)
     ten = now.replace(minute=now.minute // 10 * 10, second=0)
     rec.sql(
-        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at) "
-        "VALUES (%s, %s, 'completed', now())",
+        "INSERT INTO job_executions (job_name, scheduled_at, status, origin, finished_at) "
+        "VALUES (%s, %s, 'completed', 'scheduled', now())",
         latest.id,
         ten - timedelta(minutes=50),
     )
@@ -323,8 +323,8 @@ async def scenarios(rec: Recorder) -> None:
     nights = [night.replace(hour=7, minute=0) - timedelta(days=d) for d in (3, 2, 1, 0)]
     await rec.create(behind, timing_since=nights[0] - timedelta(hours=1))
     rec.sql(
-        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at) "
-        "VALUES (%s, %s, 'completed', now())",
+        "INSERT INTO job_executions (job_name, scheduled_at, status, origin, finished_at) "
+        "VALUES (%s, %s, 'completed', 'scheduled', now())",
         behind.id,
         nights[0],
     )
@@ -348,8 +348,8 @@ async def dependency_scenarios(rec: Recorder, last_hour: datetime) -> None:
     up = _job("replay-up", **upstream)
     await rec.create(up, timing_since=since)
     rec.sql(
-        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at) "
-        "VALUES (%s, %s, 'completed', now()), (%s, %s, 'failed', now())",
+        "INSERT INTO job_executions (job_name, scheduled_at, status, origin, finished_at) "
+        "VALUES (%s, %s, 'completed', 'scheduled', now()), (%s, %s, 'failed', 'scheduled', now())",
         up.id,
         last_hour,
         up.id,

@@ -111,8 +111,8 @@ async def _batch(rec: Recorder) -> None:
     )
     with_ids = "SELECT min(id) FROM runtime_schedules WHERE tenant LIKE 'batch-%%'"
     rec.sql(
-        "INSERT INTO job_executions (job_name, scheduled_at, status, finished_at)"
-        f" SELECT 'rt-' || (({with_ids}) + 3), %s, 'completed', now()",
+        "INSERT INTO job_executions (job_name, scheduled_at, status, origin, finished_at)"
+        f" SELECT 'rt-' || (({with_ids}) + 3), %s, 'completed', 'scheduled', now()",
         minute,
     )
     async with AsyncConnectionPool(rec.db_url, min_size=1, max_size=2, open=False) as pool:
