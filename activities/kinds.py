@@ -28,7 +28,9 @@ from temporalio.exceptions import ApplicationError
 
 from activities.begin import BegunWork, WorkOrBegin, begin_and_work
 from activities.models import ExecutionRef, WorkInput, WorkResult
-from activities.runtime import RuntimeKinds, SlotWork
+from activities.ownership import OwnershipCheck, refuse_foreign_slot
+from activities.runtime import RuntimeKinds, SlotWork, run_slot
+from activities.runtime_models import schedule_id_of
 from activities.steps import StepInput, step_activity
 from core.queues import Queue
 
@@ -107,12 +109,25 @@ class RuntimeKind:
     params_model: type[BaseModel]
     batch: bool = False
     description: str = ""
+    # Which of its params name a tenant's resources (`activities.ownership`: a
+    # `TenantRow`, or a check of the kind's own): params naming another tenant's are
+    # refused when written, and a slot whose params do by then fails in the transaction
+    # that would work it, having done nothing.
+    owns: tuple[OwnershipCheck, ...] = ()
 
     @classmethod
-    def of(cls, kind: JobKind, *, batch: bool = False) -> RuntimeKind:
+    def of(
+        cls, kind: JobKind, *, batch: bool = False, owns: tuple[OwnershipCheck, ...] = ()
+    ) -> RuntimeKind:
         """The runtime kind whose slots `kind` works (its name, params and description);
-        `batch`: they run many per activity, through `kind.slot_work`."""
-        return cls(kind.name, kind.params, batch, kind.description)
+        `batch`: they run many per activity, through `kind.slot_work`; `owns`: see the
+        field (the engine checks them inside the slot's transaction: `kind.slot_work`)."""
+        if owns and kind.slot_work is None:
+            raise ValueError(
+                f"runtime kind {kind.name!r} declares owns: give its slot_work, the work the "
+                "engine runs in the transaction that checks them"
+            )
+        return cls(kind.name, kind.params, batch, kind.description, tuple(owns))
 
 
 def _params_model(name: str, work: Callable) -> type[BaseModel]:
@@ -139,16 +154,26 @@ def parse_params(kind: JobKind, work: WorkInput | StepInput) -> BaseModel:
 
 
 def work_activity(
-    kind: JobKind, method: Work, slot_work: SlotWork | None = None, pool: Any = None
+    kind: JobKind,
+    method: Work,
+    slot_work: SlotWork | None = None,
+    pool: Any = None,
+    owns: tuple[OwnershipCheck, ...] = (),
 ) -> Callable[[WorkOrBegin], Awaitable[WorkResult]]:
     """The activity Temporal runs for `kind`: validate the params once, then do the work of
     the claimed slot; or, given the run's start, begin the run and work its first slot in
-    one transaction (`slot_work`, `activities.begin.begin_and_work`)."""
+    one transaction (`slot_work`, `activities.begin.begin_and_work`). A runtime slot of a
+    kind whose params name a tenant's resources (`owns`) runs its `slot_work` under their
+    check, in the slot's one transaction (`activities.runtime.run_slot`)."""
+    checked = owned_work(slot_work, owns) if slot_work is not None and owns else None
 
     async def run(work: WorkOrBegin) -> WorkResult:
         begin = getattr(work, "begin", None)  # a plain WorkInput, called in-process: none
         if begin is None:
-            return await method(work, parse_params(kind, work))
+            params = parse_params(kind, work)
+            if checked is not None and schedule_id_of(work.execution.job_name) is not None:
+                return await run_slot(pool, work, checked, params)
+            return await method(work, params)
         if slot_work is None:  # a kind that works in chunks now: begin as other runs do
             return BegunWork(declined=f"kind {kind.name} does not work its slot in one transaction")
         return await begin_and_work(pool, begin, slot_work, parse_params(kind, work))
@@ -156,6 +181,17 @@ def work_activity(
     run.__name__ = run.__qualname__ = kind.activity
     run.__doc__ = method.__doc__
     return activity.defn(name=kind.activity)(run)
+
+
+def owned_work(work: SlotWork, owns: tuple[OwnershipCheck, ...]) -> SlotWork:
+    """`work`, after checking in its transaction that the slot's params name only its
+    tenant's resources, which stay so until it commits (`activities.ownership`)."""
+
+    async def checked(conn: Any, execution: ExecutionRef, params: Any) -> dict[str, int]:
+        await refuse_foreign_slot(conn, execution, params.model_dump(mode="json"), owns)
+        return await work(conn, execution, params)
+
+    return checked
 
 
 def build_runtime_kinds(
@@ -177,7 +213,9 @@ def build_runtime_kinds(
             raise ValueError(f"runtime kind {kind.name!r} runs in batches: give slot_work")
         if kind.owner not in owners:
             owners[kind.owner] = kind.owner(pool, settings) if kind.settings else kind.owner(pool)
-        batch[kind.name] = _batch_work(kind, getattr(owners[kind.owner], kind.slot_work))
+        work = getattr(owners[kind.owner], kind.slot_work)
+        owns = runtime[kind.name].owns
+        batch[kind.name] = _batch_work(kind, owned_work(work, owns) if owns else work)
     return RuntimeKinds(
         {kind.name: kind.activity for kind in single if kind.activity},
         {kind.name: kind.params for kind in single},
@@ -197,11 +235,15 @@ def _batch_work(kind: JobKind, method: Callable) -> SlotWork:
 
 
 def build_kind_activities(
-    kinds: Iterable[JobKind], pool: Any, settings: Any = None
+    kinds: Iterable[JobKind],
+    pool: Any,
+    settings: Any = None,
+    runtime: Mapping[str, RuntimeKind] | None = None,
 ) -> list[Callable]:
     """Every kind's activities (its work, or its steps), one owner instance per class,
-    bound to `pool` (and `settings`, for the kinds that take them). Raises `ValueError` if
-    two kinds register one activity name."""
+    bound to `pool` (and `settings`, for the kinds that take them); `runtime`: the runtime
+    kinds, whose checks of what their params name a runtime slot's work runs under.
+    Raises `ValueError` if two kinds register one activity name."""
     owners: dict[type, Any] = {}
     found: dict[str, Callable] = {}
 
@@ -216,7 +258,9 @@ def build_kind_activities(
         owner = owners[kind.owner]
         if kind.activity is not None:
             slot_work = getattr(owner, kind.slot_work) if kind.slot_work else None
-            add(kind.activity, work_activity(kind, getattr(owner, kind.activity), slot_work, pool))
+            owns = runtime[kind.name].owns if runtime and kind.name in runtime else ()
+            method = getattr(owner, kind.activity)
+            add(kind.activity, work_activity(kind, method, slot_work, pool, owns))
         for step in kind.steps:
             add(
                 step,

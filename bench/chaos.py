@@ -682,15 +682,21 @@ def runtime_schedules(trial: Trial, shard: int, count: int = 40) -> tuple[dateti
     """`count` every-minute runtime schedules of one shard (half per-slot weekly reports,
     half test-noop in batches), due this minute; returns the minute and how many."""
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
-    trial.db.execute(
-        "INSERT INTO customers (tenant, name, email, timezone)"
-        " VALUES ('chaos', 'Chaos', 'chaos@example.com', 'UTC')"
-    )
     for i in range(count * 4):
+        reports = i // 4 % 2
+        owned = (
+            trial.db.execute(  # a weekly report names its own tenant's customer
+                "INSERT INTO customers (tenant, name, email, timezone)"
+                " VALUES (%s, 'Chaos', 'chaos@example.com', 'UTC') RETURNING id",
+                (f"t{i}",),
+            ).fetchone()[0]
+            if reports
+            else None
+        )
         sid = insert_schedule(
             trial.db, tenant=f"t{i}", name="every-minute",
-            kind="weekly-report" if i // 4 % 2 else "test-noop",
-            params={"customer_id": 1} if i // 4 % 2 else {},
+            kind="weekly-report" if reports else "test-noop",
+            params={"customer_id": owned} if reports else {},
             cron="* * * * *", timezone="UTC", next_fire_at=minute, timing_since=minute,
             end_at=minute,  # one fire time: a tick in the next minute finds only this one
         )  # fmt: skip

@@ -59,7 +59,7 @@ def __getattr__(name: str) -> Any:
 def kind_activities(pool: Any, settings: Any) -> list[Callable]:
     """Every kind's activities bound to `pool` (and the worker's `settings`, for the kinds
     that take them), for the worker to register."""
-    return build_kind_activities(kinds().values(), pool, settings)
+    return build_kind_activities(kinds().values(), pool, settings, runtime_kinds())
 
 
 def runtime_work(pool: Any, settings: Any) -> RuntimeKinds:

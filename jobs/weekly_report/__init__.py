@@ -7,6 +7,7 @@ customer's local week in PostgreSQL and emails it through the outbox, once per s
 """
 
 from activities.kinds import JobKind, RuntimeKind
+from activities.ownership import TenantRow
 from jobs.weekly_report.activities import WeeklyReportActivities
 
 KINDS = (
@@ -18,4 +19,8 @@ KINDS = (
         description="email a customer the summary of their local week",
     ),
 )
-RUNTIME_KINDS = (RuntimeKind.of(KINDS[0]),)  # one slot per run: a report is a customer's
+# One slot per run: a report is a customer's. Its `customer_id` names a customer of the
+# schedule's tenant (`customers.tenant`): another tenant's, or none, is refused.
+RUNTIME_KINDS = (
+    RuntimeKind.of(KINDS[0], owns=(TenantRow("customer_id", "customers", what="customer"),)),
+)

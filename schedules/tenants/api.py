@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import schedules.tenants.dependencies as dependencies
+import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, ScheduleNotFoundError
@@ -94,6 +95,7 @@ async def create(
             return Outcome(_same_or_conflict(Schedule.of_row(existing), new), changed=False)
         row = await counted.fetchone()
         quotas.check_count(new.tenant, row["n"] if row else 0, 1)
+        await ownership.refuse(conn, [("", new)])
         if new.depends_on:
             others = await dependencies.tenant_set(conn, new.tenant, [new])
             dependencies.check(new.tenant, others | {new.name: new}, {new.name}, now)
@@ -174,6 +176,8 @@ async def _change(
         new = decide(current)
         if new is None:
             return Outcome(current, changed=False)
+        if action == "update":
+            await ownership.refuse(conn, [("", new)])
         if action == "delete":
             await store.lock_tenant(conn, current.tenant)
             await dependencies.refuse_orphaning(conn, current.tenant, [current.name])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import schedules.tenants.dependencies as dependencies
+import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import InvalidScheduleError
@@ -98,6 +99,7 @@ async def apply(
         report = _plan(stored, wanted)
         changed = set(report.created) | set(report.updated) | set(report.deleted)
         dependencies.check(tenant, dict(wanted), changed, now)
+        await ownership.refuse(conn, [("", new) for new in wanted.values()])
         if dry_run:
             return report
         for name in report.created:

@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
 import schedules.tenants.dependencies as dependencies
+import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, QuotaError
@@ -174,6 +175,9 @@ async def _copy_in(
 
     async with store.transaction(db, pipeline=False) as conn:
         await store.lock_tenants(conn, sorted({new.tenant for _, new in parsed}))
+        foreign = await ownership.problems(conn, [(f"line {n}", new) for n, new in parsed])
+        if foreign:
+            raise InvalidScheduleError(_refusal(foreign, len(parsed)))
         await conn.execute(store.Q["import_table"])
         cur = conn.cursor()
         async with cur.copy(store.Q["import_copy"]) as copy:

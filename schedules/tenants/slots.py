@@ -15,6 +15,7 @@ from typing import Any
 from temporalio.service import RPCError
 
 import schedules.tenants.dispatch as dispatch
+import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from activities.runtime_models import ledger_name
@@ -95,6 +96,7 @@ async def trigger(
     now = clock().replace(microsecond=0)
     async with store.transaction(db) as conn:
         schedule = await _live(conn, schedule_id)
+        await ownership.refuse(conn, [("", schedule)])  # what it names may have moved
         recorded, already = await _record(conn, schedule, [now], "manual", now, by)
         if recorded:
             await store.log_change(
@@ -142,6 +144,7 @@ async def backfill(
         )
     async with store.transaction(db) as conn:
         schedule = await _live(conn, schedule_id)
+        await ownership.refuse(conn, [("", schedule)])  # what it names may have moved
         # The slots whose fire times (where a business calendar moved them) fall in range.
         fires = schedule.timing.fires(start, end, limit=limit + 1)
         slots = [fire.slot for fire in fires]

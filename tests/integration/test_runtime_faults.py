@@ -44,13 +44,21 @@ async def test_dispatcher_killed_mid_dispatch_loses_and_doubles_nothing(
     await runtime_attributes(client, register=True)
     base = fresh_ids(db)
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
+    owned = {  # each weekly report names its own tenant's customer
+        i: db.execute(
+            "INSERT INTO customers (tenant, name, email, timezone)"
+            " VALUES (%s, 'T', 't@example.com', 'UTC') RETURNING id",
+            (f"t{i}",),
+        ).fetchone()[0]
+        for i in range(0, 40, 2)
+    }
     ids = [
         insert_schedule(
             db,
             tenant=f"t{i}",
             name=f"report-{i}",
             kind="test-noop" if i % 2 else "weekly-report",
-            params={} if i % 2 else {"customer_id": 1},
+            params={} if i % 2 else {"customer_id": owned[i]},
             cron="* * * * *",
             timezone="UTC",
             next_fire_at=minute,
@@ -63,10 +71,6 @@ async def test_dispatcher_killed_mid_dispatch_loses_and_doubles_nothing(
     mine = [sid for sid in ids if sid % 4 == shard]
     # Only one shard's dispatcher ticks here: the other shards' rows go.
     db.execute("DELETE FROM runtime_schedules WHERE NOT id = ANY(%s)", (mine,))
-    db.execute(
-        "INSERT INTO customers (tenant, name, email, timezone)"
-        " VALUES ('t0', 'T0', 't0@example.com', 'UTC')"
-    )
     (victim,) = start_workers(1, **gate.env)
     job = dispatcher_job(shard)
     async with registered(client, job, task_queue):
