@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, get_type_hints
 
 from psycopg_pool import AsyncConnectionPool
@@ -27,6 +28,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.begin import BegunWork, WorkOrBegin, begin_and_work
+from activities.heartbeat import heartbeating
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from activities.ownership import OwnershipCheck, refuse_foreign_slot
 from activities.runtime import RuntimeKinds, SlotWork, run_slot
@@ -114,20 +116,55 @@ class RuntimeKind:
     # refused when written, and a slot whose params do by then fails in the transaction
     # that would work it, having done nothing.
     owns: tuple[OwnershipCheck, ...] = ()
+    # How a slot run on its own (`RuntimeRunWorkflow`) is timed. The engine heartbeats for
+    # the work while its worker lives (`work_activity`), so a slot whose worker died or
+    # froze is retried on another replica `heartbeat` after its last sign of life;
+    # `timeout` bounds one attempt of a live worker (its start-to-close timeout).
+    timeout: timedelta = timedelta(minutes=10)
+    heartbeat: timedelta = timedelta(seconds=20)
+    # How many attempts a slot's work gets before the slot is recorded failed.
+    attempts: int = 10
+    # How long after its fire time (its due time, if a calendar moved it) a slot may
+    # complete: the audit reports a slot completed later as `slow`, and `check` a slot
+    # still running that long as overdue. It covers a lost worker's hand-over (the
+    # heartbeat, then the idle-in-transaction timeout that frees a frozen one's rows).
+    allowance: timedelta = timedelta(minutes=5)
+
+    def __post_init__(self) -> None:
+        if not timedelta(0) < self.heartbeat < self.allowance:
+            raise ValueError(
+                f"runtime kind {self.name!r}: heartbeat must be positive and shorter than "
+                f"allowance (got {self.heartbeat} and {self.allowance})"
+            )
+        if self.attempts < 1:
+            raise ValueError(
+                f"runtime kind {self.name!r}: attempts must be >= 1 (got {self.attempts})"
+            )
+        if self.timeout <= self.heartbeat:
+            raise ValueError(
+                f"runtime kind {self.name!r}: timeout must be longer than heartbeat "
+                f"(got {self.timeout} and {self.heartbeat})"
+            )
 
     @classmethod
     def of(
-        cls, kind: JobKind, *, batch: bool = False, owns: tuple[OwnershipCheck, ...] = ()
+        cls,
+        kind: JobKind,
+        *,
+        batch: bool = False,
+        owns: tuple[OwnershipCheck, ...] = (),
+        **timing: Any,
     ) -> RuntimeKind:
         """The runtime kind whose slots `kind` works (its name, params and description);
         `batch`: they run many per activity, through `kind.slot_work`; `owns`: see the
-        field (the engine checks them inside the slot's transaction: `kind.slot_work`)."""
+        field (the engine checks them inside the slot's transaction: `kind.slot_work`);
+        `timing`: `timeout`, `heartbeat`, `attempts`, `allowance`, if not the defaults."""
         if owns and kind.slot_work is None:
             raise ValueError(
                 f"runtime kind {kind.name!r} declares owns: give its slot_work, the work the "
                 "engine runs in the transaction that checks them"
             )
-        return cls(kind.name, kind.params, batch, kind.description, tuple(owns))
+        return cls(kind.name, kind.params, batch, kind.description, tuple(owns), **timing)
 
 
 def _params_model(name: str, work: Callable) -> type[BaseModel]:
@@ -171,9 +208,13 @@ def work_activity(
         begin = getattr(work, "begin", None)  # a plain WorkInput, called in-process: none
         if begin is None:
             params = parse_params(kind, work)
-            if checked is not None and schedule_id_of(work.execution.job_name) is not None:
-                return await run_slot(pool, work, checked, params)
-            return await method(work, params)
+            if schedule_id_of(work.execution.job_name) is None:
+                return await method(work, params)
+            # A runtime slot: the engine heartbeats for the work while this worker lives
+            # (`RuntimeKind.heartbeat`), through statements that wait on a lock too.
+            if checked is not None:
+                return await heartbeating(run_slot(pool, work, checked, params))
+            return await heartbeating(method(work, params))
         if slot_work is None:  # a kind that works in chunks now: begin as other runs do
             return BegunWork(declined=f"kind {kind.name} does not work its slot in one transaction")
         return await begin_and_work(pool, begin, slot_work, parse_params(kind, work))
@@ -220,6 +261,7 @@ def build_runtime_kinds(
         {kind.name: kind.activity for kind in single if kind.activity},
         {kind.name: kind.params for kind in single},
         batch,
+        {kind.name: runtime[kind.name] for kind in single},
     )
 
 

@@ -20,6 +20,7 @@ from temporalio import activity
 from activities.chunk_gate import pass_chunk_gate
 from activities.chunked import run_in_one_transaction
 from activities.executions import Attempt, Clock, claim_in, utcnow
+from activities.heartbeat import heartbeating
 from activities.models import ClaimInput, WorkInput, WorkResult
 from activities.runtime_batch import (
     SLOTS_PER_ACTIVITY,
@@ -63,18 +64,33 @@ async def run_slot(
 
 class RuntimeKinds:
     """What the runtime activities need of the job kinds, given by the worker (the
-    engine does not import `jobs/`): each kind's work activity and params model, and
-    the in-transaction work of those that run in batches."""
+    engine does not import `jobs/`): each kind's work activity and params model, the
+    in-transaction work of those that run in batches, and how each kind's slots are timed
+    and retried (its `activities.kinds.RuntimeKind`: `timeout`, `heartbeat`, `attempts`;
+    `RuntimeWork`'s defaults for a kind not given)."""
 
     def __init__(
         self,
         activities: Mapping[str, str],
         params: Mapping[str, type],
         batch: Mapping[str, SlotWork] | None = None,
+        timing: Mapping[str, Any] | None = None,
     ) -> None:
         self.activities = dict(activities)
         self.params = dict(params)
         self.batch = dict(batch or {})
+        self.timing = dict(timing or {})
+
+    def timed(self, kind: str) -> dict[str, Any]:
+        """`RuntimeWork`'s timeouts and attempts for a slot of `kind`."""
+        declared = self.timing.get(kind)
+        if declared is None:
+            return {}
+        return {
+            "start_to_close_seconds": declared.timeout.total_seconds(),
+            "heartbeat_seconds": declared.heartbeat.total_seconds(),
+            "maximum_attempts": declared.attempts,
+        }
 
 
 class RuntimeActivities:
@@ -118,6 +134,7 @@ class RuntimeActivities:
             timing={"cron": cron, "timezone": zone, "start_at": start_at, "end_at": end_at},
             depends_on=depends_on or [],
             tenant=tenant,
+            **self.kinds.timed(kind),
         )
         return RuntimeBegun(
             execution_id=claimed.execution_id,
@@ -140,6 +157,16 @@ class RuntimeActivities:
             self.clock(),
         )
         await pass_chunk_gate(self.pool, batch.after)  # test-only; a no-op unless set
+        # Heartbeating while its transaction waits (a lock, a slow statement): the batch's
+        # heartbeat times out a lost worker's attempt, never a live one's.
+        done, handled = await heartbeating(self._batch(batch, who))
+        done.record_metrics()  # after the commit: counted once
+        return done.result.model_copy(
+            update={"handled": batch.after + handled, "done": handled < SLOTS_PER_ACTIVITY}
+        )
+
+    async def _batch(self, batch: BatchInput, who: Claimant) -> tuple[Batch, int]:
+        """The batch's next slots worked in one transaction; how many there were."""
         async with self.pool.connection() as conn:
             try:
                 async with conn.transaction():
@@ -152,7 +179,4 @@ class RuntimeActivities:
                     done = Batch(conn, self.kinds.batch, who)
                     for slot in slots:
                         await done.one(slot)
-        done.record_metrics()  # after the commit: counted once
-        return done.result.model_copy(
-            update={"handled": batch.after + len(slots), "done": len(slots) < SLOTS_PER_ACTIVITY}
-        )
+        return done, len(slots)

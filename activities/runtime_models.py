@@ -80,6 +80,8 @@ class RuntimeWork(BaseModel):
     activity: str
     params: dict = Field(default_factory=dict)
     timing: dict | None = None  # the schedule's cron and zone, as a `Timing`'s fields
+    # The kind's (`activities.kinds.RuntimeKind`, set by `begin_runtime_run`); the defaults
+    # are what a begin of an earlier release recorded without them.
     start_to_close_seconds: float = 600.0
     heartbeat_seconds: float | None = None
     maximum_attempts: int = 10

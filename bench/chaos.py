@@ -23,6 +23,8 @@ Not part of `make test`: a trial takes 20 to 90 s on this machine.
 its worker killed between a decision's commit and its starts, and two dispatchers of one
 shard ticking at once; every runtime slot of the minute must run once (the audit of the
 runtime schedules, and one completed row and at most one report email per slot).
+`runtime-kill` (issue 36) kills the worker of twenty per-slot runtime slots with their work
+in flight: each must complete once, on the other worker, within its kind's allowance.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from devstack.payments import PaymentProviderServer  # noqa: E402
+from jobs import runtime_kinds  # noqa: E402
 from schedules.catalog.model import JobSpec, RetrySpec, default_catalog  # noqa: E402
 from schedules.sync.attributes import runtime_attributes  # noqa: E402
 from tests.helpers.worker import WorkerProcess  # noqa: E402
@@ -67,7 +70,7 @@ from tests.integration import test_monthly_billing as billing  # noqa: E402
 from tests.integration.chunk_gate import ChunkGate  # noqa: E402
 from tests.integration.jobs import insert_invoices, registered  # noqa: E402
 from tests.integration.namespaces import fresh_namespace  # noqa: E402
-from tests.integration.runtime import insert_schedule  # noqa: E402
+from tests.integration.runtime import dispatcher, insert_schedule, tick_all  # noqa: E402
 from worker.migrate import apply_migrations  # noqa: E402
 
 TEMPLATE = "chaos_template"
@@ -794,6 +797,63 @@ async def dispatch_double(trial: Trial) -> Verdict:
     return v
 
 
+async def runtime_kill(trial: Trial) -> Verdict:
+    """A per-slot runtime kind's worker SIGKILLed with its slots' work in flight: twenty
+    weekly reports, each inside its one transaction, queued behind the trial's lock on
+    `weekly_reports`; a second worker started, the first killed, the lock released. Every
+    slot must complete once, within its kind's allowance (`RuntimeKind.allowance`)."""
+    await runtime_attributes(trial.client, register=True)
+    minute = datetime.now(UTC).replace(second=0, microsecond=0)
+    slots = 20
+    for i in range(slots):
+        customer = trial.db.execute(
+            "INSERT INTO customers (tenant, name, email, timezone)"
+            " VALUES (%s, 'Chaos', 'chaos@example.com', 'UTC') RETURNING id",
+            (f"t{i}",),
+        ).fetchone()[0]
+        insert_schedule(
+            trial.db, tenant=f"t{i}", name="weekly", kind="weekly-report",
+            params={"customer_id": customer}, cron="* * * * *", timezone="UTC",
+            next_fire_at=minute, timing_since=minute, end_at=minute,
+        )  # fmt: skip
+    trial.gate.open()
+    pool = {"DATABASE_POOL_SIZE": "30"}  # a connection for each slot's transaction
+    (lost,) = await trial.start_workers(1, **pool)
+    with psycopg.connect(trial.url) as lock:
+        lock.execute("LOCK TABLE weekly_reports IN EXCLUSIVE MODE")
+        async with dispatcher(trial.url, trial.client, trial.task_queue, batches=False) as d:
+            await tick_all(d, minute)
+        pid = lock.info.backend_pid
+        await eventually(
+            lambda: (
+                trial.db.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                    (pid,),
+                ).fetchone()[0]
+                == slots
+            ),
+            120,
+            "every slot's work queued behind the lock",
+        )
+        await trial.start_workers(1, **pool)
+        lost.signal(signal.SIGKILL)
+        lock.rollback()
+    await eventually(lambda: not runtime_running(trial, slots), 240, "runtime slots settled")
+    findings, note = runtime_audit(trial, minute)
+    allowance = runtime_kinds()["weekly-report"].allowance
+    over = trial.db.execute(
+        "SELECT count(*) FROM job_executions WHERE job_name ~ '^rt-'"
+        " AND finished_at - greatest(scheduled_at, started_at) > %s",
+        (allowance,),
+    ).fetchone()[0]
+    problems = runtime_once(trial, slots)
+    if over:
+        problems.append(f"{over} slot(s) completed past their kind's allowance ({allowance})")
+    v = Verdict(trial.fault, slots, findings, problems)
+    v.error = note
+    return v
+
+
 def runtime_running(trial: Trial, slots: int) -> bool:
     """Whether any of the `slots` runtime slots is still to settle."""
     terminal = trial.db.execute(
@@ -824,6 +884,7 @@ FAULTS: dict[str, Callable[[Trial], Awaitable[Verdict]]] = {
     "provider-kill": provider_kill,
     "dispatch-kill": dispatch_kill,
     "dispatch-double": dispatch_double,
+    "runtime-kill": runtime_kill,
 }
 
 

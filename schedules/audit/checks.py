@@ -27,6 +27,7 @@ TERMINAL = ("completed", "skipped", "failed", "compensated")
 KINDS = (
     "lost",
     "late",
+    "slow",
     "unexpected",
     "duplicated",
     "stale_write",

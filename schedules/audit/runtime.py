@@ -6,7 +6,8 @@ fire times from the audit's own oracle (`oracle.py`, independent of `timing/`), 
 once per distinct timing, since thousands of schedules share a few. Coverage: every fire
 time since the schedule's `timing_since`, outside its pauses (from its change log, from one
 dispatch grace before the pause to the resume) and before its deletion, older than
---settle, has one terminal ledger row. Besides: `unstarted_intent`, a start decided
+--settle, has one terminal ledger row, and a scheduled slot completed within its kind's
+allowance of being due (`slow`, `RuntimeKind.allowance`). Besides: `unstarted_intent`, a start decided
 (`runtime_dispatch_intents`) longer than --settle ago that no run took up.
 
 Temporal's side: the runs of `RuntimeRunWorkflow` started in the window (listed once,
@@ -44,6 +45,7 @@ from schedules.audit.dependencies import (
     timing_of,
 )
 from schedules.audit.dependencies import findings as dependency_findings
+from schedules.audit.finding import row_witnesses
 from schedules.audit.history import (
     PAGE_SIZE,
     Run,
@@ -58,6 +60,7 @@ from schedules.audit.history import (
 )
 from schedules.audit.oracle import Timing
 from schedules.catalog.dependencies import RuntimeDependency
+from schedules.tenants.kinds import allowance_of
 
 _Q = queries("schedules.sql", "audit_runtime")
 # A pause applies from the next dispatch tick: a slot due this long before it may still run.
@@ -154,6 +157,7 @@ async def audit_runtime(
             scope = replace(scope, due=count)
         scopes.append(scope)
         findings += coverage(scope, due, rows, visibility, window, when)
+        findings += slow(job, rows, when, allowance_of(job.kind))
         findings += unexpected(scope, frozenset(fires), rows)
         findings += temporal_agreement(job, rows, visibility, window, when)
     findings += ledger_findings(ledger)
@@ -166,6 +170,28 @@ async def audit_runtime(
         runs=sum(len(r) for r in visibility.runs.values()),
         zones={job.id: job.timezone for job in jobs},
     )
+
+
+def slow(
+    job: RuntimeJob, rows: dict[datetime, Any], due: dict[datetime, datetime], allowance: timedelta
+) -> Iterator[Finding]:
+    """`slow`: a scheduled slot that completed more than its kind's allowance after it was
+    due (its fire time, or where its calendar moved it), or after it was claimed when the
+    claim came later (how late the claim was is `late`'s to judge): a lost worker's slot
+    that waited for its attempt's timeout, not its heartbeat, is one."""
+    for slot, row in rows.items():
+        if row.status != "completed" or row.origin != "scheduled" or row.finished_at is None:
+            continue
+        took = row.finished_at - max(due.get(slot, slot), row.started_at)
+        if took > allowance:
+            yield Finding(
+                "slow",
+                job.id,
+                slot,
+                f"completed {took.total_seconds():.0f}s after it was due (kind {job.kind} "
+                f"allows {allowance.total_seconds():.0f}s)",
+                row_witnesses(row),
+            )
 
 
 def _stopped(fire: datetime, spans: tuple[tuple[datetime, datetime | None], ...]) -> bool:

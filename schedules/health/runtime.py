@@ -6,7 +6,9 @@ schedule ids as examples, never one line (or one metric label) per tenant.
 - *missed*: active schedules whose next slot has been due longer than `DISPATCH_LAG` (the
   dispatcher of their shard is down or behind), and starts decided that long ago and not
   made;
-- *failing*: schedules whose newest slot in the lookback failed.
+- *failing*: schedules whose newest slot in the lookback failed;
+- *slow*: slots still running longer than their kind's allowance (`RuntimeKind.allowance`)
+  after they were due: a lost worker's work not handed on, a hung one.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import psycopg
 from psycopg.rows import dict_row
 
 from core.sql import queries
+from schedules.tenants.kinds import DEFAULT_ALLOWANCE, runtime_kinds
 
 _Q = queries("schedules.sql", "check_runtime")
 DISPATCH_LAG = timedelta(minutes=5)
 
 
 MISSED, FAILING = "missed_runs", "last_run_failed"  # `check.Kind` values
-OVERDUE = "dependency_overdue"
+OVERDUE, SLOW = "dependency_overdue", "slow_run"
 Alert = tuple[str, str, str]  # (kind of alert, "runtime:<job kind>", message)
 
 
@@ -32,7 +35,15 @@ async def runtime_alerts(
 ) -> list[Alert]:
     """The runtime schedules' alerts at `now` (kind, subject, message), read in one
     read-only session."""
-    params = {"due_before": now - DISPATCH_LAG, "since": now - lookback, "now": now}
+    kinds = runtime_kinds()
+    params = {
+        "due_before": now - DISPATCH_LAG,
+        "since": now - lookback,
+        "now": now,
+        "kinds": list(kinds),
+        "seconds": [k.allowance.total_seconds() for k in kinds.values()],
+        "default_seconds": DEFAULT_ALLOWANCE.total_seconds(),
+    }
     async with await psycopg.AsyncConnection.connect(
         conninfo, connect_timeout=max(2, int(timeout)), row_factory=dict_row
     ) as conn:
@@ -41,6 +52,7 @@ async def runtime_alerts(
         unstarted = await (await conn.execute(_Q["unstarted"], params)).fetchall()
         failing = await (await conn.execute(_Q["failing"], params)).fetchall()
         overdue = await (await conn.execute(_Q["overdue"], params)).fetchall()
+        slow = await (await conn.execute(_Q["slow"], params)).fetchall()
     alerts = [
         (
             MISSED,
@@ -78,6 +90,16 @@ async def runtime_alerts(
             "(python -m schedules tenants explain ID SLOT)",
         )
         for r in overdue
+    ]
+    alerts += [
+        (
+            SLOW,
+            f"runtime:{r['kind']}",
+            f"{r['runs']} run(s) still running past their kind's allowance (oldest slot "
+            f"{r['oldest']:%Y-%m-%d %H:%M}Z), e.g. schedules {_ids(r['examples'])} (is a "
+            "worker lost or stuck? python -m schedules tenants explain ID SLOT)",
+        )
+        for r in slow
     ]
     return alerts
 

@@ -37,3 +37,23 @@ FROM dependency_waits w
 JOIN runtime_schedules s ON w.job_name = 'rt-' || s.id
 WHERE w.status = 'waiting' AND w.deadline <= %(now)s AND w.job_name ~ '^rt-[0-9]+$'
 GROUP BY s.kind ORDER BY s.kind
+
+-- name: slow
+-- Slots still running longer than their kind's allowance after they were due (or were
+-- claimed, when that came later): a lost worker's attempt not yet handed on, say. The
+-- allowances come by kind (`RuntimeKind.allowance`); a slot waiting for its upstream slots
+-- is `overdue`'s to judge, by its deadline.
+WITH allowance AS (
+    SELECT * FROM unnest(%(kinds)s::text[], %(seconds)s::float8[]) AS a(kind, seconds)
+)
+SELECT s.kind, count(*) AS runs, min(e.scheduled_at) AS oldest,
+       (array_agg(s.id ORDER BY e.scheduled_at, s.id))[1:5] AS examples
+FROM job_executions e
+JOIN runtime_schedules s ON e.job_name = 'rt-' || s.id
+LEFT JOIN allowance a ON a.kind = s.kind
+WHERE e.status = 'running' AND e.job_name ~ '^rt-[0-9]+$'
+  AND greatest(e.scheduled_at, e.started_at)
+      + make_interval(secs => coalesce(a.seconds, %(default_seconds)s)) < %(now)s
+  AND NOT EXISTS (SELECT 1 FROM dependency_waits w
+                  WHERE w.execution_id = e.id AND w.status = 'waiting')
+GROUP BY s.kind ORDER BY s.kind

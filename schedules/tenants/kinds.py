@@ -9,11 +9,23 @@ family ships it to the workers).
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from activities.kinds import RuntimeKind
 from core.errors import InvalidScheduleError
 from jobs import runtime_kinds as declared_kinds
 
-__all__ = ["RuntimeKind", "register_kind", "runtime_kind", "runtime_kinds"]
+__all__ = [
+    "DEFAULT_ALLOWANCE",
+    "RuntimeKind",
+    "allowance_of",
+    "register_kind",
+    "runtime_kind",
+    "runtime_kinds",
+]
+
+# A kind's allowance when it gives none, and of a kind this process does not know.
+DEFAULT_ALLOWANCE: timedelta = RuntimeKind.__dataclass_fields__["allowance"].default
 
 _registered: dict[str, RuntimeKind] = {}
 
@@ -40,3 +52,11 @@ def runtime_kind(name: str) -> RuntimeKind:
             f"kind: unknown runtime kind {name[:80]!r}; known: {', '.join(sorted(kinds))}"
         )
     return kinds[name]
+
+
+def allowance_of(kind: str) -> timedelta:
+    """How long after it was due a slot of `kind` may complete (`RuntimeKind.allowance`;
+    the default for a kind this process does not know, one a schedule named before its
+    family left the workers)."""
+    known = runtime_kinds().get(kind)
+    return known.allowance if known is not None else DEFAULT_ALLOWANCE

@@ -3,13 +3,14 @@ description are read from the method that does its work."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from activities.kinds import JobKind
-from jobs import kinds
+from activities.kinds import JobKind, RuntimeKind
+from jobs import kinds, runtime_kinds
 from jobs.card_settlement.activities import SettlementActivities, SettlementParams
 from jobs.monthly_billing.activities import BillingParams
 
@@ -47,3 +48,34 @@ def test_the_declared_kinds_read_their_models():
     assert declared["card-settlement"].owner is SettlementActivities
     assert declared["monthly-billing"].params is BillingParams  # from its first step
     assert all(kind.description for kind in declared.values())
+
+
+def test_a_runtime_kind_is_timed_by_its_heartbeat_timeout_and_allowance():
+    kind = RuntimeKind("timed", SettlementParams)
+    assert (kind.heartbeat, kind.timeout, kind.attempts, kind.allowance) == (
+        timedelta(seconds=20),
+        timedelta(minutes=10),
+        10,
+        timedelta(minutes=5),
+    )
+    given = RuntimeKind("timed", SettlementParams, heartbeat=timedelta(seconds=5))
+    assert given.heartbeat == timedelta(seconds=5)
+    # A heartbeat that is no shorter than the allowance would let a lost worker's slot be
+    # late before it is handed on; a timeout no longer than the heartbeat is no timeout.
+    with pytest.raises(ValueError, match="heartbeat must be positive and shorter than allowance"):
+        RuntimeKind("timed", SettlementParams, allowance=timedelta(seconds=20))
+    with pytest.raises(ValueError, match="heartbeat must be positive"):
+        RuntimeKind("timed", SettlementParams, heartbeat=timedelta(0))
+    with pytest.raises(ValueError, match="timeout must be longer than heartbeat"):
+        RuntimeKind("timed", SettlementParams, timeout=timedelta(seconds=20))
+    with pytest.raises(ValueError, match="attempts must be >= 1"):
+        RuntimeKind("timed", SettlementParams, attempts=0)
+
+
+def test_every_declared_runtime_kind_is_timed_and_the_audit_reads_its_allowance():
+    from schedules.tenants.kinds import DEFAULT_ALLOWANCE, allowance_of
+
+    for name, kind in runtime_kinds().items():
+        assert kind.heartbeat < kind.allowance and kind.heartbeat < kind.timeout
+        assert allowance_of(name) == kind.allowance
+    assert allowance_of("a-kind-no-worker-knows") == DEFAULT_ALLOWANCE
