@@ -40,7 +40,7 @@ from timing.firetimes import (
     next_interval_fire,
 )
 from timing.gaps import longest_gap
-from timing.zones import zone
+from timing.zones import zone, zone_problem
 
 _TICK = timedelta(microseconds=1)
 
@@ -66,10 +66,16 @@ def _valid_cron(value: str) -> str:
 
 
 def _valid_zone(value: str) -> str:
-    try:
-        zone(value)
-    except (ValueError, OSError):  # UnknownZoneError is a ValueError
-        raise ValueError(f"is not a known IANA time zone: {value[:80]!r}") from None
+    problem = zone_problem(value, legacy=True)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _chosen_zone(value: str) -> str:
+    problem = zone_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -85,6 +91,9 @@ def _valid_instant(value: datetime) -> datetime:
 # fields are refused with the same words as its `Timing`'s.
 CronText = Annotated[str, AfterValidator(_valid_cron)]
 ZoneName = Annotated[str, AfterValidator(_valid_zone)]
+# What a job or schedule being written may name: no legacy zone (`timing.zones.LEGACY_ZONES`).
+# A timing already stored or recorded reads as `ZoneName`.
+ChosenZoneName = Annotated[str, AfterValidator(_chosen_zone)]
 Instant = Annotated[datetime, AfterValidator(_valid_instant)]
 
 

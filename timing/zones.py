@@ -22,6 +22,7 @@ local dev server gets as `ZONEINFO`, so the local stack agrees with this databas
 from __future__ import annotations
 
 import bisect
+import difflib
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import cache, cached_property, lru_cache
@@ -57,7 +58,14 @@ class ZoneInfo(_SystemZoneInfo):
         return (zone, (self.key,))
 
 
-__all__ = ["TZDATA_VERSION", "ZoneInfo", "ZoneInfoNotFoundError", "zone"]
+__all__ = [
+    "LEGACY_ZONES",
+    "TZDATA_VERSION",
+    "ZoneInfo",
+    "ZoneInfoNotFoundError",
+    "zone",
+    "zone_problem",
+]
 
 
 @cache
@@ -65,6 +73,57 @@ def zone_names() -> frozenset[str]:
     """Every zone (and link) name the package has, e.g. `Europe/London`, `US/Eastern`."""
     listed = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8")
     return frozenset(line.strip() for line in listed.splitlines() if line.strip())
+
+
+# Legacy names tzdata keeps for POSIX compatibility: a job written with one almost always
+# means a region's local time, which they do not follow (EST never observes daylight saving;
+# EST5EDT follows today's US rules, not New York's history or future). Each is refused,
+# naming the region zone meant and, for a fixed offset, the `Etc/` name that says so.
+LEGACY_ZONES: dict[str, tuple[str, str | None]] = {
+    "EST": ("America/New_York", "Etc/GMT+5"),
+    "MST": ("America/Denver", "Etc/GMT+7"),
+    "HST": ("Pacific/Honolulu", "Etc/GMT+10"),
+    "EST5EDT": ("America/New_York", None),
+    "CST6CDT": ("America/Chicago", None),
+    "MST7MDT": ("America/Denver", None),
+    "PST8PDT": ("America/Los_Angeles", None),
+}
+
+
+def zone_problem(name: str, *, legacy: bool = False) -> str | None:
+    """Why `name` is refused as a job's time zone, as one line naming it (None: it is a
+    zone of the package). An unknown name gets the closest known one ("did you mean");
+    with `legacy` False (what a new job or schedule may name), a legacy zone is refused
+    too (`LEGACY_ZONES`)."""
+    if not isinstance(name, str) or name not in zone_names():
+        shown = name[:80] if isinstance(name, str) else name
+        close = closest_zone(name) if isinstance(name, str) else None
+        hint = f" (did you mean {close!r}?)" if close else ""
+        return f"is not a known IANA time zone: {shown!r}{hint}"
+    if not legacy and name in LEGACY_ZONES:
+        region, fixed = LEGACY_ZONES[name]
+        offset = f"; for a fixed offset give {fixed!r}" if fixed else ""
+        return (
+            f"{name!r} is a legacy POSIX zone, not a region's local time: for local time give "
+            f"the region's zone, e.g. {region!r}{offset}"
+        )
+    return None
+
+
+def closest_zone(name: str) -> str | None:
+    """The zone name closest to `name`: the same but for case, the one whose last part it
+    is (`london`: `Europe/London`), else the nearest spelling (`Europe/Londn`)."""
+    if len(name) > 100:  # no zone name is this long: nothing is close
+        return None
+    by_case = {known.lower(): known for known in zone_names()}
+    wanted = name.strip().replace(" ", "_").lower()
+    if wanted in by_case:
+        return by_case[wanted]
+    by_city = {known.rsplit("/", 1)[-1].lower(): known for known in sorted(zone_names())}
+    if "/" not in wanted and wanted in by_city:
+        return by_city[wanted]
+    found = difflib.get_close_matches(wanted, list(by_case), n=1, cutoff=0.8)
+    return by_case[found[0]] if found else None
 
 
 @cache
@@ -75,7 +134,11 @@ def zone(name: str) -> ZoneInfo:
         UnknownZoneError: `name` is not one of the package's zones.
     """
     if not isinstance(name, str) or name not in zone_names():
-        raise UnknownZoneError(f"{name!r} is not a known IANA time zone (tzdata {TZDATA_VERSION})")
+        close = closest_zone(name) if isinstance(name, str) else None
+        hint = f"; did you mean {close!r}?" if close else ""
+        raise UnknownZoneError(
+            f"{name!r} is not a known IANA time zone (tzdata {TZDATA_VERSION}){hint}"
+        )
     with resources.files("tzdata.zoneinfo").joinpath(name).open("rb") as data:
         loaded = ZoneInfo.from_file(data, key=name)
     assert isinstance(loaded, ZoneInfo)

@@ -36,7 +36,7 @@ from schedules.catalog.problems import (
 )
 from timing import Timing
 from timing.business import BusinessCalendar, CalendarRule, OnHoliday
-from timing.value import CronText, Instant, ZoneName
+from timing.value import ChosenZoneName, CronText, Instant
 from workflows import RetrySettings
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -96,7 +96,7 @@ class JobSpec(BaseModel):
     # The timing's fields, refused by the `Timing`'s own types (`timing.value`).
     cron: CronText | None = None
     interval: Duration | None = None
-    timezone: ZoneName
+    timezone: ChosenZoneName
     start_at: Instant | None = None
     end_at: Instant | None = None
     jitter: Duration = timedelta(0)

@@ -43,9 +43,10 @@ from schedules.catalog.model import Catchup, read_catalog
 from schedules.catalog.problems import short
 from schedules.tenants.kinds import runtime_kind
 from schedules.tenants.values import json_problem, problem_text
-from timing import Timing, UnknownZoneError, zone
+from timing import Timing
 from timing.business import BusinessCalendar, CalendarRule, OnHoliday
 from timing.cron import CronError, parse_cron
+from timing.zones import zone_problem
 
 # Dispatcher shards: a schedule's shard is id % SHARDS, fixed when it is stored. At most 16
 # (the dispatchers are catalog jobs, one per shard; Temporal's side must not grow with N).
@@ -181,9 +182,9 @@ class Definition(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
-        unknown = (UnknownZoneError, ValueError, OSError)
-        with _refused(unknown, lambda _: f"is not a known IANA time zone: {value[:80]!r}"):
-            zone(value)
+        problem = zone_problem(value)  # unknown (with the closest name), or legacy
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("kind")

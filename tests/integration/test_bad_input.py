@@ -89,6 +89,26 @@ CATALOG_CASES = [
     catalog_case("unknown zone", ("timezone:", "'Mars/Olympus'"), timezone="Mars/Olympus"),
     catalog_case("empty zone", ("timezone: is not a known IANA time zone: ''",), timezone=""),
     catalog_case(
+        "misspelt zone",
+        (
+            "timezone: is not a known IANA time zone: 'Europe/Londn' (did you mean 'Europe/London'?)",
+        ),
+        timezone="Europe/Londn",
+    ),
+    catalog_case(
+        "legacy fixed-offset zone",
+        (
+            "job 'bad-job': timezone: 'EST' is a legacy POSIX zone, not a region's local time:",
+            "'America/New_York'; for a fixed offset give 'Etc/GMT+5'",
+        ),
+        timezone="EST",
+    ),
+    catalog_case(
+        "legacy rule zone",
+        ("timezone: 'PST8PDT' is a legacy", "'America/Los_Angeles'"),
+        timezone="PST8PDT",
+    ),
+    catalog_case(
         "zone as a path", ("timezone:", "'../../etc/passwd'"), timezone="../../etc/passwd"
     ),
     catalog_case(

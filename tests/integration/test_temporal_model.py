@@ -2,7 +2,7 @@
 
 The compiler trusts calendars in a job's own zone only where the model says they fire the
 intended times, so the model must be what the server does. For every distinct way a zone
-changes its offsets in 2027-2031 (one zone of each `same_offsets` group: 28 ways among 105
+changes its offsets in 2027-2031 (one zone of each `same_offsets` group: 28 ways among 101
 zones), paused schedules carry calendars at the times where the server was seen to go wrong (midnight, the gap and the repeated hour, weekdays where midnight is
 skipped, hourly and half-hourly, a stepped range over 01:00-03:00, month days); each
 calendar fires at its own second, so none can hide another. The server's own listing of the

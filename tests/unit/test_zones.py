@@ -18,9 +18,11 @@ from timing.zones import (
     UnknownZoneError,
     ZoneInfo,
     changes,
+    closest_zone,
     plain_offset,
     zone,
     zone_names,
+    zone_problem,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,3 +87,56 @@ def test_no_product_code_reads_zones_past_timing_zones():
                 elif isinstance(node, ast.Import) and any(a.name == "zoneinfo" for a in node.names):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, offenders
+
+
+@pytest.mark.parametrize(
+    ("name", "closest"),
+    [
+        ("europe/london", "Europe/London"),  # case
+        ("London", "Europe/London"),  # a city alone
+        ("new york", "America/New_York"),  # spaces for underscores
+        ("Europe/Londn", "Europe/London"),  # a typo
+        ("America/New_Yrok", "America/New_York"),
+        ("Mars/Olympus", None),
+        ("Z" * 5000, None),
+    ],
+)
+def test_an_unknown_zone_is_answered_with_the_closest_known_one(name, closest):
+    assert closest_zone(name) == closest
+    problem = zone_problem(name)
+    assert problem.startswith("is not a known IANA time zone: ")
+    assert (f"(did you mean {closest!r}?)" in problem) == (closest is not None)
+    with pytest.raises(UnknownZoneError, match="did you mean" if closest else "known IANA"):
+        zone(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "region", "fixed"),
+    [
+        ("EST", "America/New_York", "Etc/GMT+5"),
+        ("MST", "America/Denver", "Etc/GMT+7"),
+        ("HST", "Pacific/Honolulu", "Etc/GMT+10"),
+        ("EST5EDT", "America/New_York", None),
+        ("CST6CDT", "America/Chicago", None),
+        ("MST7MDT", "America/Denver", None),
+        ("PST8PDT", "America/Los_Angeles", None),
+    ],
+)
+def test_a_legacy_zone_is_refused_for_a_new_job_pointing_at_the_region(name, region, fixed):
+    problem = zone_problem(name)
+    assert f"{name!r} is a legacy POSIX zone, not a region's local time" in problem
+    assert f"e.g. {region!r}" in problem
+    assert (f"for a fixed offset give {fixed!r}" in problem) == (fixed is not None)
+    # The zone the message points at is a region's, and the fixed one has the legacy
+    # zone's standard offset all year.
+    assert zone_problem(region) is None
+    if fixed is not None:
+        assert zone_problem(fixed) is None
+        january, july = datetime(2027, 1, 15, tzinfo=UTC), datetime(2027, 7, 15, tzinfo=UTC)
+        for instant in (january, july):
+            assert (
+                instant.astimezone(zone(fixed)).utcoffset()
+                == instant.astimezone(zone(name)).utcoffset()
+            )
+    # A timing already stored or recorded with one still reads (`legacy=True`).
+    assert zone_problem(name, legacy=True) is None
