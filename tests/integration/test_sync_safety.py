@@ -314,15 +314,19 @@ async def test_five_syncs_of_different_catalogs_at_once_leave_exactly_the_last_o
 async def test_a_held_lock_fails_a_sync_naming_its_holder_and_a_crashed_holders_lock_expires(
     client, settings, tmp_path, clean
 ):
-    # A sync that died holding the lock: the lock workflow with a short lease.
-    await client.start_workflow(
-        LOCK_WORKFLOW_TYPE,
-        id=LOCK_WORKFLOW_ID,
-        task_queue=LOCK_TASK_QUEUE,
-        execution_timeout=timedelta(seconds=4),
-        id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-        memo={"holder": "deploy-host:4242", "lease_seconds": 4},
-    )
+    async def crashed_holder(lease: int):
+        """A sync that died holding the lock: the lock workflow, its lease `lease` seconds."""
+        return await client.start_workflow(
+            LOCK_WORKFLOW_TYPE,
+            id=LOCK_WORKFLOW_ID,
+            task_queue=LOCK_TASK_QUEUE,
+            execution_timeout=timedelta(seconds=lease),
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            memo={"holder": "deploy-host:4242", "lease_seconds": lease},
+        )
+
+    # Held for as long as the refused sync can take on a loaded machine.
+    held = await crashed_holder(600)
     path = catalog(tmp_path, "lock.toml", {"locked-job": "0 1 * * *"})
     busy = run_sync(settings, path, "--lock-wait", "0")
     assert busy.returncode == 1
@@ -333,8 +337,10 @@ async def test_a_held_lock_fails_a_sync_naming_its_holder_and_a_crashed_holders_
     )
     assert "lease ends" in line and "nothing was changed" in line
     assert "locked-job" not in await managed_schedule_ids(client)
+    await held.terminate()
 
-    # Its lease runs out; a sync that waits for it then applies.
+    # A crashed holder's short lease runs out; a sync that waits for it then applies.
+    await crashed_holder(4)
     waited = run_sync(settings, path, "--lock-wait", "60")
     assert waited.returncode == 0, waited.stderr
     assert waited.stdout.strip() == "created       locked-job"
