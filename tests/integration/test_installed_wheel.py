@@ -17,6 +17,7 @@ import sys
 import tomllib
 import uuid
 import zipfile
+from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -73,12 +74,13 @@ def wheel(tmp_path_factory) -> Path:
         shutil.copy2(ROOT / name, export / name)
     dist = tmp_path_factory.mktemp("dist")
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", dist, export])
+    shutil.rmtree(export)
     (built,) = dist.glob("*.whl")
     return built
 
 
 @pytest.fixture(scope="module")
-def python(wheel: Path, tmp_path_factory) -> Path:
+def python(wheel: Path, tmp_path_factory) -> Iterator[Path]:
     """The interpreter of a fresh venv holding the wheel (not editable) and its runtime
     dependencies only. The venv gets no pip of its own: this one installs into it, so
     nothing but the wheel's requirements lands there (from PyPI, through pip's cache)."""
@@ -86,7 +88,8 @@ def python(wheel: Path, tmp_path_factory) -> Path:
     run([sys.executable, "-m", "venv", "--without-pip", venv])
     interpreter = venv / "bin" / "python"
     run([sys.executable, "-m", "pip", "--python", interpreter, "install", "-q", wheel])
-    return interpreter
+    yield interpreter
+    shutil.rmtree(venv)  # 125 MB, and pytest keeps the last three sessions' directories
 
 
 @pytest.fixture
