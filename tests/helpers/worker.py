@@ -40,14 +40,24 @@ def schedules_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess
 
 
 class WorkerProcess:
-    """A real `python -m worker` replica, its output in a log file."""
+    """A real `python -m worker` replica, its output in a log file.
 
-    def __init__(self, env: dict[str, str], log: Path) -> None:
+    By default this interpreter's, from the checkout; `python` and `cwd` run another
+    install's (tests/integration/test_installed_wheel.py: the wheel's, from elsewhere).
+    """
+
+    def __init__(
+        self,
+        env: dict[str, str],
+        log: Path,
+        python: str | Path = sys.executable,
+        cwd: Path = ROOT,
+    ) -> None:
         self.log = log
         self._out = log.open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "worker"],
-            cwd=ROOT,
+            [str(python), "-m", "worker"],
+            cwd=cwd,
             env=env,
             stdout=self._out,
             stderr=subprocess.STDOUT,
