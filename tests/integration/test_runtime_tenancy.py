@@ -196,6 +196,7 @@ async def test_a_batch_fails_the_slot_whose_customer_moved_alone(db, database_ur
         "SELECT array_agg(customer_id ORDER BY customer_id) FROM weekly_reports"
     ).fetchone()[0]
     mailed = db.execute(
-        "SELECT array_agg((payload->>'customer_id')::bigint ORDER BY 1) FROM outbox_messages"
+        "SELECT array_agg(c ORDER BY c) FROM"
+        " (SELECT (payload->>'customer_id')::bigint AS c FROM outbox_messages) o"
     ).fetchone()[0]
     assert reported == mailed == [cids[0], cids[2]]
