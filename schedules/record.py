@@ -80,3 +80,9 @@ async def execution_at(url: str, job_id: str, scheduled_at: datetime) -> dict[st
     """The `job_executions` row of one slot, if it has one."""
     rows = await _fetch(url, "execution_at", {"job": job_id, "scheduled_at": scheduled_at})
     return rows[0] if rows else None
+
+
+async def edited_slot(url: str, job_id: str, scheduled_at: datetime) -> dict[str, Any] | None:
+    """What a timing edit decided for one slot it stranded (`edited_slots`), if any."""
+    rows = await _fetch(url, "edited_slot", {"job": job_id, "scheduled_at": scheduled_at})
+    return rows[0] if rows else None

@@ -1,0 +1,143 @@
+"""A calendar edit never drops a decided slot (issue 36, item 4; docs/calendars.md, "An
+edit never drops a decided slot"), on the real servers.
+
+Weekdays at 09:00 New York on the NYSE with two extra holidays, Thursday 19 and Friday
+20 November 2026, `following`: both slots are moved to Monday 23. On Friday at 10:00 the
+operator removes the holidays and syncs. Under the new calendar both slots were due before
+the edit, so neither timing would run them: the edit decides them by the job's catch-up
+policy (`all`, `max_missed = 1`): Friday's runs at once, Thursday's is recorded as dropped.
+`explain` and `audit` say so; a backfill of Thursday then runs it and the audit is clean.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from schedules.audit import run_audit
+from schedules.health.evidence import gather_evidence
+from schedules.health.explain import explain, format_verdict
+from schedules.server.actions import backfill
+from schedules.sync.apply import sync
+from schedules.sync.report import format_report
+from tests.helpers import assert_eventually
+from tests.helpers.audit import audited
+from tests.integration.jobs import executions, registered
+from tests.integration.test_calendars import calendar_job
+
+NEW_YORK = ZoneInfo("America/New_York")
+THURSDAY = datetime(2026, 11, 19, 9, tzinfo=NEW_YORK).astimezone(UTC)
+FRIDAY = datetime(2026, 11, 20, 9, tzinfo=NEW_YORK).astimezone(UTC)
+MONDAY = datetime(2026, 11, 23, 9, tzinfo=NEW_YORK).astimezone(UTC)
+EDIT = datetime(2026, 11, 20, 10, tzinfo=NEW_YORK).astimezone(UTC)  # Friday, 10:00
+
+
+def weekday_job(job_id: str, **calendar):
+    job = calendar_job(job_id, **calendar)
+    return job.model_copy(update={"cron": "0 9 * * 1-5", "catchup": "all", "max_missed": 1})
+
+
+async def judged(client, database_url, task_queue, job, **found):
+    """The audit of the two days, as `audited` asks it, finding exactly `found` (kind by
+    slot); polled while runs settle."""
+
+    async def exactly():
+        report = await run_audit(
+            database_url,
+            client,
+            [job],
+            task_queue=task_queue,
+            now=datetime.now(UTC),
+            start=THURSDAY - timedelta(hours=1),
+            end=MONDAY + timedelta(hours=1),
+            settle=timedelta(0),
+        )
+        assert {(f.kind, f.slot) for f in report.findings} == set(found.items()), [
+            (f.kind, f.job, f.slot, f.detail) for f in report.findings
+        ]
+        return report
+
+    return await assert_eventually(exactly, timeout=30, interval=0.5)
+
+
+async def test_an_edit_runs_or_records_the_moved_slots_it_strands(
+    client, db, database_url, task_queue, start_workers
+):
+    job_id = f"calendar-edit-{uuid.uuid4().hex[:8]}"
+    holidays = weekday_job(job_id, extra_holidays=[date(2026, 11, 19), date(2026, 11, 20)])
+    assert holidays.timing.run_at(THURSDAY) == MONDAY == holidays.timing.run_at(FRIDAY)
+    start_workers(1)
+    async with registered(client, holidays, task_queue, now=datetime(2026, 11, 16, tzinfo=UTC)):
+        edited = weekday_job(job_id)  # the extra holidays removed, on Friday at 10:00
+        report = await sync(
+            client, [edited], task_queue, prune=False, now=EDIT, conninfo=database_url
+        )
+        (change,) = report.changes
+        decided = {
+            d.strand.slot: (d.strand.was_due, d.strand.due, d.outcome) for d in change.edited
+        }
+        assert decided == {
+            THURSDAY: (MONDAY, THURSDAY, "dropped"),  # beyond max_missed = 1
+            FRIDAY: (MONDAY, FRIDAY, "run"),  # the newest missed run: started by the edit
+        }
+
+        printed = format_report(report, dry_run=False)
+        assert (
+            "    slot 2026-11-19T14:00:00Z (was due 2026-11-23T14:00:00Z): DROPPED: the new "
+            "timing has it due 2026-11-19T14:00:00Z, before the edit; catch-up all runs the "
+            "newest 1"
+        ) in printed, printed
+        assert (
+            "    slot 2026-11-20T14:00:00Z (was due 2026-11-23T14:00:00Z): kept, run now" in printed
+        )
+
+        async def friday_ran():
+            rows = executions(db, job_id)
+            assert [(r["scheduled_at"], r["status"]) for r in rows] == [(FRIDAY, "completed")]
+
+        await assert_eventually(friday_ran, timeout=60)
+
+        async def verdict(slot):
+            ev = await gather_evidence(
+                client, database_url, edited, slot, EDIT + timedelta(hours=1), task_queue=task_queue
+            )
+            return explain(ev), format_verdict(ev, explain(ev))
+
+        thursday, text = await verdict(THURSDAY)
+        assert (thursday.ran, thursday.reason) == (False, "dropped_by_edit"), text
+        assert text.startswith(
+            f"{job_id} at 2026-11-19 09:00 EST (2026-11-19T14:00:00Z): dropped by the timing "
+            "edit of 2026-11-20 10:00 EST (2026-11-20T15:00:00Z): it was due 2026-11-23 09:00"
+        ), text
+        assert f"backfill {job_id} --start 2026-11-19T14:00:00Z" in text
+        friday, text = await verdict(FRIDAY)
+        assert (friday.ran, friday.reason) == (True, "completed"), text
+        assert "edit: kept (started then) by the timing edit of 2026-11-20 10:00" in text
+
+        # The audit names exactly the dropped slot; the kept one ran.
+        (finding,) = (await judged(client, database_url, task_queue, edited,
+                                   dropped_by_edit=THURSDAY)).findings  # fmt: skip
+        assert finding.witnesses["was_due_at"] == "2026-11-23T14:00:00Z"
+
+        # What explain says to do: the backfill runs it, and the audit is clean.
+        await backfill(client, job_id, THURSDAY, THURSDAY + timedelta(seconds=1))
+
+        async def thursday_ran():
+            rows = executions(db, job_id)
+            assert [(r["scheduled_at"], r["status"]) for r in rows] == [
+                (THURSDAY, "completed"),
+                (FRIDAY, "completed"),
+            ]
+
+        await assert_eventually(thursday_ran, timeout=60)
+        thursday, text = await verdict(THURSDAY)
+        assert thursday.ran and "edit: dropped by the timing edit of" in text, text
+        await audited(
+            client,
+            database_url,
+            task_queue,
+            [edited],
+            start=THURSDAY - timedelta(hours=1),
+            end=MONDAY + timedelta(hours=1),
+        )
