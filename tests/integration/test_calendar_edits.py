@@ -15,7 +15,10 @@ import uuid
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from schedules import tenants
 from schedules.audit import run_audit
+from schedules.audit.history import Window
+from schedules.audit.runtime import audit_runtime
 from schedules.health.evidence import gather_evidence
 from schedules.health.explain import explain, format_verdict
 from schedules.server.actions import backfill
@@ -23,12 +26,14 @@ from schedules.sync.apply import sync
 from schedules.sync.report import format_report
 from tests.helpers import assert_eventually
 from tests.helpers.audit import audited
+from tests.integration import runtime
 from tests.integration.jobs import executions, registered
 from tests.integration.test_calendars import calendar_job
 
 NEW_YORK = ZoneInfo("America/New_York")
 THURSDAY = datetime(2026, 11, 19, 9, tzinfo=NEW_YORK).astimezone(UTC)
 FRIDAY = datetime(2026, 11, 20, 9, tzinfo=NEW_YORK).astimezone(UTC)
+LATE = timedelta(days=3650)  # the clocks are in the past: runs start long after
 MONDAY = datetime(2026, 11, 23, 9, tzinfo=NEW_YORK).astimezone(UTC)
 EDIT = datetime(2026, 11, 20, 10, tzinfo=NEW_YORK).astimezone(UTC)  # Friday, 10:00
 
@@ -141,3 +146,66 @@ async def test_an_edit_runs_or_records_the_moved_slots_it_strands(
             start=THURSDAY - timedelta(hours=1),
             end=MONDAY + timedelta(hours=1),
         )
+
+
+THANKSGIVING = datetime(2026, 11, 26, tzinfo=NEW_YORK)  # NYSE closed
+RT_EDIT = (THANKSGIVING + timedelta(hours=11)).astimezone(UTC)
+
+
+async def test_a_runtime_schedules_edit_runs_or_records_the_slots_it_strands(
+    client, db, database_url, task_queue, start_workers
+):
+    """The same hole in a runtime schedule: 09:00 and 10:00 on NYSE days, `following`, so
+    Thanksgiving's two slots wait for Friday; at 11:00 on Thanksgiving the calendar is
+    cleared. Both slots were due before the edit under the new timing; catch-up `latest`
+    runs the newest (10:00, handed to the dispatcher) and records 09:00 as dropped."""
+    start_workers(1)
+    runtime.fresh_ids(db)
+    nine, ten = (
+        (THANKSGIVING + timedelta(hours=h)).astimezone(UTC) for h in (9, 10)
+    )  # fmt: skip
+    created = await tenants.create(
+        database_url,
+        {
+            "tenant": "acme",
+            "name": "close",
+            "kind": "test-noop",
+            "cron": "0 9,10 * * 1-5",
+            "timezone": "America/New_York",
+            "calendar": "NYSE",
+            "on_holiday": "following",
+            "catchup": "latest",
+        },
+        by="test",
+        clock=lambda: (THANKSGIVING + timedelta(hours=8)).astimezone(UTC),
+    )
+    schedule = created.schedule
+    assert schedule.timing.run_at(nine) == nine + timedelta(days=1)
+    await tenants.update(
+        database_url, schedule.id, schedule.version, {"calendar": None}, by="test",
+        clock=lambda: RT_EDIT,
+    )  # fmt: skip
+    async with runtime.dispatcher(database_url, client, task_queue) as d:
+        await runtime.tick_all(d, RT_EDIT + timedelta(minutes=1))
+        await runtime.settled(db, 1)
+    rows = runtime.slot_rows(db, schedule.id)
+    assert [(r["scheduled_at"], r["status"]) for r in rows] == [(ten, "completed")]
+
+    later = lambda: RT_EDIT + timedelta(hours=1)  # noqa: E731
+    dropped = await tenants.explain(database_url, schedule.id, nine, clock=later)
+    assert dropped.verdict.startswith(
+        "dropped by the timing edit of 2026-11-26T16:00:00Z: it was due 2026-11-27T14:00:00Z"
+    ), dropped.verdict
+    kept = await tenants.explain(database_url, schedule.id, ten, clock=later)
+    assert kept.verdict.startswith("completed (backfill, attempt 1); kept (started then)"), (
+        kept.verdict
+    )
+
+    window = Window(
+        nine - timedelta(hours=1), RT_EDIT + timedelta(hours=1), datetime.now(UTC),
+        timedelta(0), LATE, timedelta(minutes=15),
+    )  # fmt: skip
+    judged = await audit_runtime(database_url, client, window, task_queue=task_queue, timeout=30)
+    assert [(f.kind, f.job, f.slot) for f in judged.findings] == [
+        ("dropped_by_edit", f"rt-{schedule.id}", nine)
+    ], [f.detail for f in judged.findings]
