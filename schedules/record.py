@@ -45,6 +45,14 @@ def _redacted(exc: Exception, url: str) -> str:
     return redact.scrub(text.replace(str(password), "***") if password else text)
 
 
+def unavailable(exc: psycopg.Error, url: str, what: str = "") -> DatabaseUnavailableError:
+    """The error to raise for `exc` from PostgreSQL at `url`: one line, password masked,
+    naming the setting; `what` says what was left undone."""
+    return DatabaseUnavailableError(
+        f"PostgreSQL is unavailable: {_redacted(exc, url)} {database_hint()}{what}"
+    )
+
+
 async def _fetch(url: str, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     try:
         async with await psycopg.AsyncConnection.connect(
@@ -53,9 +61,7 @@ async def _fetch(url: str, name: str, params: dict[str, Any]) -> list[dict[str, 
             cur = await conn.execute(queries()[name], params)
             return await cur.fetchall()
     except psycopg.Error as exc:
-        raise DatabaseUnavailableError(
-            f"PostgreSQL is unavailable: {_redacted(exc, url)} {database_hint()}"
-        ) from None
+        raise unavailable(exc, url) from None
 
 
 async def last_runs(url: str, job_ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -15,14 +15,18 @@ import uuid
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from schedules import tenants
 from schedules.audit import run_audit
 from schedules.audit.history import Window
 from schedules.audit.runtime import audit_runtime
 from schedules.health.evidence import gather_evidence
 from schedules.health.explain import explain, format_verdict
+from schedules.record import DatabaseUnavailableError
 from schedules.server.actions import backfill
 from schedules.sync.apply import sync
+from schedules.sync.plan import current_run
 from schedules.sync.report import format_report
 from tests.helpers import assert_eventually
 from tests.helpers.audit import audited
@@ -35,12 +39,19 @@ THURSDAY = datetime(2026, 11, 19, 9, tzinfo=NEW_YORK).astimezone(UTC)
 FRIDAY = datetime(2026, 11, 20, 9, tzinfo=NEW_YORK).astimezone(UTC)
 LATE = timedelta(days=3650)  # the clocks are in the past: runs start long after
 MONDAY = datetime(2026, 11, 23, 9, tzinfo=NEW_YORK).astimezone(UTC)
+NOWHERE = "postgresql://nobody@127.0.0.1:1/nothing"  # refuses connections
 EDIT = datetime(2026, 11, 20, 10, tzinfo=NEW_YORK).astimezone(UTC)  # Friday, 10:00
 
 
 def weekday_job(job_id: str, **calendar):
     job = calendar_job(job_id, **calendar)
     return job.model_copy(update={"cron": "0 9 * * 1-5", "catchup": "all", "max_missed": 1})
+
+
+async def served(client, job_id: str):
+    """The timing the job's schedule on the server fires (its run input's)."""
+    description = await client.get_schedule_handle(job_id).describe()
+    return (await current_run(client, description)).timing
 
 
 async def judged(client, database_url, task_queue, job, **found):
@@ -75,6 +86,10 @@ async def test_an_edit_runs_or_records_the_moved_slots_it_strands(
     start_workers(1)
     async with registered(client, holidays, task_queue, now=datetime(2026, 11, 16, tzinfo=UTC)):
         edited = weekday_job(job_id)  # the extra holidays removed, on Friday at 10:00
+        # PostgreSQL out of reach: the decisions cannot be recorded, so nothing is written.
+        with pytest.raises(DatabaseUnavailableError, match="strands 2 slot"):
+            await sync(client, [edited], task_queue, prune=False, now=EDIT, conninfo=NOWHERE)
+        assert await served(client, job_id) == holidays.timing
         report = await sync(
             client, [edited], task_queue, prune=False, now=EDIT, conninfo=database_url
         )
@@ -152,39 +167,46 @@ THANKSGIVING = datetime(2026, 11, 26, tzinfo=NEW_YORK)  # NYSE closed
 RT_EDIT = (THANKSGIVING + timedelta(hours=11)).astimezone(UTC)
 
 
+@pytest.mark.parametrize("route", ["update", "apply"])
 async def test_a_runtime_schedules_edit_runs_or_records_the_slots_it_strands(
-    client, db, database_url, task_queue, start_workers
+    client, db, database_url, task_queue, start_workers, route
 ):
     """The same hole in a runtime schedule: 09:00 and 10:00 on NYSE days, `following`, so
     Thanksgiving's two slots wait for Friday; at 11:00 on Thanksgiving the calendar is
-    cleared. Both slots were due before the edit under the new timing; catch-up `latest`
-    runs the newest (10:00, handed to the dispatcher) and records 09:00 as dropped."""
+    cleared (by `update`, or by `apply` of the definition without it). Both slots were due
+    before the edit under the new timing; catch-up `latest` runs the newest (10:00, handed
+    to the dispatcher) and records 09:00 as dropped."""
     start_workers(1)
     runtime.fresh_ids(db)
     nine, ten = (
         (THANKSGIVING + timedelta(hours=h)).astimezone(UTC) for h in (9, 10)
     )  # fmt: skip
+    plain = {
+        "tenant": "acme",
+        "name": "close",
+        "kind": "test-noop",
+        "cron": "0 9,10 * * 1-5",
+        "timezone": "America/New_York",
+        "catchup": "latest",
+    }
     created = await tenants.create(
         database_url,
-        {
-            "tenant": "acme",
-            "name": "close",
-            "kind": "test-noop",
-            "cron": "0 9,10 * * 1-5",
-            "timezone": "America/New_York",
-            "calendar": "NYSE",
-            "on_holiday": "following",
-            "catchup": "latest",
-        },
+        plain | {"calendar": "NYSE", "on_holiday": "following"},
         by="test",
         clock=lambda: (THANKSGIVING + timedelta(hours=8)).astimezone(UTC),
     )
     schedule = created.schedule
     assert schedule.timing.run_at(nine) == nine + timedelta(days=1)
-    await tenants.update(
-        database_url, schedule.id, schedule.version, {"calendar": None}, by="test",
-        clock=lambda: RT_EDIT,
-    )  # fmt: skip
+    if route == "update":
+        await tenants.update(
+            database_url, schedule.id, schedule.version, {"calendar": None}, by="test",
+            clock=lambda: RT_EDIT,
+        )  # fmt: skip
+    else:
+        applied = await tenants.apply(
+            database_url, "acme", [plain], by="test", clock=lambda: RT_EDIT
+        )
+        assert list(applied.updated) == ["close"], applied
     async with runtime.dispatcher(database_url, client, task_queue) as d:
         await runtime.tick_all(d, RT_EDIT + timedelta(minutes=1))
         await runtime.settled(db, 1)
