@@ -45,6 +45,14 @@ def _redacted(exc: Exception, url: str) -> str:
     return redact.scrub(text.replace(str(password), "***") if password else text)
 
 
+def unavailable(exc: psycopg.Error, url: str, what: str = "") -> DatabaseUnavailableError:
+    """The error to raise for `exc` from PostgreSQL at `url`: one line, password masked,
+    naming the setting; `what` says what was left undone."""
+    return DatabaseUnavailableError(
+        f"PostgreSQL is unavailable: {_redacted(exc, url)} {database_hint()}{what}"
+    )
+
+
 async def _fetch(url: str, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     try:
         async with await psycopg.AsyncConnection.connect(
@@ -53,9 +61,7 @@ async def _fetch(url: str, name: str, params: dict[str, Any]) -> list[dict[str, 
             cur = await conn.execute(queries()[name], params)
             return await cur.fetchall()
     except psycopg.Error as exc:
-        raise DatabaseUnavailableError(
-            f"PostgreSQL is unavailable: {_redacted(exc, url)} {database_hint()}"
-        ) from None
+        raise unavailable(exc, url) from None
 
 
 async def last_runs(url: str, job_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -79,4 +85,10 @@ async def execution_counts(url: str, job_id: str) -> dict[str, Any]:
 async def execution_at(url: str, job_id: str, scheduled_at: datetime) -> dict[str, Any] | None:
     """The `job_executions` row of one slot, if it has one."""
     rows = await _fetch(url, "execution_at", {"job": job_id, "scheduled_at": scheduled_at})
+    return rows[0] if rows else None
+
+
+async def edited_slot(url: str, job_id: str, scheduled_at: datetime) -> dict[str, Any] | None:
+    """What a timing edit decided for one slot it stranded (`edited_slots`), if any."""
+    rows = await _fetch(url, "edited_slot", {"job": job_id, "scheduled_at": scheduled_at})
     return rows[0] if rows else None

@@ -2,8 +2,8 @@
 
 The ledger (`job_executions`), the commit journal, the outbox and Temporal's visibility
 are data; this package reads them for a window of scheduled times and reports, with its
-witnesses, every slot that was lost, late, unexpected, duplicated, written by a stale
-attempt, left with an orphan effect, or inconsistent between Temporal and the ledger. Its
+witnesses, every slot that was lost, late, unexpected, duplicated, dropped by a timing
+edit, written by a stale attempt, left with an orphan effect, or inconsistent between Temporal and the ledger. Its
 fire times (`oracle.py`) are computed without `timing/`. Read-only.
 
 `run_audit(conninfo, client, jobs, ...)` is the library entry; `schedules/cli/audit.py` the
@@ -22,6 +22,7 @@ from temporalio.client import Client
 
 from schedules.audit.checks import NOT_VIOLATIONS, Finding, JobScope, judge
 from schedules.audit.dependencies import catalog_findings
+from schedules.audit.edits import edit_findings
 from schedules.audit.history import Window, read_ledger, read_visibility, recheck
 from schedules.audit.runtime import audit_runtime
 from schedules.catalog.compile import job_task_queue
@@ -103,6 +104,7 @@ async def run_audit(
     )
     findings, scopes = judge(jobs, ledger, visibility, described, window)
     findings += await catalog_findings(conninfo, jobs, known, ledger.rows, described, timeout)
+    findings += await edit_findings(conninfo, job_ids, window, timeout)
     rows = sum(len(r) for r in ledger.rows.values())
     runs = sum(len(r) for r in visibility.runs.values())
     zones: dict[str, str] = {}

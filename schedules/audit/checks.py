@@ -39,6 +39,7 @@ KINDS = (
     "outbox_dead",
     "unstarted_intent",
     "dependency_unmet",
+    "dropped_by_edit",
     "inconclusive",
 )
 # The columns of a SQL check's row that witness its finding (schedules/sql/audit.sql).

@@ -45,6 +45,7 @@ from schedules.audit.dependencies import (
     timing_of,
 )
 from schedules.audit.dependencies import findings as dependency_findings
+from schedules.audit.edits import edit_findings
 from schedules.audit.finding import row_witnesses
 from schedules.audit.history import (
     PAGE_SIZE,
@@ -162,6 +163,7 @@ async def audit_runtime(
         findings += temporal_agreement(job, rows, visibility, window, when)
     findings += ledger_findings(ledger)
     findings += _unstarted(intents)
+    findings += await edit_findings(conninfo, [j.id for j in jobs], window, timeout)
     findings += await _dependencies(conninfo, schedules, ledger, catalog, states or {}, timeout)
     return RuntimeAudit(
         findings,

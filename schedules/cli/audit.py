@@ -59,6 +59,8 @@ KINDS_HELP = """findings (docs/operating.md, Auditing the history):
                   run took up
   dependency_unmet  a slot whose work started before the upstream slots mapped onto it
                   had completed (depends_on; a run anyway its policy allowed excepted)
+  dropped_by_edit  a slot a timing edit stranded and dropped by the job's catch-up
+                  policy (docs/calendars.md), until a backfill runs it
   inconclusive    cannot be told (a run past Temporal's retention; fire times of a
                   schedule paused now with no recorded pause); not counted in exit 1
 

@@ -108,6 +108,7 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
                 lock_wait=args.lock_wait,
                 lock_lease=ctx.settings.sync_lock_seconds,
                 progress=progress.for_stream(),
+                conninfo=cli.database_url(ctx),
             )
         )
     except SyncIncompleteError as exc:

@@ -20,7 +20,7 @@ from schedules.catalog.compile import job_task_queue
 from schedules.catalog.model import JobSpec
 from schedules.catalog.times import utc_text
 from schedules.health.explain import Evidence
-from schedules.record import DatabaseUnavailableError, execution_at
+from schedules.record import DatabaseUnavailableError, edited_slot, execution_at
 from schedules.server.retry import Retry
 from schedules.server.state import OperationError, pollers, schedule_state, workflow_status
 from timing import Timing
@@ -80,6 +80,7 @@ async def gather_evidence(
         return ev
     try:
         ev.row = await execution_at(conninfo, job.id, fire)
+        ev.edit = await edited_slot(conninfo, job.id, fire)
     except DatabaseUnavailableError as exc:
         ev.database_error = str(exc)
     try:

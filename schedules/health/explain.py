@@ -5,8 +5,10 @@ schedule's state, the slot's workflow, the workers polling the task queue), neve
 guess: `gather` collects that evidence and `explain` (pure, so every reason is unit-tested)
 turns it into one verdict, in this order:
 
-- the time is not one of the job's fire times, its business calendar skips it, or its run
-  (where its calendar moved it) has not come yet;
+- the time is not one of the job's fire times;
+- a timing edit stranded the slot (`schedules.edits`) and it has no row: dropped by the
+  edit, or kept and not run yet;
+- its business calendar skips it, or its run (where its calendar moved it) has not come yet;
 - the slot has a row: completed (it ran), skipped (by the catch-up policy, the starting
   deadline, the repeated DST hour, a future slot, a dependency's policy: the row says
   which), failed after N attempts, compensated, waiting for its upstream slots (what it
@@ -60,6 +62,8 @@ class Evidence:
     # is due (the slot itself, or where the calendar moved it; None: the calendar skips it).
     calendar: str = ""
     run_at: datetime | None = None
+    # What a timing edit decided for this slot, if one stranded it (`schedules.edits`).
+    edit: dict[str, Any] | None = None
 
 
 @dataclass
@@ -89,7 +93,34 @@ def explain(ev: Evidence) -> Verdict:
     verdict = _explain(ev)
     if ev.calendar and verdict.reason != "calendar_skipped":
         verdict.details.insert(0, f"calendar: {ev.calendar}")
+    if ev.edit is not None and ev.row is not None:
+        verdict.details.insert(0, f"edit: {_edit_text(ev, ev.edit)}")
     return verdict
+
+
+def _edit_text(ev: Evidence, edit: dict[str, Any]) -> str:
+    what = "kept (started then)" if edit["outcome"] == "run" else "dropped"
+    return (
+        f"{what} by the timing edit of {_when(ev, edit['edited_at'])}: it was due "
+        f"{_when(ev, edit['was_due_at'])} under the timing before; {edit['reason']}"
+    )
+
+
+def _edited(ev: Evidence, edit: dict[str, Any]) -> Verdict:
+    """A slot a timing edit stranded, with no row: dropped by it, or kept and not run yet."""
+    if edit["outcome"] == "dropped":
+        return Verdict(
+            False,
+            "dropped_by_edit",
+            _edit_text(ev, edit),
+            [f"run it: {_backfill_command(ev, edit['due_at'])}"] if edit["due_at"] else [],
+        )
+    return Verdict(
+        False,
+        "kept_by_edit",
+        f"no run recorded yet: {_edit_text(ev, edit)}",
+        [f"if its run is gone, run it again: {_backfill_command(ev, edit['due_at'])}"],
+    )
 
 
 def _explain(ev: Evidence) -> Verdict:
@@ -109,6 +140,8 @@ def _explain(ev: Evidence) -> Verdict:
             f"{_when(ev)} is not a fire time of {ev.job.id} ({ev.job.schedule_text})",
             [f"the nearest fire times: {near}"] if near else [],
         )
+    if ev.edit is not None and ev.row is None:
+        return _edited(ev, ev.edit)
     if ev.run_at is None and ev.calendar and ev.row is None:
         return Verdict(
             False,
@@ -206,9 +239,11 @@ def _wait_details(ev: Evidence, row: dict[str, Any]) -> list[str]:
     return [f"after waiting {waited} for its upstream slots: {row.get('wait_reason') or status}"]
 
 
-def _backfill_command(ev: Evidence) -> str:
-    end = utc_text(ev.fire + timedelta(seconds=1))
-    return f"python -m schedules backfill {ev.job.id} --start {utc_text(ev.fire)} --end {end}"
+def _backfill_command(ev: Evidence, fire: datetime | None = None) -> str:
+    """The backfill of the fire time `fire` (default: the slot's own time)."""
+    fire = fire or ev.fire
+    end = utc_text(fire + timedelta(seconds=1))
+    return f"python -m schedules backfill {ev.job.id} --start {utc_text(fire)} --end {end}"
 
 
 def _backfill_skipped(ev: Evidence, request: BackfillRequest) -> Verdict:

@@ -111,3 +111,13 @@ WHERE job_name = %(job)s AND scheduled_at = ANY(%(slots)s::timestamptz[])
 SELECT job_name, min(scheduled_at) FROM job_executions
 WHERE job_name = ANY(%(jobs)s::text[])
 GROUP BY job_name
+
+-- name: edited_in
+-- The window's slots that timing edits stranded (schedules/edits.py), each with its
+-- ledger row's status (NULL: none), for schedules/audit/edits.py.
+SELECT e.job_name, e.scheduled_at, e.edited_at, e.was_due_at, e.due_at, e.outcome, e.reason,
+       x.id AS execution_id, x.status
+FROM edited_slots e
+LEFT JOIN job_executions x ON x.job_name = e.job_name AND x.scheduled_at = e.scheduled_at
+WHERE e.job_name = ANY(%(jobs)s) AND e.scheduled_at >= %(from)s AND e.scheduled_at < %(to)s
+ORDER BY e.job_name, e.scheduled_at;

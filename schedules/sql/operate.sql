@@ -43,3 +43,8 @@ SELECT count(*) FILTER (WHERE status = 'completed') AS completed,
        max(scheduled_at) FILTER (WHERE status = 'failed') AS last_failure
 FROM job_executions
 WHERE job_name = %(job)s
+
+-- name: edited_slot
+-- What a timing edit decided for one slot it stranded (schedules/edits.py), for `explain`.
+SELECT edited_at, was_due_at, due_at, outcome, reason FROM edited_slots
+WHERE job_name = %(job)s AND scheduled_at = %(scheduled_at)s;

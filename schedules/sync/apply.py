@@ -41,6 +41,7 @@ from schedules.sync.attributes import (
     with_digest,
     without_digest,
 )
+from schedules.sync.edits import decide_stranded, start_kept
 from schedules.sync.plan import (
     CONCURRENCY,
     Target,
@@ -75,6 +76,7 @@ async def sync(
     lock_wait: float = 60.0,
     lock_lease: float = DEFAULT_LEASE_SECONDS,
     progress: Progress = QUIET,
+    conninfo: str | None = None,
 ) -> SyncReport:
     """Apply the catalog: create, update what differs, delete what it no longer has.
 
@@ -88,6 +90,12 @@ async def sync(
     rather than trusting the digests the listing shows, and so also repairs schedules
     edited by other means than sync. `now` as in `plan`. `progress` is told of each job
     planned and each schedule written (`schedules.progress`).
+
+    `conninfo` (PostgreSQL): a timing edit never drops a slot the timing before still owed
+    (`schedules.sync.edits`): each is run or recorded as dropped, by the job's catch-up
+    policy, the edit taking effect at `now`; recorded before the first write (PostgreSQL out
+    of reach then: `DatabaseUnavailableError`, nothing changed). Without it, stranded slots
+    are not looked for.
     """
     jobs = jobs.values() if isinstance(jobs, dict) else jobs
     now = (now or datetime.now(UTC)).replace(microsecond=0)
@@ -108,11 +116,14 @@ async def sync(
             client, targets, now, prune=prune, full=full, stamp=stamp, progress=progress
         )
         check_prune(report.deleted, report.managed, max_prune)
+        if conninfo is not None:  # recorded before any write (`schedules.sync.edits`)
+            await decide_stranded(conninfo, report, targets, now)
         await lock.ensure_held("its first write")
         await _apply(client, report, targets, stamp, lock, progress)
         progress.close()
         # A schedule that fires otherwise on the server is rewritten here: under the lock.
         await _verify(client, report, targets, now, stamp)
+        await start_kept(client, report)
         # The next sync plans from the listing: release the lock once it shows this one.
         await _listing_shows(client, report, targets, stamp)
     logger.info(

@@ -301,6 +301,8 @@ async def _plan_job(one: _Pass, target: Target, entry: _Listed | None) -> Change
     old = await catalog_entry(one.client, description) or {}
     fields = _fields(target, description, old, one.now)
     _choose_since(target, description, current, fields, one.now)
+    # A new timing replaces one that may still owe runs (`schedules.sync.edits`).
+    before = current.timing if current is not None and target.pending else None
     if one.stamp and not fields:
         digest = await _digest(one, job.id, description, target.digest)
         if digest != target.digest:
@@ -310,7 +312,7 @@ async def _plan_job(one: _Pass, target: Target, entry: _Listed | None) -> Change
             fields["digest"] = (digest, target.digest)
     state = description.schedule.state
     action = "update" if fields else "unchanged"
-    return Change(job.id, action, fields, _drift(job, state.paused, state.note))
+    return Change(job.id, action, fields, _drift(job, state.paused, state.note), before)
 
 
 def _fields(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from schedules.catalog.times import utc_text
 from schedules.health.verify import Verdict
 
 
@@ -17,6 +18,10 @@ class Change:
     action: str  # create | update | delete | unchanged
     fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # name -> (old, new)
     drift: list[str] = field(default_factory=list)
+    # An update that changes the timing: the timing it replaces (a `Timing`), and what the
+    # edit decided for the slots it stranded (`schedules.edits.Decision`s).
+    before: Any = None
+    edited: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -69,6 +74,12 @@ def format_report(report: SyncReport, dry_run: bool) -> str:
             lines.append(f"{verb[change.action]:<13} {change.job_id}")
             for name, (old, new) in change.fields.items():
                 lines.append(f"    {name}: {_show(old)} -> {_show(new)}")
+        for decided in change.edited:
+            what = "kept, run now" if decided.outcome == "run" else "DROPPED"
+            lines.append(
+                f"    slot {utc_text(decided.strand.slot)} (was due "
+                f"{utc_text(decided.strand.was_due)}): {what}: {decided.reason}"
+            )
         for note in change.drift:
             lines.append(f"drift         {change.job_id}: {note}")
     if not any(c.action != "unchanged" for c in report.changes):

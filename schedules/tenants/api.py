@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import schedules.tenants.dependencies as dependencies
+import schedules.tenants.edits as edits
 import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
@@ -186,6 +187,8 @@ async def _change(
             others = await dependencies.tenant_set(conn, current.tenant, [current, new])
             dependencies.check(current.tenant, others | {new.name: new}, {new.name}, now)
         stored = await store.write_logged(conn, current, new, action, now=now, by=by)
+        if action == "update" and new.timing != current.timing:
+            await edits.decide_stranded(conn, current, new, now, by)
         return Outcome(stored, changed=True)
 
 
@@ -204,7 +207,8 @@ async def update(
 
     A change of its timing (cron, zone, bounds) applies to fire times after now only: the
     timing in force begins now (`timing_since`) and the next slot is recomputed; no missed
-    run is invented. Other changes keep the next slot.
+    run is invented, and none a business calendar had moved past now is dropped silently
+    (`schedules.tenants.edits`). Other changes keep the next slot.
     """
     unknown = sorted(set(changes) - UPDATABLE)
     if unknown:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import schedules.tenants.dependencies as dependencies
+import schedules.tenants.edits as edits
 import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
@@ -152,3 +153,5 @@ async def _update(conn: Any, current: Schedule, new: Definition, now: Any, by: s
     await store.write_logged(
         conn, current, current.model_copy(update=changes), "update", now=now, by=by
     )
+    if "timing_since" in changes:
+        await edits.decide_stranded(conn, current, new, now, by)

@@ -204,10 +204,22 @@ async def explain(
         execution = await store.one(
             conn, "execution_at", {"job": ledger_name(schedule_id), "slot": slot}
         )
+        edit = await store.one(conn, "edited_slot", {"job": ledger_name(schedule_id), "slot": slot})
     due = due_time(schedule, slot)
     verdict = _verdict(schedule, slot, due, intent, execution, now)
+    if edit is not None:
+        verdict = f"{verdict}; {_edit_text(edit)}" if execution or intent else _edit_text(edit)
     return Explanation(
         schedule, slot, due is not None, workflow_id(schedule_id, slot), intent, execution, verdict
+    )
+
+
+def _edit_text(edit: dict[str, Any]) -> str:
+    """What a timing edit decided for a slot it stranded (`schedules.edits`)."""
+    what = "kept (started then)" if edit["outcome"] == "run" else "dropped"
+    return (
+        f"{what} by the timing edit of {utc_text(edit['edited_at'])}: it was due "
+        f"{utc_text(edit['was_due_at'])} under the timing before; {edit['reason']}"
     )
 
 

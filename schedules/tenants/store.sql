@@ -237,3 +237,8 @@ WHERE deleted_at IS NULL AND id > %(after)s
   AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)
 ORDER BY id
 LIMIT %(limit)s
+
+-- name: edited_slot
+-- What a timing edit decided for a slot it stranded (schedules/edits.py), for `explain`.
+SELECT edited_at, was_due_at, due_at, outcome, reason FROM edited_slots
+WHERE job_name = %(job)s AND scheduled_at = %(slot)s
