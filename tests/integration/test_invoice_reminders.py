@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy, WorkflowFailureError
 
 from devstack.temporal import temporal_binary
@@ -174,9 +175,16 @@ async def test_a_workflow_started_without_a_schedule_uses_its_start_time(
         task_queue=task_queue,
     )
     result = await handle.result()
-    started = (await handle.describe()).start_time
+    # Its slot is its workflow's clock at its first task (`workflow.info().start_time`: the
+    # first WorkflowTaskStarted event's time), which a loaded server puts after the start.
+    history = await handle.fetch_history()
+    first_task = next(
+        e.event_time.ToDatetime(UTC)
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED
+    )
     assert result.outcome == "completed" and result.trigger == "direct"
-    assert result.scheduled_at == started.replace(microsecond=0)
+    assert result.scheduled_at == first_task.replace(microsecond=0)
     (row,) = executions(db, "invoice-reminders")
     assert row["origin"] == "direct" and row["scheduled_at"] == result.scheduled_at
     assert result.counts == {"reminded": 10, "queued": 10, "chunks": 1}
