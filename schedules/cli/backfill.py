@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 
 from core.text import printable
 from schedules import progress
+from schedules.backfills import record_backfill
 from schedules.catalog.times import local_text, utc_text
 from schedules.cli import context as cli
+from schedules.cli.pauses import best_effort
 from schedules.cli.wait import WAITED_EXIT, outcome_line, print_summary
 from schedules.server.actions import backfill, trigger_each
 from schedules.server.runs import DEFAULT_WAIT_SECONDS, run_ids, wait_for_slots
@@ -26,7 +28,9 @@ DESCRIPTION = (
     "overlap BUFFER_ALL (one after another; none is dropped). The count is printed "
     "first; more than the maximum (--max, else BACKFILL_MAX_RUNS, default 50) needs "
     f"--yes, and more than {BACKFILL_HARD_LIMIT} is refused. A slot that already "
-    "completed is a recorded no-op. Times without a UTC offset are in the job's zone. "
+    "completed is a recorded no-op. The request is recorded in PostgreSQL for `schedules "
+    "audit`, which expects a run of every slot asked for. Times without a UTC offset are "
+    "in the job's zone. "
     "With --wait, wait until every run has finished, printing one line per run as it "
     "ends (slot, origin, status, duration, counts, error) and a count at the end."
 )
@@ -123,6 +127,13 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
         job.id,
         "listing the fire times",
         lambda: server_times(client, job.id, start, end),
+    )
+    await best_effort(
+        ctx,
+        "backfill",
+        job.id,
+        lambda url: record_backfill(url, job.id, start, end, times, at=now),
+        "cannot judge the slots it asks for before the job's timing took effect",
     )
     if served == times:
         await backfill(client, job.id, start, end, retry=retry)

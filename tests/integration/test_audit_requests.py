@@ -8,13 +8,20 @@ whose workflow id a running workflow holds, as it drops one lost among schedule 
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from schedules import tenants
+from schedules.audit import run_audit
 from schedules.audit.history import Window
 from schedules.audit.runtime import audit_runtime
+from schedules.catalog.model import load_catalog
+from tests.helpers import ROOT, assert_eventually
+from tests.helpers.worker import settings_env
+from tests.integration.jobs import executions
 from tests.integration.runtime import dispatcher, fresh_ids, settled, tick_all
 
 pytestmark = pytest.mark.timeout(300)
@@ -22,6 +29,9 @@ pytestmark = pytest.mark.timeout(300)
 _NOW = datetime.now(UTC)
 T0 = _NOW.replace(minute=_NOW.minute // 10 * 10, second=0, microsecond=0) - timedelta(hours=2)
 LATE = timedelta(days=1)  # the dispatcher's clock is two hours behind: its runs are that late
+HOUR = timedelta(hours=1)
+# Yesterday's hours, before the timing of a schedule synced today took effect.
+DAY = _NOW.replace(minute=0, second=0, microsecond=0) - timedelta(days=1)
 
 
 def at(minutes: int, seconds: int = 0) -> datetime:
@@ -79,3 +89,89 @@ async def test_a_slot_decided_just_before_a_pause_or_delete_is_judged(
         f"rt-{made['deleted']}": 3,
         f"rt-{made['held']}": 2,
     }
+
+
+def write_catalog(tmp_path, job_id: str):
+    path = tmp_path / "jobs.toml"
+    path.write_text(
+        f'[{job_id}]\nkind = "invoice-reminders"\ndescription = "audit test"\n'
+        'cron = "0 * * * *"\ntimezone = "UTC"\npaused = true\n'
+        'note = "test: backfilled and triggered runs only"\n'
+    )
+    return path
+
+
+async def schedules(settings, catalog, *args: str) -> tuple[int, str]:
+    """`python -m schedules --catalog CATALOG ARGS`: its exit code and its output."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "schedules",
+        "--catalog",
+        str(catalog),
+        *args,
+        cwd=ROOT,
+        env=settings_env(settings),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await process.communicate()
+    return process.returncode, out.decode()
+
+
+async def held(client, task_queue: str, job_id: str, slot: datetime):
+    """A running workflow, started outside the job's schedule, under the id of the job's
+    run of `slot`: the server drops a start of that slot (measured on the dev server 1.32)."""
+    workflow_id = f"{job_id}-{slot:%Y-%m-%dT%H:%M:%SZ}"
+    return await client.start_workflow("HeldSlot", id=workflow_id, task_queue=f"{task_queue}-idle")
+
+
+async def audit_of(client, database_url, task_queue, catalog, start: datetime, end: datetime):
+    return await run_audit(
+        database_url,
+        client,
+        load_catalog(catalog),
+        task_queue=task_queue,
+        now=datetime.now(UTC),
+        start=start,
+        end=end,
+        settle=timedelta(0),
+    )
+
+
+async def test_a_backfill_the_server_drops_before_the_timing_took_effect_is_lost(
+    settings, db, client, database_url, task_queue, start_workers, tmp_path
+):
+    """A job synced now, backfilled over three of yesterday's hours: the server drops the
+    middle one. The audit judges those hours by the request, not by the timing (in force
+    from today): the dropped hour is lost, naming the request; the two that ran are fine."""
+    start_workers(1)
+    catalog = write_catalog(tmp_path, "asked-hours")
+    slots = [DAY + HOUR * i for i in range(3)]
+    assert (await schedules(settings, catalog, "sync", "--no-prune"))[0] == 0
+    holder = await held(client, task_queue, "asked-hours", slots[1])
+    try:
+        start, end = (f"{t:%Y-%m-%dT%H:%M:%SZ}" for t in (slots[0], slots[-1] + HOUR))
+        code, out = await schedules(
+            settings, catalog, "backfill", "asked-hours", "--start", start, "--end", end
+        )
+        assert code == 0, out
+
+        async def ran():
+            rows = executions(db, "asked-hours")
+            assert [(r["scheduled_at"], r["status"]) for r in rows] == [
+                (slots[0], "completed"),
+                (slots[2], "completed"),
+            ]
+
+        await assert_eventually(ran, timeout=90)
+        report = await audit_of(
+            client, database_url, task_queue, catalog, DAY - HOUR, DAY + 4 * HOUR
+        )
+        assert findings(report) == [("lost", "asked-hours", slots[1])]
+        (request,) = db.execute("SELECT id, slots FROM backfill_requests").fetchall()
+        assert request[1] == slots
+        assert report.findings[0].witnesses["backfill_id"] == request[0]
+    finally:
+        await holder.terminate()
+        await client.get_schedule_handle("asked-hours").delete()
