@@ -35,8 +35,9 @@ DESCRIPTION = (
     "ends (slot, origin, status, duration, counts, error) and a count at the end."
 )
 EXIT_CODES = (
-    "exit codes: 0 the runs were requested (or there were none); 1 the server did not take "
-    "the request up, Temporal unreachable, "
+    "exit codes: 0 the runs were requested and the first started (or there were none); 1 "
+    "the first run did not start within 10s (the server dropped the request, or a run in "
+    "flight holds it in the schedule's buffer), Temporal unreachable, "
     f"the job has no schedule; {cli.COMMON_EXIT}, a bad range, more runs than the maximum "
     f"without --yes; {WAITED_EXIT}"
 )
@@ -136,7 +137,7 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
         "cannot judge the slots it asks for before the job's timing took effect",
     )
     if served == times:
-        await backfill(client, job.id, start, end, retry=retry)
+        await backfill(client, job.id, start, end, first=times[0], retry=retry)
         how = "Temporal backfill"
     else:
         # The server's spec fires other times here (a DST-compiled spec covers a bounded

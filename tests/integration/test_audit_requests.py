@@ -19,6 +19,7 @@ from schedules.audit import run_audit
 from schedules.audit.history import Window
 from schedules.audit.runtime import audit_runtime
 from schedules.catalog.model import load_catalog
+from schedules.server.actions import trigger
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 from tests.integration.jobs import executions
@@ -175,3 +176,33 @@ async def test_a_backfill_the_server_drops_before_the_timing_took_effect_is_lost
     finally:
         await holder.terminate()
         await client.get_schedule_handle("asked-hours").delete()
+
+
+async def test_the_backfill_command_waits_for_its_own_first_run_not_for_any_start(
+    settings, client, database_url, task_queue, tmp_path
+):
+    """The server drops a backfill's only start while triggers of the same schedule keep
+    starting runs: the command does not take another request's start for its own (exit 1,
+    naming the run it looked for), and the audit finds the slot asked for lost."""
+    catalog = write_catalog(tmp_path, "asked-once")
+    assert (await schedules(settings, catalog, "sync", "--no-prune"))[0] == 0
+    holder = await held(client, task_queue, "asked-once", DAY)
+    try:
+        start, end = (f"{t:%Y-%m-%dT%H:%M:%SZ}" for t in (DAY, DAY + HOUR))
+        command = asyncio.create_task(
+            schedules(settings, catalog, "backfill", "asked-once", "--start", start, "--end", end)
+        )
+        # Concurrent requests until the command ends: triggers, each of its own second.
+        nominal = datetime.now(UTC)
+        while not command.done():
+            nominal += timedelta(seconds=1)
+            await trigger(client, "asked-once", nominal, timeout=10)
+        code, out = await command
+        assert code == 1, out
+        assert f"did not start its first run (asked-once-{start})" in out
+
+        report = await audit_of(client, database_url, task_queue, catalog, DAY, DAY + HOUR)
+        assert findings(report) == [("lost", "asked-once", DAY)]
+    finally:
+        await holder.terminate()
+        await client.get_schedule_handle("asked-once").delete()
