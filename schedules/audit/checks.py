@@ -154,6 +154,36 @@ def coverage(
             )
 
 
+def asked_for(
+    job: Any,
+    asked: dict[datetime, dict],
+    judged: set[datetime],
+    rows: dict[datetime, Any],
+    visibility: Visibility | None,
+) -> Iterator[Finding]:
+    """lost: a slot a recorded backfill asked for (`asked`, schedules/backfills.py) that
+    has no ledger row, of those coverage did not judge (`judged`): before the job's timing
+    took effect, under a pause, no fire time of its timing. The server keeps nothing of a
+    backfill it dropped; the record of the request is what shows it."""
+    runs = {}
+    if visibility is not None:
+        runs = {r.slot: r for r in visibility.runs.get(job.id, ()) if r.slot is not None}
+    for slot, request in sorted(asked.items()):
+        if slot in judged or slot in rows:
+            continue
+        witnesses = {"workflow_id": workflow_id(job.id, slot), "backfill_id": request["id"]}
+        if (run := runs.get(slot)) is not None:
+            witnesses |= {"run_id": run.run_id, "run_status": run.status}
+        yield Finding(
+            "lost",
+            job.id,
+            slot,
+            "no ledger row for a slot a backfill asked for "
+            f"(requested {request['requested_at']:%Y-%m-%dT%H:%M:%SZ})",
+            witnesses,
+        )
+
+
 def unexpected(
     scope: JobScope, fires: frozenset[datetime], rows: dict[datetime, Any]
 ) -> Iterator[Finding]:
@@ -284,10 +314,12 @@ def judge(
                 fires = sorted(when)
         pauses = in_force(ledger.pauses.get(job.id, ()), states.get(job.id), rows)
         expected = [f for f in fires if not excused(pauses, when.get(f, f))]
+        judged: set[datetime] = set()
         if scope.start is not None and scope.end is not None:
-            due = sum(1 for f in expected if scope.start <= when.get(f, f) < scope.end)
-            scopes[-1] = scope = replace(scope, due=due)
+            judged = {f for f in expected if scope.start <= when.get(f, f) < scope.end}
+            scopes[-1] = scope = replace(scope, due=len(judged))
         findings += coverage(scope, expected, rows, visibility, window, when)
+        findings += asked_for(job, ledger.asked.get(job.id, {}), judged, rows, visibility)
         state = states.get(job.id)
         findings += unrecorded_pause(job, scope.end, expected, state, pauses, window)
         findings += unexpected(scope, frozenset(fires), rows)

@@ -64,6 +64,8 @@ class Ledger:
     domain: list[dict]  # rows of the kinds' audit_effects queries, with their job
     # job -> recorded pauses (paused_at, resumed_at or None: still paused), oldest first
     pauses: dict[str, list[tuple[datetime, datetime | None]]] = field(default_factory=dict)
+    # job -> slot a recorded backfill asked for -> that request (id, requested_at)
+    asked: dict[str, dict[datetime, dict]] = field(default_factory=dict)
 
     @property
     def by_id(self) -> dict[int, Any]:
@@ -162,8 +164,12 @@ async def read_ledger(
         pauses: dict[str, list[tuple[datetime, datetime | None]]] = {}
         for p in await all_of(_Q["pauses"]):
             pauses.setdefault(p["job_name"], []).append((p["paused_at"], p["resumed_at"]))
+        asked: dict[str, dict[datetime, dict]] = {}
+        for b in await all_of(_Q["backfills"], {"settled": window.now - window.settle}):
+            asked.setdefault(b["job_name"], {})[b["slot"]] = b
         return Ledger(
             pauses=pauses,
+            asked=asked,
             rows=rows,
             bounds=bounds,
             stale_writes=await all_of(_Q["stale_writes"]),

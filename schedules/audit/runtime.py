@@ -7,7 +7,9 @@ once per distinct timing, since thousands of schedules share a few. Coverage: ev
 time since the schedule's `timing_since`, outside its pauses (from its change log, from one
 dispatch grace before the pause to the resume) and before its deletion, older than
 --settle, has one terminal ledger row, and a scheduled slot completed within its kind's
-allowance of being due (`slow`, `RuntimeKind.allowance`). Besides: `unstarted_intent`, a start decided
+allowance of being due (`slow`, `RuntimeKind.allowance`). Of the grace, only the slots not
+decided yet are left out: one due before the dispatcher's next slot as the pause or delete
+found it was decided, and is judged. Besides: `unstarted_intent`, a start decided
 (`runtime_dispatch_intents`) longer than --settle ago that no run took up.
 
 Temporal's side: the runs of `RuntimeRunWorkflow` started in the window (listed once,
@@ -67,6 +69,26 @@ _Q = queries("schedules.sql", "audit_runtime")
 # A pause applies from the next dispatch tick: a slot due this long before it may still run.
 PAUSE_GRACE = timedelta(minutes=2)
 RUN_WORKFLOW = "RuntimeRunWorkflow"
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A pause [start, end] (None: still paused) or a delete (end None), and what the
+    dispatcher had decided when it came: every slot due before `next_fire_at` (None: every
+    slot). `known` False: written before the change log kept it (the whole grace is left
+    out, as before)."""
+
+    start: datetime
+    end: datetime | None
+    known: bool = False
+    next_fire_at: datetime | None = None
+
+    def excuses(self, due: datetime) -> bool:
+        """Whether it leaves out a slot due at `due`: one in it, or in the grace before it,
+        that the dispatcher had not decided."""
+        decided = self.known and (self.next_fire_at is None or due < self.next_fire_at)
+        in_it = self.start - PAUSE_GRACE <= due and (self.end is None or due <= self.end)
+        return in_it and not decided
 
 
 @dataclass(frozen=True)
@@ -196,14 +218,14 @@ def slow(
             )
 
 
-def _stopped(fire: datetime, spans: tuple[tuple[datetime, datetime | None], ...]) -> bool:
-    """Whether a fire time falls in a pause or after the deletion (`None`: still open)."""
-    return any(start - PAUSE_GRACE <= fire and (end is None or fire <= end) for start, end in spans)
+def _stopped(fire: datetime, stops: tuple[Stop, ...]) -> bool:
+    """Whether a pause or the deletion leaves out the slot due at `fire`."""
+    return any(stop.excuses(fire) for stop in stops)
 
 
 async def _read_schedules(
     conninfo: str, window: Window, timeout: float
-) -> tuple[list[tuple[RuntimeJob, RuntimeState]], dict[int, tuple], list[dict]]:
+) -> tuple[list[tuple[RuntimeJob, RuntimeState]], dict[int, tuple[Stop, ...]], list[dict]]:
     params = {"from": window.start, "to": window.end, "settled": window.now - window.settle}
     async with await psycopg.AsyncConnection.connect(
         conninfo, connect_timeout=max(2, int(timeout))
@@ -216,20 +238,25 @@ async def _read_schedules(
         changes = await cur.fetchall()
         await cur.execute(_Q["intents"], params)
         intents = await cur.fetchall()
-    spans: dict[int, list[tuple[datetime, datetime | None]]] = {}
-    opened: dict[int, datetime] = {}
+    spans: dict[int, list[Stop]] = {}
+    opened: dict[int, Stop] = {}
+    deleted: dict[int, Stop] = {}
     for change in changes:
         sid = change["schedule_id"]
+        stop = Stop(change["at"], None, change["decided"], change["next_fire_at"])
         if change["action"] == "pause":
-            opened.setdefault(sid, change["at"])
+            opened.setdefault(sid, stop)
+        elif change["action"] == "delete":
+            deleted[sid] = stop
         elif sid in opened:
-            spans.setdefault(sid, []).append((opened.pop(sid), change["at"]))
-    for sid, at in opened.items():
-        spans.setdefault(sid, []).append((at, None))
+            spans.setdefault(sid, []).append(replace(opened.pop(sid), end=change["at"]))
+    for sid, stop in opened.items():
+        spans.setdefault(sid, []).append(stop)
     schedules = []
     for r in rows:
         if r["deleted_at"] is not None:
-            spans.setdefault(r["id"], []).append((r["deleted_at"], None))
+            stop = deleted.get(r["id"], Stop(r["deleted_at"], None))
+            spans.setdefault(r["id"], []).append(replace(stop, start=r["deleted_at"]))
         job = RuntimeJob(
             depends_on=tuple(RuntimeDependency.model_validate(d) for d in r["depends_on"]),
             id=f"rt-{r['id']}",

@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 
 from core.text import printable
 from schedules import progress
+from schedules.backfills import record_backfill
 from schedules.catalog.times import local_text, utc_text
 from schedules.cli import context as cli
+from schedules.cli.pauses import best_effort
 from schedules.cli.wait import WAITED_EXIT, outcome_line, print_summary
 from schedules.server.actions import backfill, trigger_each
 from schedules.server.runs import DEFAULT_WAIT_SECONDS, run_ids, wait_for_slots
@@ -26,13 +28,16 @@ DESCRIPTION = (
     "overlap BUFFER_ALL (one after another; none is dropped). The count is printed "
     "first; more than the maximum (--max, else BACKFILL_MAX_RUNS, default 50) needs "
     f"--yes, and more than {BACKFILL_HARD_LIMIT} is refused. A slot that already "
-    "completed is a recorded no-op. Times without a UTC offset are in the job's zone. "
+    "completed is a recorded no-op. The request is recorded in PostgreSQL for `schedules "
+    "audit`, which expects a run of every slot asked for. Times without a UTC offset are "
+    "in the job's zone. "
     "With --wait, wait until every run has finished, printing one line per run as it "
     "ends (slot, origin, status, duration, counts, error) and a count at the end."
 )
 EXIT_CODES = (
-    "exit codes: 0 the runs were requested (or there were none); 1 the server did not take "
-    "the request up, Temporal unreachable, "
+    "exit codes: 0 the runs were requested and the first started (or there were none); 1 "
+    "the first run did not start within 10s (the server dropped the request, or a run in "
+    "flight holds it in the schedule's buffer), Temporal unreachable, "
     f"the job has no schedule; {cli.COMMON_EXIT}, a bad range, more runs than the maximum "
     f"without --yes; {WAITED_EXIT}"
 )
@@ -124,8 +129,15 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
         "listing the fire times",
         lambda: server_times(client, job.id, start, end),
     )
+    await best_effort(
+        ctx,
+        "backfill",
+        job.id,
+        lambda url: record_backfill(url, job.id, start, end, times, at=now),
+        "cannot judge the slots it asks for before the job's timing took effect",
+    )
     if served == times:
-        await backfill(client, job.id, start, end, retry=retry)
+        await backfill(client, job.id, start, end, first=times[0], retry=retry)
         how = "Temporal backfill"
     else:
         # The server's spec fires other times here (a DST-compiled spec covers a bounded

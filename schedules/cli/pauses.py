@@ -1,6 +1,7 @@
-"""Recording the pauses that `pause`, `resume` and `sync` make (`schedules.pauses`), for the
-audit. Best-effort: the pause is Temporal's, and a database out of reach must not undo or
-fail it; the command says so on stderr and the audit reports the stretch honestly.
+"""Recording the pauses that `pause`, `resume` and `sync` make (`schedules.pauses`), and the
+backfills `backfill` asks for (`schedules.backfills`), for the audit. Best-effort: the pause
+or backfill is Temporal's, and a database out of reach must not undo or fail it; the command
+says so on stderr and the audit reports the stretch honestly.
 """
 
 from __future__ import annotations
@@ -18,17 +19,22 @@ logger = logging.getLogger(__name__)
 
 
 async def best_effort(
-    ctx: Context, what: str, job_id: str, record: Callable[[str], Awaitable[None]]
+    ctx: Context,
+    what: str,
+    job_id: str,
+    record: Callable[[str], Awaitable[None]],
+    unseen: str = "cannot excuse its fire times",
 ) -> None:
-    """Run `record(database_url)`; on a database error warn in one line and carry on."""
+    """Run `record(database_url)`; on a database error warn in one line, saying what the
+    audit then `unseen`, and carry on."""
     try:
         await record(ctx.settings.database_url.get_secret_value())
     except (psycopg.Error, OSError) as exc:
-        logger.debug("pause record failed", exc_info=True)
+        logger.debug("%s record failed", what, exc_info=True)
         text = str(exc).strip()
         reason = redact.scrub(text.splitlines()[0] if text else type(exc).__name__)
         print(
             f"warning: the {what} of {job_id} is not recorded in PostgreSQL ({reason}); "
-            "`schedules audit` cannot excuse its fire times",
+            f"`schedules audit` {unseen}",
             file=sys.stderr,
         )

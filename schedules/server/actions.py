@@ -25,7 +25,7 @@ from temporalio.client import (
 from schedules.catalog.times import utc_text
 from schedules.server.retry import Retry
 from schedules.server.state import OperationError, ServerState, schedule_state, translated
-from schedules.server.times import timestamp
+from schedules.server.times import server_times, timestamp
 
 _TICK = timedelta(microseconds=1)
 _POLL = 0.1  # seconds between describe calls while waiting for the server
@@ -173,19 +173,39 @@ async def backfill(
     end: datetime,
     timeout: float = 10.0,
     *,
+    first: datetime | None = None,
     retry: Retry | None = None,
 ) -> None:
     """Temporal's backfill of `[start, end)`, overlap BUFFER_ALL: every run, one at a time.
 
-    Returns once the schedule has taken up its first run (started or buffered); an
-    `OperationError` says so if it has not within `timeout` seconds.
+    Returns once the run of its first fire time has started (`first`; without it, the
+    first the schedule lists in the range), as `trigger` looks for its own run: a run of
+    that slot among the schedule's recent actions that was not there before. Not a count
+    of the schedule's starts, which a trigger, another backfill or a fire time of the
+    schedule moves as well. An `OperationError` says so if it has not started within
+    `timeout` seconds (a run in flight can hold it in the schedule's buffer: it may still
+    start) or the schedule has no fire time in the range.
     """
+    if first is None:
+        listed = await translated(
+            client,
+            retry,
+            job_id,
+            "listing the fire times",
+            lambda: server_times(client, job_id, start, end),
+        )
+        if not listed:
+            raise OperationError(
+                f"schedule {job_id!r} has no fire time in [{utc_text(start)}, {utc_text(end)}): "
+                "nothing to backfill"
+            )
+        first = listed[0]
     request = ScheduleBackfill(
         start_at=start - _TICK,  # inclusive or not, no whole-second fire time is lost
         end_at=end - _TICK,
         overlap=ScheduleOverlapPolicy.BUFFER_ALL,
     )
-    before = _taken_up(await schedule_state(client, job_id, retry=retry))
+    earlier = _runs_of(await schedule_state(client, job_id, retry=retry), first)
     await translated(
         client,
         retry,
@@ -193,12 +213,36 @@ async def backfill(
         "backfill",
         lambda: client.get_schedule_handle(job_id).backfill(request),
     )
-    if not await _wait_taken_up(client, retry, job_id, before, timeout):
-        raise OperationError(
-            f"the backfill of {job_id!r} was not taken up within {timeout:g}s: Temporal may "
-            "have dropped it (a schedule update arriving together with another can be lost); "
-            "run it again: slots that already completed are no-ops"
+    deadline = time.monotonic() + timeout
+    while True:
+        state = await schedule_state(client, job_id, retry=retry)
+        if _runs_of(state, first) - earlier:
+            return
+        if time.monotonic() > deadline:
+            raise OperationError(_backfill_not_started(job_id, first, timeout, state))
+        await asyncio.sleep(_POLL)
+
+
+def _runs_of(state: ServerState, slot: datetime) -> set[str]:
+    """The runs of `slot` among the schedule's recent actions."""
+    return {a.action.first_execution_run_id for a in state.recent if a.scheduled_at == slot}
+
+
+def _backfill_not_started(job_id: str, first: datetime, timeout: float, state: ServerState) -> str:
+    message = (
+        f"the backfill of {job_id!r} did not start its first run ({job_id}-{utc_text(first)}) "
+        f"within {timeout:g}s"
+    )
+    if state.buffered:
+        return (
+            f"{message}; {state.buffered} start(s) wait in the schedule's buffer behind a "
+            f"running one, so it may still start: `python -m schedules describe {job_id}`"
         )
+    return (
+        f"{message}: Temporal may have dropped it (a schedule update arriving together with "
+        "another can be lost, a start whose workflow id is taken is dropped); run it again: "
+        "slots that already completed are no-ops"
+    )
 
 
 async def trigger_each(

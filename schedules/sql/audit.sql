@@ -89,6 +89,15 @@ WHERE job_name = ANY(%(jobs)s) AND paused_at < %(to)s
   AND (resumed_at IS NULL OR resumed_at > %(from)s)
 ORDER BY job_name, paused_at
 
+-- name: backfills
+-- The slots in the window that backfills recorded by this project's tooling asked for
+-- (schedules/backfills.py) before `settled`, each with its newest such request.
+SELECT DISTINCT ON (b.job_name, s.slot) b.job_name, s.slot, b.id, b.requested_at
+FROM backfill_requests b, unnest(b.slots) AS s (slot)
+WHERE b.job_name = ANY(%(jobs)s) AND b.range_start < %(to)s AND b.range_end > %(from)s
+  AND s.slot >= %(from)s AND s.slot < %(to)s AND b.requested_at < %(settled)s
+ORDER BY b.job_name, s.slot, b.requested_at DESC
+
 -- name: work_started
 -- When each execution's work started: its first take-over (every path to the work raises
 -- the fencing token first). Slot dependencies (schedules/audit/dependencies.py).

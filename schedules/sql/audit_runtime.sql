@@ -10,10 +10,13 @@ WHERE (deleted_at IS NULL OR deleted_at >= %(from)s) AND timing_since < %(to)s
 ORDER BY id
 
 -- name: pauses
--- Each schedule's pauses, from its change log: [paused at, resumed at) (open: still paused).
-SELECT schedule_id, action, at
+-- Each schedule's pauses, from its change log: [paused at, resumed at) (open: still paused),
+-- and its delete; with the dispatcher's next slot as the pause or delete found it (`decided`:
+-- recorded, by writes since issue 36; `next_fire_at` NULL then: every slot was decided).
+SELECT schedule_id, action, at, coalesce(before ? 'next_fire_at', false) AS decided,
+       (before->>'next_fire_at')::timestamptz AS next_fire_at
 FROM runtime_schedule_changes
-WHERE action IN ('pause', 'resume') AND schedule_id = ANY(%(ids)s)
+WHERE action IN ('pause', 'resume', 'delete') AND schedule_id = ANY(%(ids)s)
 ORDER BY schedule_id, id
 
 -- name: intents

@@ -180,12 +180,15 @@ async def write(conn: AsyncConnection, new: Schedule, *, now: datetime, by: str)
 
 
 def snapshot(schedule: Schedule | None) -> Jsonb | None:
-    """What the change log keeps of a state: its definition, pause and version."""
+    """What the change log keeps of a state: its definition, pause and version, and the
+    dispatcher's next slot: every slot due before it was decided (written under the row's
+    lock, which the dispatcher takes too), which the audit reads at a pause or delete."""
     if schedule is None:
         return None
     data = schedule.model_dump(
         mode="json",
-        include=set(Definition.model_fields) | {"paused_by", "deleted_at", "version"},
+        include=set(Definition.model_fields)
+        | {"paused_by", "deleted_at", "version", "next_fire_at"},
     )
     return Jsonb(data)
 

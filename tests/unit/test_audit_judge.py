@@ -1,4 +1,5 @@
-"""The audit's judgement on histories given as data: pauses and Temporal's agreement.
+"""The audit's judgement on histories given as data: pauses, Temporal's agreement, the
+slots a backfill asked for.
 
 The integration mutation suite (tests/integration/test_audit.py) produces each anomaly on
 real servers; these cover the rules' edges in milliseconds.
@@ -11,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from schedules.audit.checks import judge
 from schedules.audit.history import Ledger, Run, Visibility, Window
+from schedules.audit.runtime import PAUSE_GRACE, Stop
 from schedules.catalog.model import parse_catalog
 from schedules.health.check import ScheduleState
 
@@ -130,3 +132,36 @@ def test_closed_runs_without_a_row_except_by_design():
     # Still running (as described): not judged yet.
     in_flight = closed(HOURS[4], "RUNNING")
     assert found(rows, runs=[in_flight]) == [("lost", HOURS[4])]
+
+
+def test_a_slot_a_backfill_asked_for_needs_a_row_whatever_the_timing_or_a_pause():
+    """Asked for before the timing took effect (not judged by it), under a pause (excused
+    by it), or judged by coverage anyway (one finding, not two)."""
+    before = DAY - timedelta(hours=1)
+    asked = {s: {"id": 7, "requested_at": DAY} for s in (before, HOURS[2], HOURS[4])}
+    rows = [row(h) for h in HOURS if h.hour not in (2, 3, 4)]
+    history = ledger(rows, [(HOURS[2], HOURS[3] + timedelta(minutes=1))])
+    history.asked = {"hourly": asked}
+    window = Window(before, WINDOW.end, WINDOW.now, WINDOW.settle, WINDOW.late, WINDOW.late)
+    findings, _ = judge([JOB], history, Visibility(), {"hourly": RUNNING}, window)
+    assert [(f.kind, f.slot, f.witnesses.get("backfill_id")) for f in findings] == [
+        ("lost", before, 7),
+        ("lost", HOURS[2], 7),
+        ("lost", HOURS[4], None),  # due by the timing: coverage's finding
+    ]
+
+
+def test_of_a_runtime_pause_s_grace_only_the_slots_not_decided_are_left_out():
+    paused = HOURS[3]
+    just_before, earlier = paused - PAUSE_GRACE / 2, paused - PAUSE_GRACE * 2
+    legacy = Stop(paused, None)  # written before the change log kept the next slot
+    assert legacy.excuses(just_before) and legacy.excuses(paused)
+    assert not legacy.excuses(earlier)
+    decided = Stop(paused, None, known=True, next_fire_at=paused)
+    assert not decided.excuses(just_before) and decided.excuses(paused)
+    behind = Stop(paused, None, known=True, next_fire_at=earlier)
+    assert behind.excuses(just_before) and not behind.excuses(earlier)
+    exhausted = Stop(paused, None, known=True, next_fire_at=None)
+    assert not exhausted.excuses(just_before)
+    resumed = Stop(paused, HOURS[4], known=True, next_fire_at=paused)
+    assert resumed.excuses(HOURS[4]) and not resumed.excuses(HOURS[5])
