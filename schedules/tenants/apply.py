@@ -150,8 +150,13 @@ async def _update(conn: Any, current: Schedule, new: Definition, now: Any, by: s
             "paused_by": None,
             "next_fire_at": next_fire_at(new, now, since),
         }
+    # A change of the pause state is logged as a pause or a resume, as `tenants pause` and
+    # `resume` log it: the audit reads a schedule's pauses from those rows.
+    action = "update"
+    if new.paused != current.paused:
+        action = "pause" if new.paused else "resume"
     await store.write_logged(
-        conn, current, current.model_copy(update=changes), "update", now=now, by=by
+        conn, current, current.model_copy(update=changes), action, now=now, by=by
     )
     if "timing_since" in changes:
         await edits.decide_stranded(conn, current, new, now, by)

@@ -14,6 +14,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
+import psycopg
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -25,7 +26,7 @@ from schedules.catalog.model import load_catalog
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 from tests.integration.jobs import executions, trigger_at
-from tests.integration.runtime import dispatcher, fresh_ids, settled, tick_all
+from tests.integration.runtime import audit_clean, dispatcher, fresh_ids, settled, tick_all
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -223,3 +224,22 @@ async def test_the_backfill_command_waits_for_its_own_first_run_not_for_any_star
     finally:
         await holder.terminate()
         await client.get_schedule_handle("asked-once").delete()
+
+
+async def test_a_pause_by_apply_is_a_pause_to_the_audit(database_url, client, task_queue):
+    """`tenants apply` that pauses a schedule logs a pause, as `tenants pause` does, so the
+    audit excuses the fire times under it (logged as an update, they were `lost`)."""
+    start = datetime(2027, 3, 1, 12, 0, 10, tzinfo=UTC)  # its first slot: 12:01
+    every_minute = {"name": "ping", "kind": "test-noop", "cron": "* * * * *", "timezone": "UTC"}
+    await tenants.apply(database_url, "acme", [every_minute], clock=lambda: start)
+    paused = every_minute | {"paused": True, "note": "maintenance"}
+    await tenants.apply(
+        database_url, "acme", [paused], by="ops", clock=lambda: start + timedelta(seconds=30)
+    )
+    with psycopg.connect(database_url) as db:
+        actions = db.execute("SELECT action FROM runtime_schedule_changes ORDER BY id").fetchall()
+    assert [a for (a,) in actions] == ["create", "pause"]
+    await audit_clean(
+        database_url, client, task_queue, start, start + timedelta(minutes=30),
+        now=start + timedelta(minutes=30),
+    )  # fmt: skip
