@@ -20,6 +20,7 @@ from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from devstack import free_port
 from devstack.payments import PaymentProviderServer
 from schedules.catalog.model import load_catalog
+from schedules.catalog.times import local_text
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
@@ -149,6 +150,8 @@ async def test_a_night_that_ran_one_skipped_by_its_deadline_and_times_that_are_n
     header, line = done.stdout.splitlines()
     assert header.split()[:4] == ["SCHEDULED", "UTC", "ORIGIN", "STATUS"]
     assert utc(slot) in line and "completed" in line and "reminded 0" in line, line
+    # The slot as every command shows a time: local with its zone's abbreviation, then UTC.
+    assert line.startswith(f"{local_text(slot, 'Europe/London')}  {utc(slot)}  "), line
     done = subprocess.run(
         [sys.executable, "-m", "schedules", "--catalog", str(catalog), "runs", "strict", "--json"],
         cwd=ROOT,
