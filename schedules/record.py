@@ -80,3 +80,12 @@ async def execution_at(url: str, job_id: str, scheduled_at: datetime) -> dict[st
     """The `job_executions` row of one slot, if it has one."""
     rows = await _fetch(url, "execution_at", {"job": job_id, "scheduled_at": scheduled_at})
     return rows[0] if rows else None
+
+
+async def execution_within(
+    url: str, job_id: str, start: datetime, end: datetime
+) -> dict[str, Any] | None:
+    """The first `job_executions` row of a slot in `[start, end)`, if there is one: the
+    row of a manual run, whose slot is its trigger's time to the microsecond."""
+    rows = await _fetch(url, "execution_within", {"job": job_id, "start": start, "end": end})
+    return rows[0] if rows else None

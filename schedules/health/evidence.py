@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from temporalio.client import Client
 
@@ -20,7 +21,7 @@ from schedules.catalog.compile import job_task_queue
 from schedules.catalog.model import JobSpec
 from schedules.catalog.times import utc_text
 from schedules.health.explain import Evidence
-from schedules.record import DatabaseUnavailableError, execution_at
+from schedules.record import DatabaseUnavailableError, execution_at, execution_within
 from schedules.server.retry import Retry
 from schedules.server.state import OperationError, pollers, schedule_state, workflow_status
 from timing import Timing
@@ -51,6 +52,19 @@ def on_grid(job: JobSpec, at: datetime) -> bool:
     return bool(_grid(job).fire_times(at, at + _TICK))
 
 
+async def _manual_row(ev: Evidence, conninfo: str) -> dict[str, Any] | None:
+    """The row of a run started off the job's grid (a trigger, a direct start) at `ev.fire`:
+    its slot is its start to the microsecond, and operators name it to the second (as its
+    workflow id, `runs` and `trigger` show it), so that second is looked up."""
+    start = ev.fire
+    end = start + (timedelta(seconds=1) if start.microsecond == 0 else _TICK)
+    try:
+        return await execution_within(conninfo, ev.job.id, start, end)
+    except DatabaseUnavailableError as exc:
+        ev.database_error = str(exc)
+        return None
+
+
 async def gather_evidence(
     client: Client | Callable[[], Awaitable[Client]],
     conninfo: str,
@@ -72,14 +86,17 @@ async def gather_evidence(
         first = second_occurrence_of(fire, job.timezone)
         if first is not None and on_grid(job, first):
             ev.repeated_of = first
-        return ev
+        ev.row = await _manual_row(ev, conninfo)
+        if ev.row is None:
+            return ev
+        fire = ev.fire = ev.row["scheduled_at"]  # its own slot, to the microsecond
     ev.run_at = fire
-    if job.timing.calendar is not None:
+    if job.timing.calendar is not None and ev.on_grid:
         ev.calendar, ev.run_at = job.timing.what_of(fire), job.timing.run_at(fire)
     if (ev.run_at or fire) > now and not ev.calendar:
         return ev
     try:
-        ev.row = await execution_at(conninfo, job.id, fire)
+        ev.row = ev.row or await execution_at(conninfo, job.id, fire)
     except DatabaseUnavailableError as exc:
         ev.database_error = str(exc)
     try:

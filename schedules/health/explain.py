@@ -5,6 +5,8 @@ schedule's state, the slot's workflow, the workers polling the task queue), neve
 guess: `gather` collects that evidence and `explain` (pure, so every reason is unit-tested)
 turns it into one verdict, in this order:
 
+- a run started at that time off the job's fire times (a trigger, a direct start: its slot
+  is its start, named to the second) is judged by its row, as a fire time's;
 - the time is not one of the job's fire times, its business calendar skips it, or its run
   (where its calendar moved it) has not come yet;
 - the slot has a row: completed (it ran), skipped (by the catch-up policy, the starting
@@ -93,6 +95,8 @@ def explain(ev: Evidence) -> Verdict:
 
 
 def _explain(ev: Evidence) -> Verdict:
+    if not ev.on_grid and ev.row is not None:  # a manual run's own time
+        return _from_row(ev, ev.row)
     if not ev.on_grid and ev.repeated_of is not None:
         return Verdict(
             False,
@@ -103,11 +107,17 @@ def _explain(ev: Evidence) -> Verdict:
     if not ev.on_grid:
         before, after = ev.neighbours
         near = ", ".join(_when(ev, t) for t in (before, after) if t is not None)
+        unread = (
+            [f"cannot tell whether a manual run had this time: {ev.database_error}"]
+            if ev.database_error
+            else []
+        )
         return Verdict(
             False,
             "not_a_fire_time",
-            f"{_when(ev)} is not a fire time of {ev.job.id} ({ev.job.schedule_text})",
-            [f"the nearest fire times: {near}"] if near else [],
+            f"{_when(ev)} is not a fire time of {ev.job.id} ({ev.job.schedule_text}), "
+            "and no run was started at it",
+            ([f"the nearest fire times: {near}"] if near else []) + unread,
         )
     if ev.run_at is None and ev.calendar and ev.row is None:
         return Verdict(

@@ -203,3 +203,11 @@ def test_explain_says_what_a_business_calendar_did_to_the_slot():
         "its business calendar does not run it: skipped on Sat 2027-01-02: weekend "
         "(on_holiday skip)"
     )
+
+
+def test_explain_finds_a_manual_run_at_its_own_time():
+    """A trigger's slot is its time, off the job's grid: its row is the verdict."""
+    manual = FIRE + timedelta(hours=1, seconds=7, microseconds=123456)
+    ran = explain(evidence(fire=manual, on_grid=False, row=row("completed", origin="manual")))
+    assert (ran.reason, ran.ran) == ("completed", True)
+    assert ran.text.endswith("attempt 1, manual run"), ran.text
