@@ -33,13 +33,16 @@ MAX_BACKFILL = 1000
 class Requested:
     """Slots asked for: those recorded now, and those already recorded before; of a
     trigger given a client, the workflow ids it started, or why it could not start its
-    run (recorded all the same: the dispatcher's next tick starts it)."""
+    run (recorded all the same: the dispatcher's next tick starts it); of a dry-run
+    backfill, `would_run`: the slots it would record (and `already`, those it would
+    leave alone)."""
 
     schedule: Schedule
     recorded: list[dispatch.Intent]
     already: list[datetime]
     started: list[str] = field(default_factory=list)
     not_started: str | None = None
+    would_run: list[datetime] = field(default_factory=list)
 
 
 async def _live(conn: Any, schedule_id: int) -> Schedule:
@@ -132,7 +135,8 @@ async def backfill(
     """Run the schedule's fire times in `[start, end)` again, as `backfill` runs: each is
     recorded as an intent for the dispatcher (one already recorded is left alone). Only
     past times: `end` after now is refused, as are more than `limit` times. `dry_run`
-    lists them and records nothing."""
+    records nothing: its `would_run` names the slots it would record, `already` those
+    recorded before."""
     checked_by(by)
     now = clock()
     if start >= end:
@@ -153,8 +157,15 @@ async def backfill(
                 f"start / end: more than {limit} fire times of schedule {schedule_id} in "
                 f"{utc_text(start)} to {utc_text(end)}; backfill a shorter range"
             )
-        if dry_run or not slots:
-            return Requested(schedule, [], slots)
+        if dry_run:
+            rows = await store.all_rows(
+                conn, "intents_among", {"schedule_id": schedule.id, "slots": slots}
+            )
+            had = {row["scheduled_at"] for row in rows}
+            would = [s for s in slots if s not in had]
+            return Requested(schedule, [], [s for s in slots if s in had], would_run=would)
+        if not slots:
+            return Requested(schedule, [], [])
         due = {fire.slot: fire.at for fire in fires if fire.slot != fire.at}
         recorded, already = await _record(conn, schedule, slots, "backfill", now, by, due)
         if recorded:
@@ -190,6 +201,17 @@ class Explanation:
     intent: dict[str, Any] | None
     execution: dict[str, Any] | None
     verdict: str
+
+    @property
+    def ran(self) -> bool:
+        """The slot ran: its ledger row is completed (a catalog job's `explain` says the
+        same, `schedules.health.explain.Verdict.ran`)."""
+        return self.execution is not None and self.execution["status"] == "completed"
+
+    @property
+    def exit_code(self) -> int:
+        """`explain`'s exit codes: 0 it ran, 1 it did not (the verdict says why)."""
+        return 0 if self.ran else 1
 
 
 async def explain(

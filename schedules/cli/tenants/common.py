@@ -24,10 +24,14 @@ EXIT_CODES = (
 
 
 def subcommand(
-    commands: argparse._SubParsersAction, name: str, help: str, handler: Any
+    commands: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    handler: Any,
+    exit_codes: str = EXIT_CODES,
 ) -> argparse.ArgumentParser:
     parser = commands.add_parser(
-        name, help=help, description=help[0].upper() + help[1:] + ".", epilog=EXIT_CODES
+        name, help=help, description=help[0].upper() + help[1:] + ".", epilog=exit_codes
     )
     parser.set_defaults(tenants_handler=handler)
     return parser
