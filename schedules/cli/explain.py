@@ -20,7 +20,7 @@ NAME = "explain"
 HELP = "did a fire time run and, if not, why (from the record and the server)"
 DESCRIPTION = (
     "For one fire time of a job (default: the latest due), or a manual run's own time, "
-    "say whether it ran and, if not, why: paused, before the timing took effect, outside start/end, "
+    "say whether it ran and, if not, why: paused (by whom and why), before the timing took effect, outside start/end, "
     "skipped by the catch-up policy or the starting deadline, the repeated DST hour, "
     "failed after N attempts, waiting for its upstream slots (depends_on), still running, "
     "no worker polling, Temporal unreachable, "

@@ -314,8 +314,17 @@ def format_describe(entry: dict[str, Any]) -> str:
 # --- next ---------------------------------------------------------------------------------
 
 
-def next_entry(job: JobSpec, after: datetime, times: list[datetime]) -> dict[str, Any]:
-    """`next`'s content: each run in UTC and local time, with what DST does to it."""
+def next_entry(
+    job: JobSpec,
+    after: datetime,
+    times: list[datetime],
+    *,
+    paused_by: str | None = None,
+    note: str | None = None,
+) -> dict[str, Any]:
+    """`next`'s content: each run in UTC and local time, with what DST does to it; and
+    whether the job is paused, by whom and why (`paused_by` and `note`: the server's pause,
+    else the catalog's)."""
     # A change at `after` itself counts: `next --from T` lists a run at T.
     runs, previous = [], after - timedelta(microseconds=1)
     moved = calendar_notes(job, after, times)
@@ -336,9 +345,9 @@ def next_entry(job: JobSpec, after: datetime, times: list[datetime]) -> dict[str
         "timezone": job.timezone,
         "calendar": None if rule is None else f"{rule.label} ({rule.calendar.version})",
         "after": utc_text(after),
-        # The catalog's pause (`next` asks no server; `describe` shows an operator's pause).
-        "paused": job.paused,
-        "note": job.note or None,
+        "paused": paused_by is not None or job.paused,
+        "paused_by": paused_by or ("the catalog's `paused = true`" if job.paused else None),
+        "note": (note if paused_by is not None else job.note) or None,
         "runs": runs,
     }
 
@@ -353,9 +362,10 @@ def format_next(entry: dict[str, Any]) -> str:
         f"from {local_text(after, tz)} ({entry['after']})"
     ]
     if entry.get("paused"):
+        why = f" ({printable(entry['note'])})" if entry["note"] else ""
         lines.append(
-            f"  {_paused_instead(entry['note'])} (the catalog pauses it): it runs none of "
-            "these until resumed; they are the times it fires once resumed"
+            f"  paused by {printable(entry['paused_by'])}{why}: it runs none of these until "
+            "resumed; they are the times it fires once resumed"
         )
     notes = any(run["note"] for run in entry["runs"])
     header = ("LOCAL", "UTC", "NOTE" if entry.get("calendar") else "DST")

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg
 from temporalio.client import Client
 
 from activities.backfills import covering_backfill
@@ -21,6 +22,7 @@ from schedules.catalog.compile import job_task_queue
 from schedules.catalog.model import JobSpec
 from schedules.catalog.times import utc_text
 from schedules.health.explain import Evidence
+from schedules.pauses import pause_in_force, paused_by_text
 from schedules.record import DatabaseUnavailableError, execution_at, execution_within
 from schedules.server.retry import Retry
 from schedules.server.state import OperationError, pollers, schedule_state, workflow_status
@@ -63,6 +65,36 @@ async def _manual_row(ev: Evidence, conninfo: str) -> dict[str, Any] | None:
     except DatabaseUnavailableError as exc:
         ev.database_error = str(exc)
         return None
+
+
+async def paused_by(conninfo: str, job_id: str, *, catalog: bool = False) -> str:
+    """Who paused `job_id`'s schedule (`schedules.pauses.paused_by_text`; `catalog`: the
+    catalog pauses it), from the pause recorded in PostgreSQL; said so when that cannot be
+    read."""
+    try:
+        recorded = await pause_in_force(conninfo, job_id)
+    except (psycopg.Error, OSError):
+        return "someone not known here (PostgreSQL, which records who, is unavailable)"
+    return paused_by_text(recorded, catalog=catalog)
+
+
+async def _paused_upstreams(
+    client: Client, conninfo: str, ev: Evidence, retry: Retry | None
+) -> list[str]:
+    """A waiting slot's upstream jobs whose schedules are paused: by whom and why."""
+    said = []
+    for dep in ev.job.depends_on:
+        state = await schedule_state(client, dep.job, retry=retry)
+        if state.usable and state.paused:
+            # The catalog entry the schedule was built from says whether it pauses it.
+            who = await paused_by(
+                conninfo, dep.job, catalog=bool((state.definition or {}).get("paused"))
+            )
+            said.append(
+                f"its upstream {dep.job} is paused by {who} ({state.note or 'no note'}): "
+                "its slots do not run until it is resumed"
+            )
+    return said
 
 
 async def gather_evidence(
@@ -108,6 +140,10 @@ async def gather_evidence(
             client, f"{job.id}-{utc_text(ev.run_at or fire)}", retry=retry
         )
         ev.pollers = await pollers(client, ev.task_queue, retry=retry)
+        if ev.schedule.paused:
+            ev.paused_by = await paused_by(conninfo, job.id, catalog=job.paused)
+        if ev.row is not None and ev.row.get("wait_status") == "waiting":
+            ev.paused_upstreams = await _paused_upstreams(client, conninfo, ev, retry)
         if ev.row is None and ev.schedule.exists and ev.schedule.skipped_overlap:
             ev.backfill = await covering_backfill(client, job.id, fire, job.overlap)
     except (OperationError, TemporalUnreachableError) as exc:

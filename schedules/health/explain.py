@@ -62,6 +62,10 @@ class Evidence:
     # is due (the slot itself, or where the calendar moved it; None: the calendar skips it).
     calendar: str = ""
     run_at: datetime | None = None
+    # Who paused the schedule, if it is paused (`schedules.pauses.paused_by_text`).
+    paused_by: str | None = None
+    # A waiting slot's upstreams that are paused, each by whom and why.
+    paused_upstreams: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -197,7 +201,11 @@ def _waiting(ev: Evidence, row: dict[str, Any]) -> Verdict:
         False,
         "waiting_for_upstream",
         f"waiting since {_when(ev, row['wait_began_at'])}: {row['wait_progress']}",
-        [when, "an upstream slot that completes (a run, a backfill) releases it at once"],
+        [
+            *ev.paused_upstreams,
+            when,
+            "an upstream slot that completes (a run, a backfill) releases it at once",
+        ],
     )
 
 
@@ -285,8 +293,9 @@ def _without_row(ev: Evidence) -> Verdict:
         return Verdict(
             False,
             "paused",
-            f"the schedule is paused ({schedule.note or 'no note'}): a paused schedule starts "
-            "nothing; resume with `python -m schedules resume " + job.id + "`",
+            f"the schedule is paused by {ev.paused_by or 'someone'} "
+            f"({schedule.note or 'no note'}): a paused schedule starts nothing; resume with "
+            f"`python -m schedules resume {job.id}`",
         )
     counted = (
         [f"the server counts {schedule.skipped_overlap} slot(s) it skipped by overlap policy"]

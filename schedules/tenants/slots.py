@@ -226,11 +226,29 @@ async def explain(
         execution = await store.one(
             conn, "execution_at", {"job": ledger_name(schedule_id), "slot": slot}
         )
+        waiting = execution is not None and execution.get("wait_status") == "waiting"
+        paused = await _paused_upstreams(conn, schedule) if waiting else []
     due = due_time(schedule, slot)
-    verdict = _verdict(schedule, slot, due, intent, execution, now)
+    verdict = "; ".join([_verdict(schedule, slot, due, intent, execution, now), *paused])
     return Explanation(
         schedule, slot, due is not None, workflow_id(schedule_id, slot), intent, execution, verdict
     )
+
+
+async def _paused_upstreams(conn: Any, schedule: Schedule) -> list[str]:
+    """The schedule's upstream schedules (of its tenant, by name) that are paused, each by
+    whom and why: a slot waiting on one waits until it is resumed."""
+    said = []
+    for dep in schedule.depends_on:
+        if dep.schedule is None:
+            continue
+        upstream = await store.live_by_name(conn, schedule.tenant, dep.schedule)
+        if upstream is not None and upstream.paused:
+            said.append(
+                f"its upstream {dep.upstream} ({upstream.ledger_name}) is "
+                f"{paused_text(upstream)}: its slots do not run until it is resumed"
+            )
+    return said
 
 
 def _verdict(
@@ -267,10 +285,16 @@ def _verdict(
     if schedule.deleted_at is not None and slot >= schedule.deleted_at:
         return f"after the schedule was deleted ({utc_text(schedule.deleted_at)}): not run"
     if schedule.paused:
-        return f"paused ({schedule.note}): not run"
+        return f"{paused_text(schedule)}: not run"
     if schedule.next_fire_at is not None and due >= schedule.next_fire_at:
         return f"due, not dispatched yet{moved}"
     return "missed: passed without an intent or a ledger row"  # fmt: skip
+
+
+def paused_text(schedule: Schedule) -> str:
+    """`paused by support (card expired)`: that it is paused, by whom and why."""
+    by = schedule.paused_by or "an unrecorded writer"
+    return f"paused by {by} ({schedule.note or 'no note'})"
 
 
 async def runs(

@@ -219,13 +219,23 @@ async def test_a_run_no_worker_picks_up_a_time_skipped_for_it_and_a_paused_sched
     code, out = explain(settings, catalog, "every5", "--at", utc(first + timedelta(seconds=5)))
     assert code == 1 and "Temporal never started it" in out, out
 
-    # Paused: a fire time after the pause starts nothing.
-    await handle.pause(note="maintenance 42")
+    # Paused: a fire time after the pause starts nothing; explain says who paused it, why.
     paused_at = datetime.now(UTC)
+    pause = ("pause", "every5", "--note", "maintenance 42", "--by", "alice")
+    done = subprocess.run(
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), *pause],
+        cwd=ROOT,
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
     after = datetime.fromtimestamp((paused_at.timestamp() // 5 + 2) * 5, UTC)
     wait_until(after)
     code, out = explain(settings, catalog, "every5", "--at", utc(after))
-    assert code == 1 and "the schedule is paused (maintenance 42)" in out, out
+    assert code == 1 and "the schedule is paused by alice with `schedules pause` at " in out
+    assert "(maintenance 42): a paused schedule starts nothing" in out, out
     async for run in client.list_workflows(
         f"WorkflowId STARTS_WITH 'every5-' AND TaskQueue = '{task_queue}'"
     ):

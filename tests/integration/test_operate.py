@@ -367,15 +367,27 @@ async def test_pause_needs_a_note_and_resume_lifts_it(client, settings, tmp_path
     assert no_note.returncode == 2 and "--note" in no_note.stderr
     assert not (await handle.describe()).schedule.state.paused
 
-    paused = run_cli(settings, catalog, "pause", "op-pause", "--note", "ledger migration")
+    paused = run_cli(
+        settings, catalog, "pause", "op-pause", "--note", "ledger migration", "--by", "bob"
+    )
     assert paused.returncode == 0, paused.stderr
     state = (await handle.describe()).schedule.state
     assert (state.paused, state.note) == (True, "ledger migration")
+    # `next` says it is paused, by whom and why, above the times it fires once resumed.
+    upcoming = run_cli(settings, catalog, "next", "op-pause", "-n", "1")
+    assert upcoming.returncode == 0, upcoming.stderr
+    said = upcoming.stdout.splitlines()[1]
+    assert said.startswith("  paused by bob with `schedules pause` at "), upcoming.stdout
+    assert said.endswith(" (ledger migration): it runs none of these until resumed; they are "
+                         "the times it fires once resumed"), said  # fmt: skip
+    as_json = json.loads(run_cli(settings, catalog, "next", "op-pause", "--json").stdout)
+    assert (as_json["paused"], as_json["note"]) == (True, "ledger migration")
 
     resumed = run_cli(settings, catalog, "resume", "op-pause")
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed op-pause (it was paused: ledger migration)" in resumed.stdout
     assert not (await handle.describe()).schedule.state.paused
+    assert "paused" not in run_cli(settings, catalog, "next", "op-pause").stdout
 
     again = run_cli(settings, catalog, "resume", "op-pause")
     assert again.returncode == 0 and "is not paused; nothing changed" in again.stdout

@@ -145,9 +145,12 @@ def test_the_cli_writes_reads_and_refuses_with_its_exit_codes(database_url):
     assert one_error_line(down).startswith("error: PostgreSQL is unavailable: ")
 
 
-def test_explain_exits_as_explain_does_and_a_dry_run_names_what_would_run(database_url):
+def test_explain_exits_as_explain_does_a_dry_run_names_what_would_run_next_says_paused(
+    database_url,
+):
     """`tenants explain` exits as the catalog's `explain`: 0 the slot ran, 1 it did not (why
-    printed), 2 cannot tell. A dry-run backfill names the slots it would record as such."""
+    printed), 2 cannot tell. A dry-run backfill names the slots it would record as such.
+    `next` and `explain` of a paused schedule say who paused it and why."""
     created = cli(
         database_url,
         *("create", "--tenant", "acme", "--name", "daily", "--kind", "test-noop"),
@@ -192,6 +195,19 @@ def test_explain_exits_as_explain_does_and_a_dry_run_names_what_would_run(databa
     assert off.returncode == 1 and "not a fire time of this schedule" in off.stdout
     told = cli(database_url, "explain", sid, days[1], "--json")
     assert told.returncode == 0 and json.loads(told.stdout)["ran"] is True
+
+    paused = cli(database_url, "pause", sid, "--note", "card expired", "--by", "support")
+    assert paused.returncode == 0, paused.stderr
+    missed = cli(database_url, "explain", sid, "2026-01-05T03:00Z")
+    assert missed.returncode == 1
+    assert missed.stdout.strip().endswith(": paused by support (card expired): not run")
+    upcoming = cli(database_url, "next", sid, "-n", "2")
+    first, *times = upcoming.stdout.splitlines()
+    assert first.startswith("paused by support (card expired): none of these runs until")
+    assert len(times) == 2
+    as_json = cli(database_url, "next", sid, "-n", "2", "--json")
+    lines = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [line["paused"] for line in lines] == [{"by": "support", "note": "card expired"}] * 2
 
     down = cli("postgresql://nobody@127.0.0.1:1/none", "explain", sid, days[1])
     assert down.returncode == 2

@@ -101,11 +101,19 @@ async def _list(args: argparse.Namespace, ctx: Context) -> int:
 
 
 async def _next(args: argparse.Namespace, ctx: Context) -> int:
+    """A paused schedule says so first (by whom and why): it runs none of the times until
+    resumed; `--json` gives each line its `paused`."""
     schedule, times = await tenants.next_times(url(ctx), args.id, args.n)
+    paused = {"by": schedule.paused_by, "note": schedule.note} if schedule.paused else None
+    if paused and not args.json:
+        say(
+            f"{tenants.paused_text(schedule)}: none of these runs until it is resumed, and a resume "
+            "runs the first of them after it"
+        )
     for fire in times:
         if args.json:
             at_utc = fire.at.astimezone(UTC).isoformat()
-            print_line({"at": at_utc, "dst": fire.dst, "calendar": fire.calendar})
+            print_line({"at": at_utc, "dst": fire.dst, "calendar": fire.calendar, "paused": paused})
         else:
             notes = "".join(f"  [{note}]" for note in (fire.dst, fire.calendar) if note)
             print(at(fire.at, schedule.timezone) + notes)
