@@ -21,18 +21,50 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from core.sql import queries
+from schedules.catalog.times import utc_text
 
 _Q = queries("schedules.sql", "pauses")
 CONNECT_TIMEOUT = 5
 
 
 async def record_pause(
-    conninfo: str, job_id: str, at: datetime, *, by: str, note: str | None = None
+    conninfo: str,
+    job_id: str,
+    at: datetime,
+    *,
+    by: str,
+    note: str | None = None,
+    who: str | None = None,
 ) -> None:
-    """Record that `job_id`'s schedule is paused from `at` (`by`: 'pause' or 'sync')."""
-    await _execute(conninfo, "record_pause", {"job": job_id, "at": at, "by": by, "note": note})
+    """Record that `job_id`'s schedule is paused from `at` (`by`: 'pause' or 'sync'; `who`:
+    the operator who asked, for `explain` and `next`)."""
+    params = {"job": job_id, "at": at, "by": by, "note": note, "who": who}
+    await _execute(conninfo, "record_pause", params)
+
+
+async def pause_in_force(conninfo: str, job_id: str) -> dict[str, Any] | None:
+    """`job_id`'s recorded pause still in force (`paused_at`, `paused_by`, `requested_by`,
+    `note`), or None."""
+    async with await psycopg.AsyncConnection.connect(
+        conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True, row_factory=dict_row
+    ) as conn:
+        cur = await conn.execute(_Q["pause_in_force"], {"job": job_id})
+        return await cur.fetchone()
+
+
+def paused_by_text(recorded: dict[str, Any] | None, *, catalog: bool = False) -> str:
+    """Who paused a job, for a sentence `paused by ...`: from its recorded pause in force
+    (`pause_in_force`); with none recorded, the catalog if it pauses the job (`catalog`),
+    else a tool that records none (the Temporal UI, `temporal schedule toggle`)."""
+    if recorded is not None and recorded["paused_by"] == "pause":
+        who = recorded["requested_by"] or "an operator"
+        return f"{who} with `schedules pause` at {utc_text(recorded['paused_at'])}"
+    if recorded is not None or catalog:
+        return "the catalog's `paused = true`"
+    return "someone in the Temporal UI or CLI, who is not recorded"
 
 
 async def record_resume(conninfo: str, job_id: str, at: datetime) -> None:

@@ -92,3 +92,12 @@ async def edited_slot(url: str, job_id: str, scheduled_at: datetime) -> dict[str
     """What a timing edit decided for one slot it stranded (`edited_slots`), if any."""
     rows = await _fetch(url, "edited_slot", {"job": job_id, "scheduled_at": scheduled_at})
     return rows[0] if rows else None
+
+
+async def execution_within(
+    url: str, job_id: str, start: datetime, end: datetime
+) -> dict[str, Any] | None:
+    """The first `job_executions` row of a slot in `[start, end)`, if there is one: the
+    row of a manual run, whose slot is its trigger's time to the microsecond."""
+    rows = await _fetch(url, "execution_within", {"job": job_id, "start": start, "end": end})
+    return rows[0] if rows else None

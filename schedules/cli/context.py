@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import math
 import sys
@@ -253,6 +254,16 @@ def shown_text(text: str) -> str:
     if unprintable(text) is not None:
         raise argparse.ArgumentTypeError(f"must hold no control characters, got {text[:80]!r}")
     return text
+
+
+def operator(by: str | None) -> str:
+    """Who makes a change: `--by WHO` if given, else `cli:<login name>`."""
+    if by is not None:
+        return by
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli"
 
 
 def database_url(ctx: Context) -> str:

@@ -19,8 +19,8 @@ from schedules.health.explain import as_json, explain, format_verdict
 NAME = "explain"
 HELP = "did a fire time run and, if not, why (from the record and the server)"
 DESCRIPTION = (
-    "For one fire time of a job (default: the latest due), say whether it "
-    "ran and, if not, why: paused, before the timing took effect, outside start/end, "
+    "For one fire time of a job (default: the latest due), or a manual run's own time, "
+    "say whether it ran and, if not, why: paused (by whom and why), before the timing took effect, outside start/end, "
     "skipped by the catch-up policy or the starting deadline, the repeated DST hour, "
     "failed after N attempts, waiting for its upstream slots (depends_on), still running, "
     "no worker polling, Temporal unreachable, "
@@ -38,7 +38,8 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
     parser.add_argument(
         "--at",
         metavar="TIME",
-        help="the fire time: 2026-11-20T02:30 (the job's zone) or ...Z (default: the latest due)",
+        help="the fire time: 2026-11-20T02:30 (the job's zone) or ...Z (default: the latest "
+        "due); a manual run's own time, to the second, finds that run",
     )
     cli.add_json(parser)
     cli.add_timeout(

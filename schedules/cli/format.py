@@ -94,7 +94,9 @@ def table(header: Sequence[str], rows: list[Sequence[str]], indent: str = "") ->
     ]
 
 
-def _when(entry: dict[str, str] | None, timezone: str) -> tuple[str, str]:
+def when_text(entry: dict[str, str] | None, timezone: str) -> tuple[str, str]:
+    """An instant of an entry (`{"utc": ..., "local": ...}`) as the text columns print it:
+    `2026-11-20 02:30 GMT` and `2026-11-20T02:30:00Z`."""
     if entry is None:
         return "-", "-"
     instant = datetime.fromisoformat(entry["utc"])
@@ -125,13 +127,13 @@ def format_list(entries: list[dict[str, Any]], database_ok: bool) -> str:
         elif e["paused"]:
             next_local, next_utc = _paused_instead(e["note"]), "-"
         else:
-            next_local, next_utc = _when(e["next_run"], tz)
+            next_local, next_utc = when_text(e["next_run"], tz)
         if not database_ok:
             last, status = "?", "?"
         elif e["last_run"] is None:
             last, status = "-", "never ran"
         else:
-            last = _when(e["last_run"]["scheduled_at"], tz)[0]
+            last = when_text(e["last_run"]["scheduled_at"], tz)[0]
             status = e["last_run"]["status"]
         rows.append(
             (e["id"], e["schedule"], tz, next_local, next_utc, last, status, _paused_text(e))
@@ -254,7 +256,7 @@ def format_describe(entry: dict[str, Any]) -> str:
                 "  drift         the schedule was built from a different catalog entry: "
                 "see `python -m schedules sync --dry-run`"
             )
-        nexts = [_when(n, tz) for n in server["next_runs"]]
+        nexts = [when_text(n, tz) for n in server["next_runs"]]
         if server["paused"]:
             lines.append(f"  next runs     none: {_paused_instead(server['note'])}")
         else:
@@ -264,7 +266,7 @@ def format_describe(entry: dict[str, Any]) -> str:
             ] or ["  next runs     none"]
         recent = server["recent_actions"]
         lines += [
-            f"  {'recent runs' if i == 0 else '':<12}  {_when(a['scheduled_at'], tz)[0]}  "
+            f"  {'recent runs' if i == 0 else '':<12}  {when_text(a['scheduled_at'], tz)[0]}  "
             f"{a['workflow_id']}  started {a['started_at']}"
             for i, a in enumerate(recent)
         ] or ["  recent runs   none"]
@@ -282,7 +284,7 @@ def format_describe(entry: dict[str, Any]) -> str:
         shown += [(k, k) for k in ("compensated", "running") if record.get(k)]
         lines.append("  runs          " + ", ".join(f"{record[k]} {label}" for k, label in shown))
         for key, label in (("last_success", "last success"), ("last_failure", "last failure")):
-            local, utc = _when(record[key], tz)
+            local, utc = when_text(record[key], tz)
             lines.append(
                 f"  {label:<12}  {local}  {utc}" if record[key] else f"  {label:<12}  never"
             )
@@ -296,7 +298,7 @@ def format_describe(entry: dict[str, Any]) -> str:
         header = ("SCHEDULED", "SCHEDULED (UTC)", "STATUS", "ATTEMPT", "ORIGIN", "TOOK", "ERROR")
         rows = [
             (
-                *_when(e["scheduled_at"], tz),
+                *when_text(e["scheduled_at"], tz),
                 e["status"],
                 str(e["attempt"]),
                 e["origin"] or "-",
@@ -312,8 +314,17 @@ def format_describe(entry: dict[str, Any]) -> str:
 # --- next ---------------------------------------------------------------------------------
 
 
-def next_entry(job: JobSpec, after: datetime, times: list[datetime]) -> dict[str, Any]:
-    """`next`'s content: each run in UTC and local time, with what DST does to it."""
+def next_entry(
+    job: JobSpec,
+    after: datetime,
+    times: list[datetime],
+    *,
+    paused_by: str | None = None,
+    note: str | None = None,
+) -> dict[str, Any]:
+    """`next`'s content: each run in UTC and local time, with what DST does to it; and
+    whether the job is paused, by whom and why (`paused_by` and `note`: the server's pause,
+    else the catalog's)."""
     # A change at `after` itself counts: `next --from T` lists a run at T.
     runs, previous = [], after - timedelta(microseconds=1)
     moved = calendar_notes(job, after, times)
@@ -334,9 +345,9 @@ def next_entry(job: JobSpec, after: datetime, times: list[datetime]) -> dict[str
         "timezone": job.timezone,
         "calendar": None if rule is None else f"{rule.label} ({rule.calendar.version})",
         "after": utc_text(after),
-        # The catalog's pause (`next` asks no server; `describe` shows an operator's pause).
-        "paused": job.paused,
-        "note": job.note or None,
+        "paused": paused_by is not None or job.paused,
+        "paused_by": paused_by or ("the catalog's `paused = true`" if job.paused else None),
+        "note": (note if paused_by is not None else job.note) or None,
         "runs": runs,
     }
 
@@ -351,14 +362,15 @@ def format_next(entry: dict[str, Any]) -> str:
         f"from {local_text(after, tz)} ({entry['after']})"
     ]
     if entry.get("paused"):
+        why = f" ({printable(entry['note'])})" if entry["note"] else ""
         lines.append(
-            f"  {_paused_instead(entry['note'])} (the catalog pauses it): it runs none of "
-            "these until resumed; they are the times it fires once resumed"
+            f"  paused by {printable(entry['paused_by'])}{why}: it runs none of these until "
+            "resumed; they are the times it fires once resumed"
         )
     notes = any(run["note"] for run in entry["runs"])
     header = ("LOCAL", "UTC", "NOTE" if entry.get("calendar") else "DST")
     header = header if notes else header[:2]
-    rows = [(*_when(run, tz), run["note"] or "")[: len(header)] for run in entry["runs"]]
+    rows = [(*when_text(run, tz), run["note"] or "")[: len(header)] for run in entry["runs"]]
     if rows:
         lines += table(header, rows, indent="  ")
     else:

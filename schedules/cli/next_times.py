@@ -1,12 +1,18 @@
-"""`python -m schedules next JOB`: a job's next fire times, computed here; no server asked."""
+"""`python -m schedules next JOB`: a job's next fire times, computed here; the server is
+asked only whether the schedule is paused (and PostgreSQL by whom)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import UTC, datetime, timedelta
 
+from core.errors import TemporalUnreachableError
+from schedules.catalog.model import JobSpec
 from schedules.cli import context as cli
 from schedules.cli.format import format_next, next_entry
+from schedules.health.evidence import paused_by
+from schedules.server.state import OperationError, schedule_state
 
 NAME = "next"
 HELP = "a job's next fire times in local time and UTC, DST changes flagged"
@@ -14,10 +20,14 @@ DESCRIPTION = (
     "The job's next fire times, computed from its catalog entry with the project's DST "
     "rules (a fixed-time job in the spring-forward gap runs at the first valid instant "
     "after it; in the repeated fall-back hour it runs once, at the first occurrence). "
-    "No server is asked: a job the catalog pauses is said to be paused (its times are "
-    "those after a resume); an operator's pause shows in `list` and `describe`."
+    "A paused job (by the catalog or an operator: Temporal is asked) is said to be "
+    "paused, by whom and why; its times are those after a resume. An unreachable "
+    "Temporal is one warning line: the times are still listed."
 )
-EXIT_CODES = f"exit codes: 0 listed (no server is contacted); {cli.COMMON_EXIT} or time"
+EXIT_CODES = (
+    "exit codes: 0 listed (an unreachable Temporal is a warning: the times are computed "
+    f"here); {cli.COMMON_EXIT} or time"
+)
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -47,9 +57,24 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
         times = job.timing.upcoming(after - timedelta(microseconds=1), args.n)  # at or after
     else:
         after, times = now, job.timing.upcoming(now, args.n)
-    entry = next_entry(job, after, times)
+    paused_by, note = await _paused(job, ctx)
+    entry = next_entry(job, after, times, paused_by=paused_by, note=note)
     if args.json:
         cli.print_json(entry)
     else:
         print(format_next(entry))
     return 0
+
+
+async def _paused(job: JobSpec, ctx: cli.Context) -> tuple[str | None, str | None]:
+    """Who paused the job's schedule on the server and why, or (None, None) if it runs.
+    Best-effort: the times are computed here, so an unreachable Temporal is one warning
+    line and the catalog's pause alone is said."""
+    try:
+        state = await schedule_state(await ctx.client(), job.id, retry=ctx.retry)
+    except (TemporalUnreachableError, OperationError) as exc:
+        print(f"warning: an operator's pause cannot be seen: {exc}", file=sys.stderr)
+        return None, None
+    if not (state.usable and state.paused):
+        return None, None
+    return await paused_by(cli.database_url(ctx), job.id, catalog=job.paused), state.note

@@ -14,8 +14,8 @@ from schedules.server.state import usable_state
 NAME = "pause"
 HELP = "pause a job's schedule, saying why"
 DESCRIPTION = (
-    "Pause the job's schedule on Temporal with a note saying why. A sync keeps an "
-    "operator's pause; `resume` lifts it."
+    "Pause the job's schedule on Temporal with a note saying why, recording who (--by) "
+    "for `explain` and `next`. A sync keeps an operator's pause; `resume` lifts it."
 )
 EXIT_CODES = (
     "exit codes: 0 done; 1 it did not take effect, Temporal unreachable, the job has no "
@@ -29,6 +29,12 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
     parser.add_argument(
         "--note", required=True, type=cli.shown_text, metavar="TEXT", help="why (required)"
     )
+    parser.add_argument(
+        "--by",
+        type=cli.shown_text,
+        metavar="WHO",
+        help="who pauses it, as `explain` and `next` then say (default: cli:<login name>)",
+    )
     cli.add_cluster_wait(parser)
     return parser
 
@@ -41,8 +47,12 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     await usable_state(client, job.id, retry=ctx.retry)
     at = datetime.now(UTC)  # before the pause is sent: the recorded interval is never narrow
     await pause(client, job.id, args.note, retry=ctx.retry)
+    who = cli.operator(args.by)
     await best_effort(
-        ctx, "pause", job.id, lambda url: record_pause(url, job.id, at, by="pause", note=args.note)
+        ctx,
+        "pause",
+        job.id,
+        lambda url: record_pause(url, job.id, at, by="pause", note=args.note, who=who),
     )
     print(f"paused {job.id}: {args.note}")
     print(f"resume with: python -m schedules resume {job.id}")

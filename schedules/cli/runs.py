@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from schedules.cli import context as cli
-from schedules.cli.format import counts_text, execution_entry, table
+from schedules.cli.format import counts_text, execution_entry, table, when_text
 from schedules.record import recent_executions
 
 NAME = "runs"
@@ -24,14 +24,15 @@ EXIT_CODES = (
 )
 
 
-def format_runs(job_id: str, entries: list[dict]) -> str:
+def format_runs(job_id: str, entries: list[dict], timezone: str) -> str:
+    """The slot as every command shows a time: local with the zone's abbreviation
+    (`2026-11-20 02:30 GMT`), then UTC."""
     if not entries:
         return f"{job_id}: no executions recorded"
     header = ("SCHEDULED", "UTC", "ORIGIN", "STATUS", "ATTEMPT", "TOOK", "COUNTS", "ERROR")
     rows = [
         (
-            e["scheduled_at"]["local"],
-            e["scheduled_at"]["utc"],
+            *when_text(e["scheduled_at"], timezone),
             e["origin"] or "-",
             e["status"],
             str(e["attempt"]),
@@ -61,5 +62,5 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     if args.json:
         cli.print_json({"job": job.id, "executions": entries})
     else:
-        print(format_runs(job.id, entries))
+        print(format_runs(job.id, entries, job.timezone))
     return 0

@@ -5,6 +5,8 @@ schedule's state, the slot's workflow, the workers polling the task queue), neve
 guess: `gather` collects that evidence and `explain` (pure, so every reason is unit-tested)
 turns it into one verdict, in this order:
 
+- a run started at that time off the job's fire times (a trigger, a direct start: its slot
+  is its start, named to the second) is judged by its row, as a fire time's;
 - the time is not one of the job's fire times;
 - a timing edit stranded the slot (`schedules.edits`) and it has no row: dropped by the
   edit, or kept and not run yet;
@@ -64,6 +66,10 @@ class Evidence:
     run_at: datetime | None = None
     # What a timing edit decided for this slot, if one stranded it (`schedules.edits`).
     edit: dict[str, Any] | None = None
+    # Who paused the schedule, if it is paused (`schedules.pauses.paused_by_text`).
+    paused_by: str | None = None
+    # A waiting slot's upstreams that are paused, each by whom and why.
+    paused_upstreams: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -124,6 +130,8 @@ def _edited(ev: Evidence, edit: dict[str, Any]) -> Verdict:
 
 
 def _explain(ev: Evidence) -> Verdict:
+    if not ev.on_grid and ev.row is not None:  # a manual run's own time
+        return _from_row(ev, ev.row)
     if not ev.on_grid and ev.repeated_of is not None:
         return Verdict(
             False,
@@ -134,11 +142,17 @@ def _explain(ev: Evidence) -> Verdict:
     if not ev.on_grid:
         before, after = ev.neighbours
         near = ", ".join(_when(ev, t) for t in (before, after) if t is not None)
+        unread = (
+            [f"cannot tell whether a manual run had this time: {ev.database_error}"]
+            if ev.database_error
+            else []
+        )
         return Verdict(
             False,
             "not_a_fire_time",
-            f"{_when(ev)} is not a fire time of {ev.job.id} ({ev.job.schedule_text})",
-            [f"the nearest fire times: {near}"] if near else [],
+            f"{_when(ev)} is not a fire time of {ev.job.id} ({ev.job.schedule_text}), "
+            "and no run was started at it",
+            ([f"the nearest fire times: {near}"] if near else []) + unread,
         )
     if ev.edit is not None and ev.row is None:
         return _edited(ev, ev.edit)
@@ -220,7 +234,11 @@ def _waiting(ev: Evidence, row: dict[str, Any]) -> Verdict:
         False,
         "waiting_for_upstream",
         f"waiting since {_when(ev, row['wait_began_at'])}: {row['wait_progress']}",
-        [when, "an upstream slot that completes (a run, a backfill) releases it at once"],
+        [
+            *ev.paused_upstreams,
+            when,
+            "an upstream slot that completes (a run, a backfill) releases it at once",
+        ],
     )
 
 
@@ -310,8 +328,9 @@ def _without_row(ev: Evidence) -> Verdict:
         return Verdict(
             False,
             "paused",
-            f"the schedule is paused ({schedule.note or 'no note'}): a paused schedule starts "
-            "nothing; resume with `python -m schedules resume " + job.id + "`",
+            f"the schedule is paused by {ev.paused_by or 'someone'} "
+            f"({schedule.note or 'no note'}): a paused schedule starts nothing; resume with "
+            f"`python -m schedules resume {job.id}`",
         )
     counted = (
         [f"the server counts {schedule.skipped_overlap} slot(s) it skipped by overlap policy"]

@@ -32,6 +32,19 @@ FROM job_executions e
 LEFT JOIN dependency_waits w ON w.execution_id = e.id
 WHERE e.job_name = %(job)s AND e.scheduled_at = %(scheduled_at)s
 
+-- name: execution_within
+-- The first row of a slot in [start, end): a manual or direct run's, whose slot is the time
+-- it was started at (to the microsecond), for `explain --at` that second.
+SELECT e.scheduled_at, e.status, e.attempt, e.origin, e.workflow_id, e.holder, e.started_at,
+       e.finished_at, e.result, e.error, w.status AS wait_status, w.progress AS wait_progress,
+       w.began_at AS wait_began_at, w.deadline AS wait_deadline,
+       w.decided_at AS wait_decided_at, w.reason AS wait_reason
+FROM job_executions e
+LEFT JOIN dependency_waits w ON w.execution_id = e.id
+WHERE e.job_name = %(job)s AND e.scheduled_at >= %(start)s AND e.scheduled_at < %(end)s
+ORDER BY e.scheduled_at
+LIMIT 1
+
 -- name: execution_counts
 -- How a job's recorded executions ended, and its newest success and failure, for `describe`.
 SELECT count(*) FILTER (WHERE status = 'completed') AS completed,

@@ -33,6 +33,7 @@ from schedules.tenants.slots import (
     backfill,
     explain,
     next_times,
+    paused_text,
     runs,
     trigger,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "next_fire_times",
     "next_times",
     "pause",
+    "paused_text",
     "register_kind",
     "resume",
     "runs",

@@ -33,13 +33,16 @@ MAX_BACKFILL = 1000
 class Requested:
     """Slots asked for: those recorded now, and those already recorded before; of a
     trigger given a client, the workflow ids it started, or why it could not start its
-    run (recorded all the same: the dispatcher's next tick starts it)."""
+    run (recorded all the same: the dispatcher's next tick starts it); of a dry-run
+    backfill, `would_run`: the slots it would record (and `already`, those it would
+    leave alone)."""
 
     schedule: Schedule
     recorded: list[dispatch.Intent]
     already: list[datetime]
     started: list[str] = field(default_factory=list)
     not_started: str | None = None
+    would_run: list[datetime] = field(default_factory=list)
 
 
 async def _live(conn: Any, schedule_id: int) -> Schedule:
@@ -132,7 +135,8 @@ async def backfill(
     """Run the schedule's fire times in `[start, end)` again, as `backfill` runs: each is
     recorded as an intent for the dispatcher (one already recorded is left alone). Only
     past times: `end` after now is refused, as are more than `limit` times. `dry_run`
-    lists them and records nothing."""
+    records nothing: its `would_run` names the slots it would record, `already` those
+    recorded before."""
     checked_by(by)
     now = clock()
     if start >= end:
@@ -153,8 +157,15 @@ async def backfill(
                 f"start / end: more than {limit} fire times of schedule {schedule_id} in "
                 f"{utc_text(start)} to {utc_text(end)}; backfill a shorter range"
             )
-        if dry_run or not slots:
-            return Requested(schedule, [], slots)
+        if dry_run:
+            rows = await store.all_rows(
+                conn, "intents_among", {"schedule_id": schedule.id, "slots": slots}
+            )
+            had = {row["scheduled_at"] for row in rows}
+            would = [s for s in slots if s not in had]
+            return Requested(schedule, [], [s for s in slots if s in had], would_run=would)
+        if not slots:
+            return Requested(schedule, [], [])
         due = {fire.slot: fire.at for fire in fires if fire.slot != fire.at}
         recorded, already = await _record(conn, schedule, slots, "backfill", now, by, due)
         if recorded:
@@ -191,6 +202,17 @@ class Explanation:
     execution: dict[str, Any] | None
     verdict: str
 
+    @property
+    def ran(self) -> bool:
+        """The slot ran: its ledger row is completed (a catalog job's `explain` says the
+        same, `schedules.health.explain.Verdict.ran`)."""
+        return self.execution is not None and self.execution["status"] == "completed"
+
+    @property
+    def exit_code(self) -> int:
+        """`explain`'s exit codes: 0 it ran, 1 it did not (the verdict says why)."""
+        return 0 if self.ran else 1
+
 
 async def explain(
     db: Database, schedule_id: int, slot: datetime, *, clock: Clock = utcnow
@@ -205,8 +227,10 @@ async def explain(
             conn, "execution_at", {"job": ledger_name(schedule_id), "slot": slot}
         )
         edit = await store.one(conn, "edited_slot", {"job": ledger_name(schedule_id), "slot": slot})
+        waiting = execution is not None and execution.get("wait_status") == "waiting"
+        paused = await _paused_upstreams(conn, schedule) if waiting else []
     due = due_time(schedule, slot)
-    verdict = _verdict(schedule, slot, due, intent, execution, now)
+    verdict = "; ".join([_verdict(schedule, slot, due, intent, execution, now), *paused])
     if edit is not None:
         verdict = f"{verdict}; {_edit_text(edit)}" if execution or intent else _edit_text(edit)
     return Explanation(
@@ -221,6 +245,22 @@ def _edit_text(edit: dict[str, Any]) -> str:
         f"{what} by the timing edit of {utc_text(edit['edited_at'])}: it was due "
         f"{utc_text(edit['was_due_at'])} under the timing before; {edit['reason']}"
     )
+
+
+async def _paused_upstreams(conn: Any, schedule: Schedule) -> list[str]:
+    """The schedule's upstream schedules (of its tenant, by name) that are paused, each by
+    whom and why: a slot waiting on one waits until it is resumed."""
+    said = []
+    for dep in schedule.depends_on:
+        if dep.schedule is None:
+            continue
+        upstream = await store.live_by_name(conn, schedule.tenant, dep.schedule)
+        if upstream is not None and upstream.paused:
+            said.append(
+                f"its upstream {dep.upstream} ({upstream.ledger_name}) is "
+                f"{paused_text(upstream)}: its slots do not run until it is resumed"
+            )
+    return said
 
 
 def _verdict(
@@ -257,10 +297,16 @@ def _verdict(
     if schedule.deleted_at is not None and slot >= schedule.deleted_at:
         return f"after the schedule was deleted ({utc_text(schedule.deleted_at)}): not run"
     if schedule.paused:
-        return f"paused ({schedule.note}): not run"
+        return f"{paused_text(schedule)}: not run"
     if schedule.next_fire_at is not None and due >= schedule.next_fire_at:
         return f"due, not dispatched yet{moved}"
     return "missed: passed without an intent or a ledger row"  # fmt: skip
+
+
+def paused_text(schedule: Schedule) -> str:
+    """`paused by support (card expired)`: that it is paused, by whom and why."""
+    by = schedule.paused_by or "an unrecorded writer"
+    return f"paused by {by} ({schedule.note or 'no note'})"
 
 
 async def runs(

@@ -139,6 +139,11 @@ UPDATE runtime_dispatch_intents SET started_at = now()
 WHERE schedule_id = %(schedule_id)s AND scheduled_at = %(slot)s AND started_at IS NULL
 RETURNING started_at
 
+-- name: intents_among
+-- Which of these slots have an intent already (what a dry-run backfill would leave alone).
+SELECT scheduled_at FROM runtime_dispatch_intents
+WHERE schedule_id = %(schedule_id)s AND scheduled_at = ANY(%(slots)s::timestamptz[])
+
 -- name: intent_at
 SELECT * FROM runtime_dispatch_intents
 WHERE schedule_id = %(id)s AND scheduled_at = %(slot)s

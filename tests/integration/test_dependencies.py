@@ -227,7 +227,13 @@ async def test_policies_at_a_failed_upstream_and_at_the_deadline_and_a_backfill_
         told = await gather_evidence(
             client, database_url, late_wait, Y, datetime.now(UTC), task_queue=task_queue
         )
-        assert explain(told).reason == "waiting_for_upstream"
+        waits = explain(told)
+        assert waits.reason == "waiting_for_upstream"
+        # Its upstream's schedule is paused: said with by whom and why.
+        assert waits.details[0].startswith(
+            f"its upstream {up_id} is paused by the catalog's `paused = true` ("
+        ), waits.details
+        assert waits.details[0].endswith("): its slots do not run until it is resumed")
 
         await backfill(client, up_id, [X, Y])  # X failed: run again; Y: run at last
         for d in (d_wait, late_wait):
@@ -308,6 +314,12 @@ async def test_runtime_schedules_wait_for_the_tenants_schedule_and_for_a_catalog
                 await tenants.backfill(database_url, waiter.id, X, X + H)
             await tick_all(d, datetime.now(UTC))
             await waiting(db, down.schedule.ledger_name, X, "waiting for schedule 'up'")
+            told = await tenants.explain(database_url, down.schedule.id, X)
+            assert told.verdict.startswith("running, waiting for schedule 'up'"), told.verdict
+            assert told.verdict.endswith(
+                f"; its upstream schedule 'up' ({up.ledger_name}) is paused by an unrecorded "
+                "writer (test: backfilled runs only): its slots do not run until it is resumed"
+            ), told.verdict
             await waiting(db, by_job.schedule.ledger_name, X, "waiting for hourly-sync")
             await tenants.backfill(database_url, up.id, X, X + H)
             await tick_all(d, datetime.now(UTC))

@@ -20,6 +20,7 @@ from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from devstack import free_port
 from devstack.payments import PaymentProviderServer
 from schedules.catalog.model import load_catalog
+from schedules.catalog.times import local_text
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
@@ -149,6 +150,8 @@ async def test_a_night_that_ran_one_skipped_by_its_deadline_and_times_that_are_n
     header, line = done.stdout.splitlines()
     assert header.split()[:4] == ["SCHEDULED", "UTC", "ORIGIN", "STATUS"]
     assert utc(slot) in line and "completed" in line and "reminded 0" in line, line
+    # The slot as every command shows a time: local with its zone's abbreviation, then UTC.
+    assert line.startswith(f"{local_text(slot, 'Europe/London')}  {utc(slot)}  "), line
     done = subprocess.run(
         [sys.executable, "-m", "schedules", "--catalog", str(catalog), "runs", "strict", "--json"],
         cwd=ROOT,
@@ -216,13 +219,23 @@ async def test_a_run_no_worker_picks_up_a_time_skipped_for_it_and_a_paused_sched
     code, out = explain(settings, catalog, "every5", "--at", utc(first + timedelta(seconds=5)))
     assert code == 1 and "Temporal never started it" in out, out
 
-    # Paused: a fire time after the pause starts nothing.
-    await handle.pause(note="maintenance 42")
+    # Paused: a fire time after the pause starts nothing; explain says who paused it, why.
     paused_at = datetime.now(UTC)
+    pause = ("pause", "every5", "--note", "maintenance 42", "--by", "alice")
+    done = subprocess.run(
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), *pause],
+        cwd=ROOT,
+        env=settings_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
     after = datetime.fromtimestamp((paused_at.timestamp() // 5 + 2) * 5, UTC)
     wait_until(after)
     code, out = explain(settings, catalog, "every5", "--at", utc(after))
-    assert code == 1 and "the schedule is paused (maintenance 42)" in out, out
+    assert code == 1 and "the schedule is paused by alice with `schedules pause` at " in out
+    assert "(maintenance 42): a paused schedule starts nothing" in out, out
     async for run in client.list_workflows(
         f"WorkflowId STARTS_WITH 'every5-' AND TaskQueue = '{task_queue}'"
     ):

@@ -17,6 +17,7 @@ from schedules.catalog.model import load_catalog
 from schedules.server.actions import trigger
 from schedules.server.state import OperationError
 from schedules.sync.apply import sync
+from schedules.sync.plan import managed_schedule_ids
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
 from tests.integration.jobs import executions
@@ -127,6 +128,35 @@ async def test_list_shows_schedules_next_and_last_runs_and_pauses(
     assert a["last_run"]["status"] == "failed"
     assert a["last_run"]["scheduled_at"]["utc"] == "2026-11-20T07:30:00Z"
     assert (b["synced"], b["next_run"], b["last_run"]) == (False, None, None)
+
+
+async def test_list_names_the_servers_schedules_the_catalog_does_not_have(
+    client, settings, tmp_path, synced
+):
+    """A schedule of this project that the given catalog lacks (another catalog's, or one
+    left over) is named under the table, not hidden; an invalid entry of the catalog is
+    the catalog's all the same."""
+    held = {"cron": "0 1 * * *", "timezone": "UTC", **QUIET}
+    every = write_catalog(tmp_path, **{f"op-held-{x}": held for x in "abc"})
+    await synced(every, "op-held-a", "op-held-b", "op-held-c")
+    (tmp_path / "one").mkdir()
+    one = write_catalog(
+        tmp_path / "one", **{"op-held-a": held, "op-held-c": held | {"cron": "61 * * * *"}}
+    )
+
+    async def all_listed():  # the server's listing (visibility) lags a sync
+        assert {"op-held-a", "op-held-b", "op-held-c"} <= await managed_schedule_ids(client)
+
+    await assert_eventually(all_listed, timeout=30)
+    listed = run_cli(settings, one, "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    others = json.loads(listed.stdout)["not_in_catalog"]
+    assert "op-held-b" in others, others
+    assert "op-held-a" not in others and "op-held-c" not in others  # c: invalid, left out
+    text = run_cli(settings, one, "list")
+    assert text.returncode == 0, text.stderr
+    (line,) = [line for line in text.stdout.splitlines() if line.startswith("the server also")]
+    assert "schedule(s) of this project that this catalog does not have: " in line, line
 
 
 async def test_describe_shows_catalog_server_and_executions(client, settings, db, tmp_path, synced):
@@ -337,15 +367,27 @@ async def test_pause_needs_a_note_and_resume_lifts_it(client, settings, tmp_path
     assert no_note.returncode == 2 and "--note" in no_note.stderr
     assert not (await handle.describe()).schedule.state.paused
 
-    paused = run_cli(settings, catalog, "pause", "op-pause", "--note", "ledger migration")
+    paused = run_cli(
+        settings, catalog, "pause", "op-pause", "--note", "ledger migration", "--by", "bob"
+    )
     assert paused.returncode == 0, paused.stderr
     state = (await handle.describe()).schedule.state
     assert (state.paused, state.note) == (True, "ledger migration")
+    # `next` says it is paused, by whom and why, above the times it fires once resumed.
+    upcoming = run_cli(settings, catalog, "next", "op-pause", "-n", "1")
+    assert upcoming.returncode == 0, upcoming.stderr
+    said = upcoming.stdout.splitlines()[1]
+    assert said.startswith("  paused by bob with `schedules pause` at "), upcoming.stdout
+    assert said.endswith(" (ledger migration): it runs none of these until resumed; they are "
+                         "the times it fires once resumed"), said  # fmt: skip
+    as_json = json.loads(run_cli(settings, catalog, "next", "op-pause", "--json").stdout)
+    assert (as_json["paused"], as_json["note"]) == (True, "ledger migration")
 
     resumed = run_cli(settings, catalog, "resume", "op-pause")
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed op-pause (it was paused: ledger migration)" in resumed.stdout
     assert not (await handle.describe()).schedule.state.paused
+    assert "paused" not in run_cli(settings, catalog, "next", "op-pause").stdout
 
     again = run_cli(settings, catalog, "resume", "op-pause")
     assert again.returncode == 0 and "is not paused; nothing changed" in again.stdout

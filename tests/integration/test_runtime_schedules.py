@@ -266,7 +266,8 @@ async def test_trigger_backfill_and_explain_record_intents(database_url):
     dry = await tenants.backfill(database_url, s.id, start, end, dry_run=True, clock=at(now))
     mondays = [datetime(2027, 3, 1, 13, tzinfo=UTC), datetime(2027, 3, 8, 13, tzinfo=UTC)]
     mondays.append(datetime(2027, 3, 15, 12, tzinfo=UTC))
-    assert dry.already == mondays and dry.recorded == []
+    # The plan names the slots that would run as such; none was recorded before.
+    assert dry.would_run == mondays and dry.already == [] and dry.recorded == []
     assert counts(database_url)[2] == 1
     done = await tenants.backfill(database_url, s.id, start, end, clock=at(now))
     assert [i.scheduled_at for i in done.recorded] == mondays
@@ -274,6 +275,8 @@ async def test_trigger_backfill_and_explain_record_intents(database_url):
     assert (
         await tenants.backfill(database_url, s.id, start, end, clock=at(now))
     ).already == mondays
+    dry = await tenants.backfill(database_url, s.id, start, end, dry_run=True, clock=at(now))
+    assert dry.would_run == [] and dry.already == mondays  # recorded: nothing would run again
     with pytest.raises(InvalidScheduleError, match=r"end: .* is after now"):
         await tenants.backfill(database_url, s.id, start, now + timedelta(days=1), clock=at(now))
 

@@ -138,11 +138,80 @@ def test_the_cli_writes_reads_and_refuses_with_its_exit_codes(database_url):
     (run,) = [json.loads(line) for line in runs.stdout.splitlines()]
     assert (run["status"], run["attempt"], run["origin"]) == ("failed", 2, "scheduled")
     told = cli(database_url, "explain", str(sid), slot.replace("+00:00", "Z"))
-    assert told.returncode == 0
+    assert told.returncode == 1  # it did not run: the catalog's `explain` exits 1 too
     assert told.stdout.strip().endswith(": failed (scheduled, attempt 2)")
     down = cli("postgresql://nobody@127.0.0.1:1/none", "list")
     assert down.returncode == 1
     assert one_error_line(down).startswith("error: PostgreSQL is unavailable: ")
+
+
+def test_explain_exits_as_explain_does_a_dry_run_names_what_would_run_next_says_paused(
+    database_url,
+):
+    """`tenants explain` exits as the catalog's `explain`: 0 the slot ran, 1 it did not (why
+    printed), 2 cannot tell. A dry-run backfill names the slots it would record as such.
+    `next` and `explain` of a paused schedule say who paused it and why."""
+    created = cli(
+        database_url,
+        *("create", "--tenant", "acme", "--name", "daily", "--kind", "test-noop"),
+        *("--cron", "0 3 * * *", "--timezone", "UTC"),
+    )
+    assert created.returncode == 0, created.stderr
+    sid = created.stdout.split()[1]
+    days = ("2026-01-01T03:00:00Z", "2026-01-02T03:00:00Z", "2026-01-03T03:00:00Z")
+    window = ("--start", "2026-01-01T00:00Z", "--end", "2026-01-04T00:00Z")
+    plan = cli(database_url, "backfill", sid, *window, "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    assert plan.stdout.splitlines() == [
+        *(f"would record {day[:10]} 03:00 UTC ({day})" for day in days),
+        "3 would be recorded, 0 already recorded; nothing recorded (--dry-run)",
+    ]
+    assert cli(database_url, "backfill", sid, *window).returncode == 0
+    again = cli(database_url, "backfill", sid, *window, "--dry-run")
+    assert again.stdout.splitlines() == [
+        *(f"already recorded: {day[:10]} 03:00 UTC ({day})" for day in days),
+        "0 would be recorded, 3 already recorded; nothing recorded (--dry-run)",
+    ]
+
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO job_executions (job_name, scheduled_at, status, attempt, origin)"
+            " VALUES (%s, %s, 'completed', 1, 'backfill')",
+            (sid, days[1]),
+        )
+        # Its timing in force since before the new year, so 5 January was due and missed.
+        conn.execute(
+            "UPDATE runtime_schedules SET timing_since = '2025-12-31T00:00Z' WHERE id = %s",
+            (int(sid.removeprefix("rt-")),),
+        )
+    ran = cli(database_url, "explain", sid, days[1])
+    assert (ran.returncode, ran.stdout.split(": ", 1)[1]) == (
+        0,
+        "completed (backfill, attempt 1)\n",
+    )
+    decided = cli(database_url, "explain", sid, days[0])
+    assert decided.returncode == 1 and "backfill start decided at" in decided.stdout
+    off = cli(database_url, "explain", sid, "2026-01-01T03:01Z")
+    assert off.returncode == 1 and "not a fire time of this schedule" in off.stdout
+    told = cli(database_url, "explain", sid, days[1], "--json")
+    assert told.returncode == 0 and json.loads(told.stdout)["ran"] is True
+
+    paused = cli(database_url, "pause", sid, "--note", "card expired", "--by", "support")
+    assert paused.returncode == 0, paused.stderr
+    missed = cli(database_url, "explain", sid, "2026-01-05T03:00Z")
+    assert missed.returncode == 1
+    assert missed.stdout.strip().endswith(": paused by support (card expired): not run")
+    upcoming = cli(database_url, "next", sid, "-n", "2")
+    first, *times = upcoming.stdout.splitlines()
+    assert first.startswith("paused by support (card expired): none of these runs until")
+    assert len(times) == 2
+    as_json = cli(database_url, "next", sid, "-n", "2", "--json")
+    lines = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [line["paused"] for line in lines] == [{"by": "support", "note": "card expired"}] * 2
+
+    down = cli("postgresql://nobody@127.0.0.1:1/none", "explain", sid, days[1])
+    assert down.returncode == 2
+    assert one_error_line(down).startswith("error: cannot tell: PostgreSQL is unavailable: ")
 
 
 def test_import_export_round_trip_and_reimport_is_a_no_op(database_url, tmp_path: Path):

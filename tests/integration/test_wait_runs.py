@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from schedules.catalog.times import local_text
 from tests.integration import test_operate
 from tests.integration.jobs import executions, insert_invoices
 from tests.integration.test_explain import write_catalog as write_catalog_with_tables
@@ -53,6 +54,15 @@ async def test_trigger_wait_prints_the_finished_run_as_recorded(
         name: str(value) for name, value in row["result"]["counts"].items()
     }
     assert lines[-1] == "1 run(s) of wr-trigger: 1 ran or had nothing to do"
+
+    # `explain --at` the run's own time, to the second as its workflow id, `runs` and the
+    # line above name it (its slot is the trigger's time to the microsecond), finds it.
+    second = f"{row['scheduled_at'].astimezone(UTC):%Y-%m-%dT%H:%M:%S}Z"
+    told = run_cli(settings, catalog, "explain", "wr-trigger", "--at", second)
+    assert told.returncode == 0, told.stdout + told.stderr
+    shown = f"{local_text(row['scheduled_at'], 'UTC')} ({second})"
+    assert told.stdout.startswith(f"wr-trigger at {shown}: ran: completed "), told.stdout
+    assert "manual run" in told.stdout, told.stdout
 
 
 async def test_trigger_wait_of_a_failing_run_prints_its_error_and_exits_1(

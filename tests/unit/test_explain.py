@@ -9,6 +9,7 @@ import pytest
 from activities.backfills import BackfillRequest
 from schedules.catalog.model import parse_catalog
 from schedules.health.explain import Evidence, explain, format_verdict
+from schedules.pauses import paused_by_text
 from schedules.server.state import ServerState
 
 FIRE = datetime(2026, 11, 20, 2, 30, tzinfo=UTC)
@@ -122,9 +123,13 @@ CASES = {
     "waiting": (evidence(workflow_status="RUNNING", pollers=1), False, "no worker has claimed"),
     "no_record": (evidence(workflow_status="FAILED"), False, "ended (FAILED) without recording"),
     "paused": (
-        evidence(schedule=ServerState(exists=True, managed=True, paused=True, note="incident 7")),
+        evidence(
+            schedule=ServerState(exists=True, managed=True, paused=True, note="incident 7"),
+            paused_by="alice with `schedules pause` at 2026-11-20T01:00:00Z",
+        ),
         False,
-        "the schedule is paused (incident 7)",
+        "the schedule is paused by alice with `schedules pause` at 2026-11-20T01:00:00Z "
+        "(incident 7)",
     ),
     "not_started": (evidence(), False, "Temporal never started it"),
     "backfill_skipped": (
@@ -203,3 +208,23 @@ def test_explain_says_what_a_business_calendar_did_to_the_slot():
         "its business calendar does not run it: skipped on Sat 2027-01-02: weekend "
         "(on_holiday skip)"
     )
+
+
+def test_explain_finds_a_manual_run_at_its_own_time():
+    """A trigger's slot is its time, off the job's grid: its row is the verdict."""
+    manual = FIRE + timedelta(hours=1, seconds=7, microseconds=123456)
+    ran = explain(evidence(fire=manual, on_grid=False, row=row("completed", origin="manual")))
+    assert (ran.reason, ran.ran) == ("completed", True)
+    assert ran.text.endswith("attempt 1, manual run"), ran.text
+
+
+def test_who_paused_a_job_is_said_from_its_recorded_pause():
+    at = datetime(2026, 11, 20, 1, tzinfo=UTC)
+    by_hand = {"paused_by": "pause", "requested_by": "alice", "paused_at": at, "note": "x"}
+    assert paused_by_text(by_hand) == "alice with `schedules pause` at 2026-11-20T01:00:00Z"
+    older = by_hand | {"requested_by": None}  # recorded before who was
+    assert paused_by_text(older).startswith("an operator with `schedules pause`")
+    by_sync = by_hand | {"paused_by": "sync", "requested_by": None}
+    assert paused_by_text(by_sync) == "the catalog's `paused = true`"
+    assert paused_by_text(None, catalog=True) == "the catalog's `paused = true`"
+    assert paused_by_text(None) == "someone in the Temporal UI or CLI, who is not recorded"

@@ -220,11 +220,17 @@ def test_next_of_a_job_the_catalog_pauses_says_so_above_its_times():
     assert (entry["paused"], entry["note"]) == (True, "ledger migration")
     lines = format_next(entry).splitlines()
     assert lines[1] == (
-        "  paused: ledger migration (the catalog pauses it): it runs none of these until "
-        "resumed; they are the times it fires once resumed"
+        "  paused by the catalog's `paused = true` (ledger migration): it runs none of these "
+        "until resumed; they are the times it fires once resumed"
     )
     assert "2027-03-14T07:00:00Z" in lines[-1]
     assert "paused" not in format_next(next_entry(job(), after, job().timing.upcoming(after, 1)))
+    # An operator's pause, as the server and the pause record tell it.
+    by_hand = next_entry(
+        job(), after, job().timing.upcoming(after, 1), paused_by="alice", note="incident 7"
+    )
+    assert (by_hand["paused"], by_hand["paused_by"]) == (True, "alice")
+    assert format_next(by_hand).splitlines()[1].startswith("  paused by alice (incident 7): ")
 
 
 def test_list_and_describe_escape_a_note_another_tool_set_on_the_schedule():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from core.text import printable
 from schedules.catalog.problems import short
 from schedules.catalog.times import local_text, parse_time, utc_text
-from schedules.cli.context import BadInputError, Context, database_url, shown_text
+from schedules.cli.context import BadInputError, Context, database_url, operator, shown_text
 from schedules.tenants import Quotas, Schedule
 from schedules.tenants.values import JsonTextError, parse_json
 
@@ -24,10 +23,14 @@ EXIT_CODES = (
 
 
 def subcommand(
-    commands: argparse._SubParsersAction, name: str, help: str, handler: Any
+    commands: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    handler: Any,
+    exit_codes: str = EXIT_CODES,
 ) -> argparse.ArgumentParser:
     parser = commands.add_parser(
-        name, help=help, description=help[0].upper() + help[1:] + ".", epilog=EXIT_CODES
+        name, help=help, description=help[0].upper() + help[1:] + ".", epilog=exit_codes
     )
     parser.set_defaults(tenants_handler=handler)
     return parser
@@ -56,12 +59,7 @@ def schedule_id(text: str) -> int:
 
 
 def who(args: argparse.Namespace) -> str:
-    if args.by is not None:
-        return args.by
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):
-        return "cli"
+    return operator(args.by)
 
 
 def url(ctx: Context) -> str:

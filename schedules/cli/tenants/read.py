@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import UTC
 
 from schedules import tenants
@@ -19,6 +20,13 @@ from schedules.cli.tenants.common import (
     summary,
     url,
     when,
+)
+from schedules.record import DatabaseUnavailableError
+
+EXPLAIN_EXIT_CODES = (
+    "exit codes (the catalog's `explain`): 0 it ran (completed); 1 it did not, and why is "
+    "printed; 2 cannot tell (PostgreSQL unreachable) or bad input (an unknown schedule id, "
+    "a time it cannot read)"
 )
 
 
@@ -43,7 +51,9 @@ def configure(commands: argparse._SubParsersAction) -> None:
     upcoming.add_argument("-n", type=count, default=10, help="how many (10)")
     upcoming.add_argument("--json", action="store_true", help="JSON Lines")
 
-    explain = subcommand(commands, "explain", "what happened to one slot, and why", _explain)
+    explain = subcommand(
+        commands, "explain", "what happened to one slot, and why", _explain, EXPLAIN_EXIT_CODES
+    )
     add_id(explain)
     explain.add_argument("slot", metavar="TIME", help="the slot, in the schedule's zone or UTC")
     explain.add_argument("--json", action="store_true", help="one JSON object")
@@ -91,11 +101,19 @@ async def _list(args: argparse.Namespace, ctx: Context) -> int:
 
 
 async def _next(args: argparse.Namespace, ctx: Context) -> int:
+    """A paused schedule says so first (by whom and why): it runs none of the times until
+    resumed; `--json` gives each line its `paused`."""
     schedule, times = await tenants.next_times(url(ctx), args.id, args.n)
+    paused = {"by": schedule.paused_by, "note": schedule.note} if schedule.paused else None
+    if paused and not args.json:
+        say(
+            f"{tenants.paused_text(schedule)}: none of these runs until it is resumed, and a resume "
+            "runs the first of them after it"
+        )
     for fire in times:
         if args.json:
             at_utc = fire.at.astimezone(UTC).isoformat()
-            print_line({"at": at_utc, "dst": fire.dst, "calendar": fire.calendar})
+            print_line({"at": at_utc, "dst": fire.dst, "calendar": fire.calendar, "paused": paused})
         else:
             notes = "".join(f"  [{note}]" for note in (fire.dst, fire.calendar) if note)
             print(at(fire.at, schedule.timezone) + notes)
@@ -103,9 +121,15 @@ async def _next(args: argparse.Namespace, ctx: Context) -> int:
 
 
 async def _explain(args: argparse.Namespace, ctx: Context) -> int:
-    schedule = await tenants.get(url(ctx), args.id)
-    slot = when(args.slot, schedule.timezone, "TIME")
-    told = await tenants.explain(url(ctx), args.id, slot)
+    """The catalog's `explain` exit codes: 0 it ran, 1 it did not, 2 cannot tell or bad
+    input."""
+    try:
+        schedule = await tenants.get(url(ctx), args.id)
+        slot = when(args.slot, schedule.timezone, "TIME")
+        told = await tenants.explain(url(ctx), args.id, slot)
+    except DatabaseUnavailableError as exc:
+        print(f"error: cannot tell: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print_line(
             {
@@ -115,12 +139,13 @@ async def _explain(args: argparse.Namespace, ctx: Context) -> int:
                 "workflow_id": told.workflow_id,
                 "intent": told.intent,
                 "execution": told.execution,
+                "ran": told.ran,
                 "verdict": told.verdict,
             }
         )
-        return 0
-    say(f"{told.workflow_id} ({at(slot, schedule.timezone)}): {told.verdict}")
-    return 0
+    else:
+        say(f"{told.workflow_id} ({at(slot, schedule.timezone)}): {told.verdict}")
+    return told.exit_code
 
 
 async def _runs(args: argparse.Namespace, ctx: Context) -> int:

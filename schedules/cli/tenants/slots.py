@@ -97,9 +97,14 @@ async def _backfill(args: argparse.Namespace, ctx: Context) -> int:
     done = await tenants.backfill(url(ctx), args.id, start, end, dry_run=args.dry_run, by=who(args))
     zone = schedule.timezone
     if args.dry_run:
-        for slot in done.already:
+        for slot in done.would_run:
             print(f"would record {at(slot, zone)}")
-        print(f"{len(done.already)} fire time(s); nothing recorded (--dry-run)")
+        for slot in done.already:
+            print(f"already recorded: {at(slot, zone)}")
+        print(
+            f"{len(done.would_run)} would be recorded, {len(done.already)} already recorded; "
+            "nothing recorded (--dry-run)"
+        )
         return 0
     for intent in done.recorded:
         print(f"recorded {intent.workflow_id} ({at(intent.scheduled_at, zone)})")
