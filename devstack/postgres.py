@@ -6,6 +6,7 @@ import importlib.util
 import logging
 import os
 import pwd
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -95,24 +96,11 @@ class EmbeddedPostgres:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         self._make_traversable()
         if not self.initialised():
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            self._chown(self.data_dir)
-            _run(
-                [
-                    str(POSTGRES_BIN_PATH / "initdb"),
-                    "-D",
-                    str(self.data_dir),
-                    "-U",
-                    "postgres",
-                    "--auth=trust",
-                    "--encoding=UTF8",
-                    "--no-instructions",
-                ],
-                run_as,
-            )
+            self._initdb(run_as)
         self._claim()
         self.log_file.touch()
         self._chown(self.log_file)
+        self.started = True  # from here on stop() stops it, even if start is interrupted
         options = f"-h {self.host} -p {self.port} -k {self.data_dir} -c fsync=off"
         _run(
             [
@@ -131,7 +119,24 @@ class EmbeddedPostgres:
             run_as,
         )
         self.wait_ready(timeout)
-        self.started = True
+
+    def _initdb(self, run_as: dict) -> None:
+        """Create the cluster beside the data directory and move it in once complete: an
+        initdb cut short (Ctrl-C) leaves no half-made cluster for the next start to trip on."""
+        fresh = self.data_dir.with_name(f"{self.data_dir.name}.initdb")
+        shutil.rmtree(fresh, ignore_errors=True)
+        fresh.mkdir()
+        self._chown(fresh)
+        _run(
+            [
+                *(str(POSTGRES_BIN_PATH / "initdb"), "-D", str(fresh), "-U", "postgres"),
+                *("--auth=trust", "--encoding=UTF8", "--no-instructions"),
+            ],
+            run_as,
+        )
+        if self.data_dir.exists():
+            self.data_dir.rmdir()  # an empty one (initdb would refuse one with files too)
+        fresh.rename(self.data_dir)
 
     def _claim(self) -> None:
         """Refuse a data directory a live server holds (pg_ctl would fail with the cause

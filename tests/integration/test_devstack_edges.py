@@ -5,12 +5,14 @@ directory and spare ports."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
 from devstack import free_port
+from devstack.ports import require_free_port
 from devstack.postgres import EmbeddedPostgres
-from tests.helpers import ROOT
+from tests.helpers import ROOT, wait_for_text
 
 
 def devstack(state, ports: list[int]) -> list[str]:
@@ -48,3 +50,48 @@ def test_a_state_directory_another_stack_holds_is_refused_in_one_line(service_tm
         holder.wait_ready(10)  # left alone
     finally:
         holder.stop("immediate")
+
+
+def interrupted_at(state, log, ports: list[int], text: str) -> int:
+    """Start the stack, Ctrl-C it once `text` is in its output; its exit code."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            devstack(state, ports),
+            cwd=ROOT,
+            env=clean_env() | {"PYTHONUNBUFFERED": "1"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for_text(log, text, timeout=120)
+        proc.send_signal(signal.SIGINT)
+        return proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_ctrl_c_while_the_stack_starts_stops_it_there(service_tmp, tmp_path):
+    """Before, start-up ran to its end (synced schedules, workers ready) and only then
+    stopped. Now it stops where it is: in a blocking step (initdb, pg_ctl) or an awaited
+    one (the Temporal dev server's start), and stops what had started."""
+    state = service_tmp / f"interrupted-{free_port()}"
+    ports = [free_port() for _ in range(6)]
+
+    first = tmp_path / "first.log"
+    assert interrupted_at(state, first, ports, "starting PostgreSQL") == 130
+    # The demo data, the Temporal dev server, the sync and the workers never came.
+    assert "interrupted while starting" in first.read_text()
+    assert "demo billing data" not in first.read_text()
+
+    # Cut short in initdb or not, the state serves the next start.
+    second = tmp_path / "second.log"
+    assert interrupted_at(state, second, ports, "starting the Temporal dev server") == 130
+    text = second.read_text()
+    assert "migrations applied" in text and "interrupted while starting" in text
+    assert "schedules synced" not in text and "workers ready" not in text
+    assert "Traceback" not in first.read_text() + text
+    assert not (state / "postgres" / "postmaster.pid").exists()  # PostgreSQL stopped
+    for port in ports[:2]:  # PostgreSQL's and Temporal's ports are free again
+        require_free_port(port, "a server of the stack")
