@@ -224,6 +224,19 @@ def _ports(args: argparse.Namespace) -> list[tuple[str, str, int]]:
     ]
 
 
+class StartInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) while the stack starts: raised where start-up is, so a step that
+    blocks (pg_ctl, migrations, a worker's start) ends at once and what started stops. A
+    KeyboardInterrupt, so that asyncio lets it out of the loop when it lands in a callback
+    or in the loop's wait; asyncio.run then cancels main, whose `finally` stops the stack."""
+
+
+def _interrupt_start(signum: int, frame: object) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the stopping that follows is not cut short
+        signal.signal(sig, signal.SIG_IGN)
+    raise StartInterrupted
+
+
 async def main(args: argparse.Namespace) -> int:
     stack = LocalStack(
         args.state.resolve(),
@@ -238,11 +251,17 @@ async def main(args: argparse.Namespace) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        signal.signal(sig, _interrupt_start)
     try:
         for flag, what, port in _ports(args):
             require_free_port(port, what, flag=flag)
-        await stack.start()
+        try:
+            await stack.start()
+        except (StartInterrupted, asyncio.CancelledError):  # cancelled: see __main__
+            _say("interrupted while starting: stopping what started")
+            return 130
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
         print(_instructions(stack), flush=True)
         await stop.wait()
         _say("stopping: draining workers, then Temporal and PostgreSQL")
@@ -270,4 +289,8 @@ if __name__ == "__main__":
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    exit_process(asyncio.run(main(args)))
+    try:
+        code = asyncio.run(main(args))
+    except StartInterrupted:  # while the event loop waited: main's task was cancelled
+        code = 130
+    exit_process(code)

@@ -6,6 +6,7 @@ import importlib.util
 import logging
 import os
 import pwd
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from core.errors import SchedulerError
 from core.sql import queries
 from devstack.ports import require_free_port
 
@@ -34,6 +36,10 @@ POSTGRES_BIN_PATH = _bin_path()
 
 # PostgreSQL refuses to run as root; under root we run it as this system user.
 SERVICE_USER = "embedded_postgres"
+
+
+class StateInUseError(SchedulerError):
+    """The data directory is another running server's (another `make run` on that state)."""
 
 
 class EmbeddedPostgres:
@@ -90,27 +96,11 @@ class EmbeddedPostgres:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         self._make_traversable()
         if not self.initialised():
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            self._chown(self.data_dir)
-            _run(
-                [
-                    str(POSTGRES_BIN_PATH / "initdb"),
-                    "-D",
-                    str(self.data_dir),
-                    "-U",
-                    "postgres",
-                    "--auth=trust",
-                    "--encoding=UTF8",
-                    "--no-instructions",
-                ],
-                run_as,
-            )
-        # A stale pid file from a killed server would stop pg_ctl from starting.
-        pid_file = self.data_dir / "postmaster.pid"
-        if pid_file.exists() and not _pid_alive(pid_file):
-            pid_file.unlink()
+            self._initdb(run_as)
+        self._claim()
         self.log_file.touch()
         self._chown(self.log_file)
+        self.started = True  # from here on stop() stops it, even if start is interrupted
         options = f"-h {self.host} -p {self.port} -k {self.data_dir} -c fsync=off"
         _run(
             [
@@ -129,7 +119,43 @@ class EmbeddedPostgres:
             run_as,
         )
         self.wait_ready(timeout)
-        self.started = True
+
+    def _initdb(self, run_as: dict) -> None:
+        """Create the cluster beside the data directory and move it in once complete: an
+        initdb cut short (Ctrl-C) leaves no half-made cluster for the next start to trip on."""
+        fresh = self.data_dir.with_name(f"{self.data_dir.name}.initdb")
+        shutil.rmtree(fresh, ignore_errors=True)
+        fresh.mkdir()
+        self._chown(fresh)
+        _run(
+            [
+                *(str(POSTGRES_BIN_PATH / "initdb"), "-D", str(fresh), "-U", "postgres"),
+                *("--auth=trust", "--encoding=UTF8", "--no-instructions"),
+            ],
+            run_as,
+        )
+        if self.data_dir.exists():
+            self.data_dir.rmdir()  # an empty one (initdb would refuse one with files too)
+        fresh.rename(self.data_dir)
+
+    def _claim(self) -> None:
+        """Refuse a data directory a live server holds (pg_ctl would fail with the cause
+        only in the log); remove a stale pid file a killed server left, which would stop
+        pg_ctl from starting."""
+        pid_file = self.data_dir / "postmaster.pid"
+        if not pid_file.exists():
+            return
+        if not _pid_alive(pid_file):
+            pid_file.unlink()
+            return
+        lines = pid_file.read_text().splitlines()
+        port = f", port {lines[3]}" if len(lines) > 3 and lines[3].strip().isdigit() else ""
+        state = self.data_dir.parent
+        raise StateInUseError(
+            f"the state directory {state} is in use by another stack (its PostgreSQL runs as "
+            f"pid {lines[0]}{port}); stop that stack, or give this one its own state "
+            f"directory with --state (make run ARGS='--state DIR')"
+        )
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -180,14 +206,21 @@ class EmbeddedPostgres:
 
 
 def _pid_alive(pid_file: Path) -> bool:
+    """Whether the pid file's server runs: its pid is alive and, where /proc tells, a
+    postgres (after a reboot the pid may be another program's)."""
     try:
         pid = int(pid_file.read_text().splitlines()[0])
         os.kill(pid, 0)
     except (ValueError, IndexError, ProcessLookupError):
         return False
     except PermissionError:
+        pass
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == "postgres"
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()  # gone since, or no /proc to ask
+    except OSError:
         return True
-    return True
 
 
 def _run(args: list[str], run_as: dict) -> None:

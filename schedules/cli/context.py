@@ -9,7 +9,6 @@ import getpass
 import json
 import math
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -116,21 +115,19 @@ class Context:
         """Run `call`, retrying transient Temporal errors for up to `wait_seconds`."""
         return await self.retry(call)
 
-    async def _connect(self, deadline: float) -> Client:
-        # No attempt may outlast the budget (an address that never answers).
-        limit = max(deadline - time.monotonic(), 0.5)
-        if self.waiting_for_cluster:
-            limit = min(limit, _ATTEMPT_SECONDS)
+    async def _connect(self, timeout: float) -> Client:
         try:
-            return await asyncio.wait_for(connect(self.settings), timeout=limit)
+            return await asyncio.wait_for(connect(self.settings), timeout=timeout)
         except TimeoutError:
-            raise RuntimeError(f"no answer within {limit:g}s") from None
+            raise RuntimeError(f"no answer within {timeout:g}s") from None
 
     async def client(self) -> Client:
         async with self._connecting:
             if self._client is None:
-                deadline = time.monotonic() + self.wait_seconds
-                self._client = await self.retrying(lambda: self._connect(deadline))
+                # No attempt outlasts the budget (an address that never answers), and
+                # one waiting for a cluster gives up on a silent attempt after a while.
+                cap = _ATTEMPT_SECONDS if self.waiting_for_cluster else None
+                self._client = await self.retry.within(self._connect, attempt_cap=cap)
         return self._client
 
 

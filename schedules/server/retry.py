@@ -8,19 +8,13 @@ a refusal is not. `Retry` asks again for a bounded time, then raises one
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_delay,
-    wait_exponential,
-)
 
 from core import redact
 from core.errors import TemporalUnreachableError, transport_cause
@@ -29,6 +23,9 @@ T = TypeVar("T")
 
 # What a call that was not asked to wait gives an unreachable Temporal, in seconds.
 FAIL_FAST_SECONDS = 5.0
+
+# The one attempt of a budget of 0 seconds (`--wait-for-cluster 0`) may take this long.
+ZERO_BUDGET_ATTEMPT = 0.5
 
 # Errors that say the server is not (yet) reachable, or too busy to answer now.
 TRANSIENT = {
@@ -66,7 +63,8 @@ class Retry:
     By default a refused connection (nothing listens at the address) is final at once.
     With `waiting_for_cluster` it is retried too, and `announce(cause)` is told once,
     before the first wait, what is waited for. `address` names the server in the error,
-    `setting` the setting it came from (the CLI's says when it was not set).
+    `setting` the setting it came from (the CLI's says when it was not set). `clock` and
+    `sleep` measure and spend the budget (a test passes its own).
     """
 
     def __init__(
@@ -77,6 +75,8 @@ class Retry:
         address: Callable[[], str] | str = "the server",
         announce: Callable[[str], None] | None = None,
         setting: Callable[[], str] = lambda: "(TEMPORAL_ADDRESS)",
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self.seconds = seconds
         self.waiting_for_cluster = waiting_for_cluster
@@ -84,6 +84,8 @@ class Retry:
         self._announce_to = announce
         self._setting = setting
         self._announced = False
+        self._clock = clock
+        self._sleep = sleep
 
     @classmethod
     def for_client(cls, client: Client, seconds: float = FAIL_FAST_SECONDS) -> Retry:
@@ -98,32 +100,52 @@ class Retry:
             return False
         return self.waiting_for_cluster or not nobody_there(exc)
 
-    def _announce(self, state: RetryCallState) -> None:
+    def _announce(self, exc: BaseException) -> None:
         if self._announced or not self.waiting_for_cluster or self._announce_to is None:
             return
         self._announced = True
-        exc = state.outcome.exception() if state.outcome else None
-        self._announce_to(f": {transport_cause(exc)}" if exc is not None else "")
+        self._announce_to(f": {transport_cause(exc)}")
 
     async def __call__(self, call: Callable[[], Awaitable[T]]) -> T:
-        started = time.monotonic()
-        try:
-            async for attempt in AsyncRetrying(
-                retry=retry_if_exception(self._retryable),
-                stop=stop_after_delay(self.seconds),
-                wait=wait_exponential(multiplier=0.25, max=5),
-                before_sleep=self._announce,
-                reraise=True,
-            ):
-                with attempt:
-                    return await call()
-        except (RPCError, RuntimeError) as exc:
-            if not transient(exc):
-                raise
-            where = f"cannot reach Temporal at {self.address()}"
-            if time.monotonic() - started >= 1 or self.waiting_for_cluster:
-                where += f" within {self.seconds:g}s"
-            raise TemporalUnreachableError(
-                f"{where}: {transport_cause(exc)} {self._setting()}"
-            ) from None
-        raise AssertionError("unreachable")
+        return await self.within(lambda _timeout: call())
+
+    async def within(
+        self, call: Callable[[float], Awaitable[T]], *, attempt_cap: float | None = None
+    ) -> T:
+        """`__call__` for a call that takes its own timeout: each attempt is given what is
+        left of the budget (at most `attempt_cap`), so none ends past the deadline. No wait
+        between attempts runs past it either, and none starts once it has passed: the
+        budget is a bound, not a point after which one more attempt may begin."""
+        started = self._clock()
+        deadline = started + self.seconds
+        attempt = 0
+        while True:
+            attempt += 1
+            # A budget of 0 is one attempt, given the time a connection takes.
+            left = deadline - self._clock() if self.seconds > 0 else ZERO_BUDGET_ATTEMPT
+            timeout = left if attempt_cap is None else min(left, attempt_cap)
+            try:
+                return await call(timeout)
+            except (RPCError, RuntimeError) as exc:
+                if not transient(exc):
+                    raise
+                if not self._retryable(exc):
+                    raise self._unreachable(exc, started) from None
+                pause = min(_backoff(attempt), deadline - self._clock())
+                if pause <= 0:
+                    raise self._unreachable(exc, started) from None
+                self._announce(exc)
+                await self._sleep(pause)
+                if self._clock() >= deadline:
+                    raise self._unreachable(exc, started) from None
+
+    def _unreachable(self, exc: BaseException, started: float) -> TemporalUnreachableError:
+        where = f"cannot reach Temporal at {self.address()}"
+        if self._clock() - started >= 1 or self.waiting_for_cluster:
+            where += f" within {self.seconds:g}s"
+        return TemporalUnreachableError(f"{where}: {transport_cause(exc)} {self._setting()}")
+
+
+def _backoff(attempt: int) -> float:
+    """The wait after the `attempt`-th failure: 0.25 s doubling, at most 5 s."""
+    return min(0.25 * 2 ** (attempt - 1), 5.0)

@@ -59,20 +59,26 @@ def wait_for_text(
 def run_python_walkthrough(page: Path, database_url: str) -> list[str]:
     """Run a docs page's one Python block as written, on `database_url`; its output lines.
     Fails the test, with its stderr, if it does not exit 0."""
+    done = run_python_block(page, {"DATABASE_URL": database_url})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def run_python_block(page: Path, env: dict[str, str]):
+    """Run a docs page's one Python block as written, with `env` and no other `DATABASE_*`
+    or `TENANT_*` variable; the finished process."""
     import os
     import re
     import subprocess
     import sys
 
     (block,) = re.findall(r"^```python\n(.*?)^```$", page.read_text(), re.MULTILINE | re.DOTALL)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "TENANT_"))}
-    done = subprocess.run(
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "TENANT_"))}
+    return subprocess.run(
         [sys.executable, "-c", block],
         cwd=ROOT,
-        env=env | {"DATABASE_URL": database_url},
+        env=clean | env,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
