@@ -32,6 +32,10 @@ shard ticking at once; every runtime slot of the minute must run once (the audit
 runtime schedules, and one completed row and at most one report email per slot).
 `runtime-kill` (issue 36) kills the worker of twenty per-slot runtime slots with their work
 in flight: each must complete once, on the other worker, within its kind's allowance.
+`clock-ahead` and `clock-behind` (issue 41) run the slot's holder with its wall clock 5
+minutes ahead of or behind the machine's (PostgreSQL's and Temporal's), moved by Debian's
+`faketime` library (`apt-get install faketime`); it is killed at its planned chunk and a
+worker with the true clock takes over and finishes.
 """
 
 from __future__ import annotations
@@ -566,6 +570,53 @@ async def partition(trial: Trial) -> Verdict:
         proxy.close()
 
 
+# Debian's faketime (`apt-get install faketime`): its library moves the real clock of the
+# process it is preloaded in, as the `faketime` command does.
+FAKETIME_LIB = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+
+
+def skewed_clock(offset: str) -> dict[str, str]:
+    """A worker's environment whose wall clock runs `offset` (`+5m`, `-5m`) from the
+    machine's, PostgreSQL's and Temporal's; its monotonic clock is left alone."""
+    if not FAKETIME_LIB.exists():
+        raise TrialError(f"needs Debian's faketime ({FAKETIME_LIB}): apt-get install faketime")
+    return {
+        "LD_PRELOAD": str(FAKETIME_LIB),
+        "FAKETIME": offset,
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+    }
+
+
+async def skewed_holder(trial: Trial, offset: str) -> Verdict:
+    """The slot claimed and worked by a worker whose clock is `offset` off; SIGKILLed at
+    its planned chunk, a worker with the true clock takes over and finishes."""
+    insert_invoices(trial.db, 5_000, due=OVERDUE)
+    job = reminders_job()
+    (skewed,) = await trial.start_workers(1, **skewed_clock(offset))
+    async with registered(trial.client, job, trial.task_queue):
+        await trial.client.get_schedule_handle(job.id).trigger()
+        await trial.held_after_chunks()
+        if trial.holder(job.id) != skewed.pid:
+            raise TrialError("the skewed worker does not hold the slot")
+        (true,) = await trial.start_workers(1)
+        skewed.signal(signal.SIGKILL)
+        await eventually(lambda: trial.holder(job.id) == true.pid, 120, "a take-over")
+        trial.gate.open()
+        await trial.settled(job.id, 1)
+        findings, note = trial.audit(job.id)
+    v = Verdict(trial.fault, 1, findings, trial.completed(job.id, 1) + trial.reminders_once(5_000))
+    v.error = note
+    return v
+
+
+async def clock_ahead(trial: Trial) -> Verdict:
+    return await skewed_holder(trial, "+5m")
+
+
+async def clock_behind(trial: Trial) -> Verdict:
+    return await skewed_holder(trial, "-5m")
+
+
 async def rolling(trial: Trial) -> Verdict:
     """Rolling restarts of every worker (SIGTERM, then a new one) during a backfill of the
     6 last nights of invoice-reminders (the catalog's 02:30 London)."""
@@ -902,6 +953,8 @@ FAULTS: dict[str, Callable[[Trial], Awaitable[Verdict]]] = {
     "dispatch-kill": dispatch_kill,
     "dispatch-double": dispatch_double,
     "runtime-kill": runtime_kill,
+    "clock-ahead": clock_ahead,
+    "clock-behind": clock_behind,
 }
 
 
