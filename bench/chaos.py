@@ -72,7 +72,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.chaos_plan import TrialPlan, plan, replay_command  # noqa: E402
+from bench.chaos_plan import TrialPlan, plan, replay_command, shown  # noqa: E402
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from devstack.payments import PaymentProviderServer  # noqa: E402
 from jobs import runtime_kinds  # noqa: E402
@@ -965,10 +965,7 @@ def planned(args: argparse.Namespace) -> list[TrialPlan]:
 
 
 def show_plan(args: argparse.Namespace) -> None:
-    print(f"seed {args.seed}: {len(args.faults)} class(es) x {args.trials} trial(s)")
-    for t in planned(args):
-        print(f"  {t.describe()}")
-    sys.stdout.flush()
+    print("\n".join(shown(args.seed, args.faults, args.trials, args.only)), flush=True)
 
 
 async def run(args: argparse.Namespace) -> list[Verdict]:

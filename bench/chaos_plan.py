@@ -55,6 +55,13 @@ def plan(seed: int, faults: list[str], trials: int) -> list[TrialPlan]:
     ]
 
 
+def shown(seed: int, faults: list[str], trials: int, only: int | None = None) -> list[str]:
+    """What a run prints first: the seed, then each trial it runs (all, or `only`)."""
+    lines = [f"seed {seed}: {len(faults)} class(es) x {trials} trial(s)"]
+    trials_run = [t for t in plan(seed, faults, trials) if only in (None, t.number)]
+    return lines + [f"  {t.describe()}" for t in trials_run]
+
+
 def replay_command(seed: int, faults: list[str], trials: int, number: int) -> str:
     """The one command that runs trial `number` of this plan again, as planned."""
     return (
