@@ -14,6 +14,13 @@ hold), lets the system recover, and is then judged twice:
 
     .venv/bin/python bench/chaos.py --trials 10                 # every fault class
     .venv/bin/python bench/chaos.py --trials 3 --faults kill,zombie
+    .venv/bin/python bench/chaos.py --seed 42 --trials 3 --plan-only  # the plan, not run
+
+Every choice is drawn from one seed (`bench/chaos_plan.py`): the order of the trials, how
+many chunks each gated run does before its fault lands, the delays around it. The seed and
+its plan are printed first (a seed not given is drawn and printed); the same seed, classes
+and trial count give the same plan. A trial that ends with a violation or a finding prints
+the one command that replays it (`--only N`: trial N of the same plan, as planned).
 
 It prints one line per trial and a table (trials, slots, findings by kind, domain
 violations) per fault class, and with `--write` appends the table to bench/RESULTS.md.
@@ -25,6 +32,10 @@ shard ticking at once; every runtime slot of the minute must run once (the audit
 runtime schedules, and one completed row and at most one report email per slot).
 `runtime-kill` (issue 36) kills the worker of twenty per-slot runtime slots with their work
 in flight: each must complete once, on the other worker, within its kind's allowance.
+`clock-ahead` and `clock-behind` (issue 41) run the slot's holder with its wall clock 5
+minutes ahead of or behind the machine's (PostgreSQL's and Temporal's), moved by Debian's
+`faketime` library (`apt-get install faketime`); it is killed at its planned chunk and a
+worker with the true clock takes over and finishes.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import contextlib
 import inspect
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -60,6 +72,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.chaos_plan import TrialPlan, plan, replay_command, shown  # noqa: E402
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from devstack.payments import PaymentProviderServer  # noqa: E402
 from jobs import runtime_kinds  # noqa: E402
@@ -212,8 +225,8 @@ class Stack:
 class Trial:
     """One trial's database, task queue, workers and judgement."""
 
-    def __init__(self, stack: Stack, fault: str) -> None:
-        self.stack, self.fault = stack, fault
+    def __init__(self, stack: Stack, planned: TrialPlan) -> None:
+        self.stack, self.plan, self.fault = stack, planned, planned.fault
         self.client: Client | None = None  # of the trial's own namespace: see `open`
         self.namespace = ""
         self.url = stack.database()
@@ -280,6 +293,15 @@ class Trial:
     def holder(self, job: str) -> int | None:
         rows = [r for r in self.rows(job) if r["status"] == "running" and r["holder"]]
         return int(rows[0]["holder"].rsplit(":", 1)[1]) if rows else None
+
+    async def held_after_chunks(self) -> None:
+        """Let the gated run do its planned chunks, hold it there, wait the planned delay:
+        where the trial's fault lands."""
+        await self.gate.reached()
+        for _ in range(self.plan.chunks):
+            self.gate.step()
+            await self.gate.reached()
+        await asyncio.sleep(self.plan.delay)
 
     async def settled(self, job: str, slots: int, timeout: float = 240) -> None:
         async def done():
@@ -377,9 +399,7 @@ async def one_reminder_run(
     async with registered(trial.client, job, trial.task_queue):
         await trial.client.get_schedule_handle(job.id).trigger()
         if workers:
-            await trial.gate.reached()
-            trial.gate.step()
-            await trial.gate.reached()
+            await trial.held_after_chunks()
         await inject(trial, job)
         trial.gate.open()
         await trial.settled(job.id, 1)
@@ -427,9 +447,7 @@ async def zombie(trial: Trial) -> Verdict:
     (frozen,) = await trial.start_workers(1, **env)
     async with registered(trial.client, job, trial.task_queue):
         await trial.client.get_schedule_handle(job.id).trigger()
-        await trial.gate.reached()
-        trial.gate.step()
-        await trial.gate.reached()
+        await trial.held_after_chunks()
         workflow_id = trial.rows(job.id)[0]["workflow_id"]
         frozen.signal(signal.SIGSTOP)
         try:
@@ -467,6 +485,7 @@ async def absorb(trial: Trial) -> Verdict:
     async with registered(trial.client, job, trial.task_queue):
         await trial.client.get_schedule_handle(job.id).trigger()
         await trial.gate.reached()
+        await asyncio.sleep(trial.plan.delay)
         workflow_id = trial.rows(job.id)[0]["workflow_id"]
         frozen.signal(signal.SIGSTOP)
         try:
@@ -532,9 +551,7 @@ async def partition(trial: Trial) -> Verdict:
         (cut,) = await trial.start_workers(1, TEMPORAL_ADDRESS=proxy.address)
         async with registered(trial.client, job, trial.task_queue):
             await trial.client.get_schedule_handle(job.id).trigger()
-            await trial.gate.reached()
-            trial.gate.step()
-            await trial.gate.reached()
+            await trial.held_after_chunks()
             if trial.holder(job.id) != cut.pid:
                 raise TrialError("the worker behind the proxy does not hold the slot")
             proxy.cut()
@@ -551,6 +568,53 @@ async def partition(trial: Trial) -> Verdict:
         return v
     finally:
         proxy.close()
+
+
+# Debian's faketime (`apt-get install faketime`): its library moves the real clock of the
+# process it is preloaded in, as the `faketime` command does.
+FAKETIME_LIB = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+
+
+def skewed_clock(offset: str) -> dict[str, str]:
+    """A worker's environment whose wall clock runs `offset` (`+5m`, `-5m`) from the
+    machine's, PostgreSQL's and Temporal's; its monotonic clock is left alone."""
+    if not FAKETIME_LIB.exists():
+        raise TrialError(f"needs Debian's faketime ({FAKETIME_LIB}): apt-get install faketime")
+    return {
+        "LD_PRELOAD": str(FAKETIME_LIB),
+        "FAKETIME": offset,
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+    }
+
+
+async def skewed_holder(trial: Trial, offset: str) -> Verdict:
+    """The slot claimed and worked by a worker whose clock is `offset` off; SIGKILLed at
+    its planned chunk, a worker with the true clock takes over and finishes."""
+    insert_invoices(trial.db, 5_000, due=OVERDUE)
+    job = reminders_job()
+    (skewed,) = await trial.start_workers(1, **skewed_clock(offset))
+    async with registered(trial.client, job, trial.task_queue):
+        await trial.client.get_schedule_handle(job.id).trigger()
+        await trial.held_after_chunks()
+        if trial.holder(job.id) != skewed.pid:
+            raise TrialError("the skewed worker does not hold the slot")
+        (true,) = await trial.start_workers(1)
+        skewed.signal(signal.SIGKILL)
+        await eventually(lambda: trial.holder(job.id) == true.pid, 120, "a take-over")
+        trial.gate.open()
+        await trial.settled(job.id, 1)
+        findings, note = trial.audit(job.id)
+    v = Verdict(trial.fault, 1, findings, trial.completed(job.id, 1) + trial.reminders_once(5_000))
+    v.error = note
+    return v
+
+
+async def clock_ahead(trial: Trial) -> Verdict:
+    return await skewed_holder(trial, "+5m")
+
+
+async def clock_behind(trial: Trial) -> Verdict:
+    return await skewed_holder(trial, "-5m")
 
 
 async def rolling(trial: Trial) -> Verdict:
@@ -580,6 +644,7 @@ async def rolling(trial: Trial) -> Verdict:
                 old.signal(signal.SIGTERM)
                 await trial.start_workers(1)
                 await asyncio.to_thread(old.process.wait, 90)
+                await asyncio.sleep(trial.plan.pause)
         await trial.settled(job.id, slots)
         findings, note = trial.audit(job.id)
     v = Verdict(trial.fault, slots, findings, trial.completed(job.id, slots))
@@ -611,6 +676,7 @@ async def billing_run(
                 return provider.arrived.is_set() or bool(provider.charged())
 
             await eventually(on_the_wire, 120, "a charge on the wire")
+            await asyncio.sleep(trial.plan.delay)
             await inject(trial, provider)
             await trial.settled(billing.JOB, 1, timeout=300)
             findings, note = trial.audit(billing.JOB)
@@ -761,6 +827,7 @@ async def dispatch_kill(trial: Trial) -> Verdict:
     async with registered(trial.client, job, trial.task_queue):
         await trial.client.get_schedule_handle(job.id).trigger()
         await trial.gate.reached()
+        await asyncio.sleep(trial.plan.delay)
         os.kill(trial.holder(job.id), signal.SIGKILL)
         trial.gate.open()
         await trial.settled(job.id, 1)
@@ -836,6 +903,7 @@ async def runtime_kill(trial: Trial) -> Verdict:
             "every slot's work queued behind the lock",
         )
         await trial.start_workers(1, **pool)
+        await asyncio.sleep(trial.plan.delay)
         lost.signal(signal.SIGKILL)
         lock.rollback()
     await eventually(lambda: not runtime_running(trial, slots), 240, "runtime slots settled")
@@ -885,7 +953,19 @@ FAULTS: dict[str, Callable[[Trial], Awaitable[Verdict]]] = {
     "dispatch-kill": dispatch_kill,
     "dispatch-double": dispatch_double,
     "runtime-kill": runtime_kill,
+    "clock-ahead": clock_ahead,
+    "clock-behind": clock_behind,
 }
+
+
+def planned(args: argparse.Namespace) -> list[TrialPlan]:
+    """The plan of this invocation: every trial of the seed's plan, or the one `--only` names."""
+    trials = plan(args.seed, args.faults, args.trials)
+    return [t for t in trials if args.only in (None, t.number)]
+
+
+def show_plan(args: argparse.Namespace) -> None:
+    print("\n".join(shown(args.seed, args.faults, args.trials, args.only)), flush=True)
 
 
 async def run(args: argparse.Namespace) -> list[Verdict]:
@@ -894,30 +974,32 @@ async def run(args: argparse.Namespace) -> list[Verdict]:
     verdicts = []
     try:
         await stack.start()
-        for fault in args.faults:
-            for n in range(1, args.trials + 1):
-                trial = Trial(stack, fault)
-                began = time.monotonic()
-                try:
-                    await trial.open()
-                    verdict = await FAULTS[fault](trial)
-                    if verdict.error and "could not read" in verdict.error:
-                        verdict.violations.append("not judged: the audit could not read")
-                except Exception as exc:  # a trial that could not finish (TrialError among them)
-                    verdict = Verdict(fault, 0, error=f"{type(exc).__name__}: {exc}")
-                    verdict.violations.append("trial did not finish")
-                finally:
-                    with contextlib.suppress(Exception):
-                        verdict.takeovers = trial.max_attempt()
-                    trial.close()
-                verdict.seconds = time.monotonic() - began
-                verdicts.append(verdict)
-                say(
-                    f"{fault} #{n}: {verdict.slots} slot(s), findings {dict(verdict.findings) or 0},"
-                    f" violations {verdict.violations or 0}"
-                    + (f" ({verdict.error})" if verdict.error else "")
-                    + f", fencing token {verdict.takeovers}, {verdict.seconds:.0f}s"
-                )
+        for planned_trial in planned(args):
+            fault, n = planned_trial.fault, planned_trial.number
+            trial = Trial(stack, planned_trial)
+            began = time.monotonic()
+            try:
+                await trial.open()
+                verdict = await FAULTS[fault](trial)
+                if verdict.error and "could not read" in verdict.error:
+                    verdict.violations.append("not judged: the audit could not read")
+            except Exception as exc:  # a trial that could not finish (TrialError among them)
+                verdict = Verdict(fault, 0, error=f"{type(exc).__name__}: {exc}")
+                verdict.violations.append("trial did not finish")
+            finally:
+                with contextlib.suppress(Exception):
+                    verdict.takeovers = trial.max_attempt()
+                trial.close()
+            verdict.seconds = time.monotonic() - began
+            verdicts.append(verdict)
+            say(
+                f"{fault} #{n}: {verdict.slots} slot(s), findings {dict(verdict.findings) or 0},"
+                f" violations {verdict.violations or 0}"
+                + (f" ({verdict.error})" if verdict.error else "")
+                + f", fencing token {verdict.takeovers}, {verdict.seconds:.0f}s"
+            )
+            if failed(verdict):
+                say(f"replay: {replay_command(args.seed, args.faults, args.trials, n)}")
     finally:
         stack.stop()
         if not args.keep:
@@ -931,15 +1013,15 @@ def render(verdicts: list[Verdict], args: argparse.Namespace) -> str:
     lines = [
         f"### Chaos suite ({datetime.now(UTC):%Y-%m-%d})",
         "",
-        f"Command: `.venv/bin/python bench/chaos.py --trials {args.trials} --faults "
-        f"{','.join(args.faults)}`; machine: {os.cpu_count()} cores, load average "
+        f"Command: `.venv/bin/python bench/chaos.py --seed {args.seed} --trials {args.trials} "
+        f"--faults {','.join(args.faults)}`; machine: {os.cpu_count()} cores, load average "
         f"{os.getloadavg()[0]:.1f} at the end.",
         "",
         "| fault | trials | slots | trials with a take-over | audit findings | domain violations "
         "| median s |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for fault in args.faults:
+    for fault in dict.fromkeys(v.fault for v in verdicts):
         mine = [v for v in verdicts if v.fault == fault]
         found = sum((v.findings for v in mine), Counter())
         broken = sum(1 for v in mine if v.violations)
@@ -964,18 +1046,34 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--write", action="store_true", help="append the table to bench/RESULTS.md")
     parser.add_argument("--keep", action="store_true", help="keep the servers' and workers' logs")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="draw every choice from this seed (default: drawn)"
+    )
+    parser.add_argument("--only", type=int, default=None, help="run trial N of the plan only")
+    parser.add_argument("--plan-only", action="store_true", help="print the plan; run nothing")
     args = parser.parse_args(argv)
     unknown = [f for f in args.faults if f not in FAULTS]
     if unknown or args.trials < 1:
         parser.error(f"--faults: unknown {unknown}" if unknown else "--trials must be >= 1")
+    if args.only is not None and not 1 <= args.only <= args.trials * len(args.faults):
+        parser.error(f"--only: the plan has trials 1 to {args.trials * len(args.faults)}")
+    if args.seed is None:
+        args.seed = secrets.randbelow(2**31)
+    show_plan(args)
+    if args.plan_only:
+        return 0
     verdicts = asyncio.run(run(args))
     table = render(verdicts, args)
     print(table)
     if args.write:
         with (HERE / "RESULTS.md").open("a") as out:
             out.write("\n" + table)
-    bad = [v for v in verdicts if v.violations or set(v.findings) - {"late"}]
-    return 1 if bad else 0
+    return 1 if any(failed(v) for v in verdicts) else 0
+
+
+def failed(verdict: Verdict) -> bool:
+    """A violation, or an audit finding other than lateness (a loaded machine's)."""
+    return bool(verdict.violations or set(verdict.findings) - {"late"})
 
 
 if __name__ == "__main__":
