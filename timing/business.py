@@ -26,6 +26,15 @@ that has no business day to move to within `MAX_SHIFT` days is skipped. Several 
 moved onto one instant (a daily job's Saturday, Sunday and Monday runs all at Monday 09:00
 under `following`) run together, in one run, each under its own ledger row.
 
+A market's **early close** (NYSE's 13:00 close on Christmas Eve and the day after
+Thanksgiving, as the package's `half_day` category dates them, at the hour `EARLY_CLOSES`
+gives) is a business day with a short session. What a fire time later than the close on such
+a day does is the rule's `on_early_close`:
+
+- `keep` (the default): nothing; it runs at its own time;
+- `close`: it runs at the close (several such fire times run together, in one run);
+- `skip`: it does not run.
+
 The fire time before adjustment is the run's **slot**: its identity and its ledger key
 (`job_executions.scheduled_at`). Editing a calendar moves where a slot runs, never which
 slot it is, so a period already run is never run again.
@@ -37,12 +46,12 @@ import hashlib
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from functools import cached_property, lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import holidays
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_serializer, model_validator
 
 from timing.cron import LAST_YEAR, Cron
 from timing.firetimes import day_fires, instants
@@ -50,6 +59,19 @@ from timing.zones import zone
 
 OnHoliday = Literal["skip", "following", "preceding", "modified_following"]
 ON_HOLIDAY: tuple[str, ...] = ("skip", "following", "preceding", "modified_following")
+OnEarlyClose = Literal["keep", "close", "skip"]
+ON_EARLY_CLOSE: tuple[str, ...] = ("keep", "close", "skip")
+EARLY_CLOSES: dict[str, tuple[str, time]] = {
+    "NYSE": ("America/New_York", time(13)),
+    "XNYS": ("America/New_York", time(13)),
+    "XNAS": ("America/New_York", time(13)),
+    "LSE": ("Europe/London", time(12, 30)),
+    "XLON": ("Europe/London", time(12, 30)),
+}
+"""The markets whose early closes a job can follow: (the market's zone, its early close).
+The `holidays` package dates the short sessions (its `half_day` category) and names the
+hour only in words ("markets close at 1:00pm"), so the hour is this table's, checked
+against those words by `tests/unit/test_early_close.py`."""
 MAX_SHIFT = 31
 """A fire time moves at most this many days; a date with no business day that near is skipped."""
 HOLIDAYS_VERSION: str = holidays.__version__
@@ -82,6 +104,12 @@ def _source(code: str) -> holidays.HolidayBase:
         return holidays.financial_holidays(code)
     country, _, subdiv = code.partition("-")
     return holidays.country_holidays(country, subdiv=subdiv or None)
+
+
+@lru_cache(maxsize=16)
+def _short_sessions(code: str) -> holidays.HolidayBase:
+    """The market's early-close days (the package's `half_day` category)."""
+    return holidays.financial_holidays(code, categories=("half_day",))
 
 
 def _day_text(day: date) -> str:
@@ -156,6 +184,14 @@ class BusinessCalendar(BaseModel):
             return day.weekday() < 5
         return _source(self.base).is_working_day(day)
 
+    def early_close(self, day: date) -> str | None:
+        """The name of business day `day`'s early close (`Christmas Eve (markets close at
+        1:00pm)`), or None: a full session, a non-business day, or a base without early
+        closes."""
+        if self.base not in EARLY_CLOSES or not self.is_business(day):
+            return None
+        return _short_sessions(self.base).get(day)
+
     def why_not(self, day: date) -> str:
         """Why `day` is not a business day: `NYSE holiday (Christmas Day)`, `weekend`."""
         if day in self._extra_off:
@@ -174,11 +210,50 @@ class CalendarRule(BaseModel):
 
     calendar: BusinessCalendar
     on_holiday: OnHoliday
+    on_early_close: OnEarlyClose = "keep"
+
+    @model_serializer(mode="wrap")
+    def _without_keep(self, handler: Any) -> Any:
+        """Leave `on_early_close` out when it is `keep`, so a worker of the release before
+        it (whose rule forbids unknown fields) still reads every other job's input."""
+        data = handler(self)
+        if self.on_early_close == "keep" and isinstance(data, dict):
+            data.pop("on_early_close", None)
+        return data
+
+    @model_validator(mode="after")
+    def _early_close_known(self) -> CalendarRule:
+        if self.on_early_close != "keep" and self.calendar.base not in EARLY_CLOSES:
+            raise ValueError(
+                f"on_early_close: calendar {self.calendar.name!r} has no early closes this "
+                f"project knows the hour of (got {self.on_early_close!r}; markets with them: "
+                f"{', '.join(EARLY_CLOSES)})"
+            )
+        return self
 
     @property
     def label(self) -> str:
-        """`NYSE business days, following`."""
-        return f"{self.calendar.name} business days, {self.on_holiday}"
+        """`NYSE business days, following` (and `, early close: close` when it acts)."""
+        label = f"{self.calendar.name} business days, {self.on_holiday}"
+        if self.on_early_close != "keep":
+            label += f", early close: {self.on_early_close}"
+        return label
+
+    @property
+    def market_zone(self) -> str | None:
+        """The zone of the market's sessions (None: no early closes to follow)."""
+        found = EARLY_CLOSES.get(self.calendar.base or "")
+        return found[0] if found else None
+
+    def short_session(self, day: date) -> tuple[time, str] | None:
+        """(the close, its name) when business day `day` closes early and the rule acts
+        on it; None otherwise."""
+        if self.on_early_close == "keep":
+            return None
+        name = self.calendar.early_close(day)
+        if name is None:
+            return None
+        return EARLY_CLOSES[self.calendar.base or ""][1], name
 
     def target(self, day: date) -> date | None:
         """The business day a fire time of local date `day` runs on (None: skipped)."""
@@ -316,7 +391,40 @@ class Grid:
                 (at,) = instants(datetime.combine(day, wall.time()), tz, True)
                 local = slot.astimezone(tz)
                 found.append(Fire(at, slot, self.moved_text(local, day)))
+        short = self.rule.short_session(day)
+        if short is not None:
+            found = self._at_the_close(found, day, *short)
         return sorted(found)
+
+    def _at_the_close(self, fires: list[Fire], day: date, close: time, name: str) -> list[Fire]:
+        """`fires` of early-close day `day` with those later than the close run at it
+        (`on_early_close = close`) or dropped (`skip`)."""
+        tz = zone(self.timezone)
+        (end,) = instants(datetime.combine(day, close), tz, True)
+        kept = [f for f in fires if f.at <= end]
+        if self.rule.on_early_close == "skip":
+            return kept
+        why = f"{self.rule.calendar.name} closes early on {_day_text(day)}: {name}"
+        for fire in fires:
+            if fire.at > end:
+                local = fire.at.astimezone(tz)
+                text = f"runs at the close, {close:%H:%M}, not {local:%H:%M}: {why}"
+                kept.append(Fire(end, fire.slot, f"{fire.moved}; {text}" if fire.moved else text))
+        return kept
+
+    def early_text(self, slot: datetime) -> str:
+        """Why the early close drops the slot `slot` (`on_early_close = skip`), or ''."""
+        tz = zone(self.timezone)
+        local = slot.astimezone(tz)
+        target = self.rule.target(local.date())
+        short = None if target is None else self.rule.short_session(target)
+        if short is None:
+            return ""
+        close, name = short
+        return (
+            f"skipped: {self.rule.calendar.name} closes early on {_day_text(target)} at "
+            f"{close:%H:%M}: {name} (on_early_close skip)"
+        )
 
     def moved_text(self, local: datetime, day: date) -> str:
         """`moved from Fri 2026-12-25 09:00 to Mon 2026-12-28: NYSE holiday (Christmas Day)`."""
@@ -381,7 +489,8 @@ class Grid:
     def at(self, instant: datetime) -> list[Fire]:
         """The fires that run at `instant` (its slots), oldest slot first."""
         day = self._local_date(instant)
-        if self.rule.on_holiday == "skip":  # nothing moves: a fire time is its one slot
+        if self.rule.on_holiday == "skip" and self.rule.short_session(day) is None:
+            # nothing moves: a fire time is its one slot
             times = _times_on(self, day)
             i = bisect_left(times, instant)
             return [Fire(instant, instant)] if i < len(times) and times[i] == instant else []
@@ -393,7 +502,7 @@ class Grid:
         target = self.rule.target(day)
         if target is None:
             return None
-        if target == day:
+        if target == day and self.rule.short_session(day) is None:
             return slot
         return next((f.at for f in self.runs_on(target) if f.slot == slot), None)
 
@@ -402,15 +511,17 @@ class Grid:
         tz = zone(self.timezone)
         local = slot.astimezone(tz)
         day = local.date()
-        if self.rule.is_business(day):
-            return ""
         target = self.rule.target(day)
+        if self.rule.is_business(day) and self.rule.short_session(day) is None:
+            return ""
         if target is None:
             return self.skipped_text(day)
         for fire in self.runs_on(target):
             if fire.slot == slot:
+                if not fire.moved:
+                    return ""
                 return f"{fire.moved}; runs at {fire.at.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
-        return self.moved_text(local, target)
+        return self.early_text(slot) or self.moved_text(local, target)
 
     def closures(self, year: int) -> Iterator[tuple[date, date]]:
         """Each run of consecutive non-business days `[first, last]` that begins in `year`."""
@@ -433,6 +544,8 @@ class Grid:
 def _times_on(grid: Grid, day: date) -> tuple[datetime, ...]:
     if not grid.rule.is_business(day):
         return ()
-    if grid.rule.on_holiday == "skip" or grid.rule.contributors(day) == [day]:
+    if grid.rule.short_session(day) is None and (
+        grid.rule.on_holiday == "skip" or grid.rule.contributors(day) == [day]
+    ):
         return tuple(grid.slots_of(day))
     return tuple(sorted({fire.at for fire in grid.runs_on(day)}))

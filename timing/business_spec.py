@@ -71,6 +71,7 @@ def compile_business_spec(
             offset = plain_offset(grid.timezone, day)
             sources = _sources(grid, day)
             plain = offset is not None and not _near_bounds(grid, day)
+            plain = plain and grid.rule.short_session(day) is None
             if plain and all(plain_offset(grid.timezone, d) is not None for d in sources):
                 if sources:
                     by_offset[offset].append(day)

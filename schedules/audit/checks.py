@@ -77,7 +77,11 @@ def workflow_id(job_id: str, slot: datetime) -> str:
 def timing_of(job: Any) -> Timing:
     """A job's fire times as the audit reads them: with a business calendar, its slots
     that run (a slot its calendar skips never runs: nothing is due, nothing waits)."""
-    days = Days.of(getattr(job, "calendar_definition", None), getattr(job, "on_holiday", None))
+    days = Days.of(
+        getattr(job, "calendar_definition", None),
+        getattr(job, "on_holiday", None),
+        getattr(job, "on_early_close", None),
+    )
     return Timing(job.cron, job.interval, job.timezone, job.start_at, job.end_at, days)
 
 

@@ -12,11 +12,15 @@ days of the catalog entry. The rules are stated again here, from docs/calendars.
   open day unless that is in another month, else the previous one; never more than
   `MAX_SHIFT` days away (else it does not run);
 - a wall-clock time the target day does not have (spring forward) runs at the first instant
-  after the gap; one it has twice, at the first.
+  after the gap; one it has twice, at the first;
+- on a market's short session (the base's `half_day` dates, whose names give the hour:
+  "markets close at 1:00pm"), a slot due after the close runs at the close under
+  `on_early_close = "close"` and does not run under `"skip"`.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import cache
@@ -36,6 +40,27 @@ def _base(code: str) -> Any:
     return holidays.country_holidays(country, subdiv=subdiv or None)
 
 
+_CLOSE_WORDS = re.compile(r"close at (\d{1,2}):(\d{2})(am|pm)")
+
+
+@cache
+def _short_sessions(code: str) -> Any:
+    return holidays.financial_holidays(code, categories=("half_day",))
+
+
+def _close_of(code: str, day: date) -> tuple[int, int] | None:
+    """(hour, minute) of the market's close on `day` when it is a short session, as the
+    package's name of the day says it."""
+    if code not in holidays.list_supported_financial():
+        return None
+    name = _short_sessions(code).get(day)
+    found = _CLOSE_WORDS.search(name or "")
+    if found is None:
+        return None
+    hour, minute, half = int(found[1]), int(found[2]), found[3]
+    return (hour % 12 + (12 if half == "pm" else 0), minute)
+
+
 @dataclass(frozen=True)
 class Days:
     """Open days and what a closed day's slot does."""
@@ -44,9 +69,12 @@ class Days:
     on_holiday: str
     extra_off: frozenset[date] = field(default_factory=frozenset)
     extra_on: frozenset[date] = field(default_factory=frozenset)
+    on_early_close: str = "keep"
 
     @classmethod
-    def of(cls, definition: Any, on_holiday: str | None) -> Days | None:
+    def of(
+        cls, definition: Any, on_holiday: str | None, on_early_close: str | None = None
+    ) -> Days | None:
         """From a catalog entry's `calendar_definition` (a model or its dict) and rule."""
         if definition is None:
             return None
@@ -60,6 +88,7 @@ class Days:
             on_holiday or "skip",
             dates("extra_holidays"),
             dates("extra_working_days"),
+            on_early_close or "keep",
         )
 
     def open(self, day: date) -> bool:
@@ -94,11 +123,23 @@ class Days:
         day = self.target(local.date())
         if day is None:
             return None
-        if day == local.date():
-            return slot
-        wall = datetime.combine(day, local.time().replace(tzinfo=None))
-        while True:  # the first instant whose wall clock is `wall` or, in a gap, after it
-            first = wall.replace(tzinfo=tz, fold=0)
-            if first.astimezone(UTC).astimezone(tz).replace(tzinfo=None) == wall:
-                return first.astimezone(UTC)
-            wall = (wall + timedelta(minutes=1)).replace(second=0, microsecond=0)
+        when = slot if day == local.date() else _first_at(datetime.combine(day, local.time()), tz)
+        close = None if self.on_early_close == "keep" else _close_of(self.base or "", day)
+        if close is None:
+            return when
+        end = _first_at(
+            datetime.combine(day, datetime.min.time()).replace(hour=close[0], minute=close[1]), tz
+        )
+        if when <= end:
+            return when
+        return end if self.on_early_close == "close" else None
+
+
+def _first_at(wall: datetime, tz: tzinfo) -> datetime:
+    """The first instant whose wall clock is `wall` or, in a gap, after it (UTC)."""
+    wall = wall.replace(tzinfo=None)
+    while True:
+        first = wall.replace(tzinfo=tz, fold=0)
+        if first.astimezone(UTC).astimezone(tz).replace(tzinfo=None) == wall:
+            return first.astimezone(UTC)
+        wall = (wall + timedelta(minutes=1)).replace(second=0, microsecond=0)

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError, ValidationInfo
 
-from timing.business import BusinessCalendar, known_base
+from timing.business import EARLY_CLOSES, BusinessCalendar, known_base
 
 CALENDARS_TABLE = "calendars"
 """The catalog's table of calendars; a job cannot be called this."""
@@ -87,13 +87,19 @@ def resolve_calendar(name: str, defined: dict[str, BusinessCalendar]) -> Busines
 
 
 def calendar_problems(job: Any) -> list[str]:
-    """A job's calendar problems (a `JobSpec`'s): an unknown calendar, or an `on_holiday`
-    without one."""
+    """A job's calendar problems (a `JobSpec`'s): an unknown calendar, an `on_holiday`
+    without one, or an `on_early_close` its calendar cannot follow."""
+    early = getattr(job, "on_early_close", None)
     if job.calendar is None:
         if job.on_holiday is not None:
             return [
                 "on_holiday: needs a calendar to say which days are holidays "
                 f"(got {job.on_holiday!r})"
+            ]
+        if early is not None:
+            return [
+                "on_early_close: needs a market calendar to say which days close early "
+                f"(got {early!r}; markets: {', '.join(EARLY_CLOSES)})"
             ]
         if job.calendar_definition is not None:
             return ["calendar_definition: is filled in from `calendar`, never set"]
@@ -109,6 +115,18 @@ def calendar_problems(job: Any) -> list[str]:
             f"calendar: {job.calendar!r} does not name its definition "
             f"({job.calendar_definition.name!r})"
         ]
+    if early not in (None, "keep"):
+        market = EARLY_CLOSES.get(job.calendar_definition.base or "")
+        if market is None:
+            return [
+                f"on_early_close: calendar {job.calendar!r} has no early closes this project "
+                f"knows the hour of (got {early!r}; markets: {', '.join(EARLY_CLOSES)})"
+            ]
+        if job.timezone != market[0]:
+            return [
+                f"on_early_close: the job's timezone must be its market's, {market[0]}, to "
+                f"follow its close (got timezone {job.timezone!r})"
+            ]
     return []
 
 

@@ -57,10 +57,18 @@ OVERLAP = {
 
 
 # The catalog fields that decide when a job fires; changing one restarts `timing_since`.
-TIMING_FIELDS = ("cron", "interval", "timezone", "start_at", "end_at", *CALENDAR_FIELDS)
+TIMING_FIELDS = (
+    "cron",
+    "interval",
+    "timezone",
+    "start_at",
+    "end_at",
+    *CALENDAR_FIELDS,
+    "on_early_close",
+)
 # Of those, the ones left out of a timing's fingerprint while unset, so the stamps of jobs
 # without a calendar read as they did before calendars existed.
-OPTIONAL_TIMING_FIELDS = CALENDAR_FIELDS
+OPTIONAL_TIMING_FIELDS = (*CALENDAR_FIELDS, "on_early_close")
 
 
 def alert_after(job: JobSpec, now: datetime) -> timedelta | None:

@@ -35,7 +35,7 @@ from schedules.catalog.problems import (
     timing_problems,
 )
 from timing import Timing
-from timing.business import BusinessCalendar, CalendarRule, OnHoliday
+from timing.business import BusinessCalendar, CalendarRule, OnEarlyClose, OnHoliday
 from timing.value import ChosenZoneName, CronText, Instant
 from workflows import RetrySettings
 
@@ -103,6 +103,8 @@ class JobSpec(BaseModel):
     # Business days (`schedules.catalog.calendars`); the definition comes from the name.
     calendar: str | None = None
     on_holiday: OnHoliday | None = None
+    # What a fire time after a market's early close does (`timing.business`): keep, close, skip.
+    on_early_close: OnEarlyClose | None = None
     calendar_definition: BusinessCalendar | None = None
     overlap: Overlap = "skip"
     catchup: Catchup = "latest"
@@ -202,7 +204,10 @@ class JobSpec(BaseModel):
     def calendar_rule(self) -> CalendarRule | None:
         """The job's business calendar and holiday rule (None: it runs every day)."""
         found, on_holiday = self.calendar_definition, self.on_holiday or "skip"
-        return None if found is None else CalendarRule(calendar=found, on_holiday=on_holiday)
+        if found is None:
+            return None
+        early = self.on_early_close or "keep"
+        return CalendarRule(calendar=found, on_holiday=on_holiday, on_early_close=early)
 
     @property
     def activity(self) -> str:

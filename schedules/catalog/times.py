@@ -107,7 +107,32 @@ def calendar_notes(job: JobSpec, after: datetime, times: list[datetime]) -> dict
                 previous += timedelta(days=1)
             if closed:
                 notes.setdefault(instant, []).extend(closed)
+    if grid.rule.on_early_close == "skip":
+        for slot, text in _early_skips(job.timing, after, times[-1]):
+            at = next((t for t in times if t > slot), None)
+            if at is not None:
+                notes.setdefault(at, []).append(text)
     return {at: "; ".join(lines) for at, lines in notes.items()}
+
+
+def _early_skips(timing: Timing, start: datetime, end: datetime) -> list[tuple[datetime, str]]:
+    """(the last slot, why) of each early-close day in `[start, end]` whose slots after the
+    close do not run (`on_early_close = skip`): one line a day, on its last dropped slot."""
+    grid = timing.grid
+    if grid is None or grid.rule.on_early_close != "skip":
+        return []
+    tz = zone(timing.timezone)
+    day, last = start.astimezone(tz).date(), end.astimezone(tz).date()
+    found = []
+    while day <= last:
+        if grid.rule.short_session(day) is not None:
+            dropped = [t for t in grid.slots_of(day) if start <= t <= end and grid.due(t) is None]
+            if dropped:
+                first, final = (t.astimezone(tz) for t in (dropped[0], dropped[-1]))
+                span = f"{first:%H:%M}" if first == final else f"{first:%H:%M} to {final:%H:%M}"
+                found.append((dropped[-1], f"{span} {grid.early_text(dropped[-1])}"))
+        day += _DAY
+    return found
 
 
 def closure_windows(timing: Timing, first: date, last: date) -> list[tuple[date, date]]:
@@ -115,12 +140,19 @@ def closure_windows(timing: Timing, first: date, last: date) -> list[tuple[date,
     either side (where its runs stop, move and come back)."""
     if timing.grid is None:
         return []
-    return [
+    windows = [
         (a - _DAY, b + _DAY)
         for year in range(first.year - 1, last.year + 1)
         for a, b in timing.grid.closures(year)
         if b >= first - _DAY and a <= last + _DAY
     ]
+    if timing.grid.rule.on_early_close != "keep":  # the short sessions it acts on
+        day = first - _DAY
+        while day <= last + _DAY:
+            if timing.grid.rule.short_session(day) is not None:
+                windows.append((day - _DAY, day + _DAY))
+            day += _DAY
+    return sorted(windows)
 
 
 def adjustments(timing: Timing, start: datetime, end: datetime) -> list[str]:
@@ -137,8 +169,11 @@ def adjustments(timing: Timing, start: datetime, end: datetime) -> list[str]:
             grid.skipped_text(day)
             for a, b in closure_windows(timing, first, last)
             for day in (a + n * _DAY for n in range(1, (b - a).days))
-            if first <= day <= last and grid.slots_of(day)
+            if first <= day <= last and grid.slots_of(day) and not grid.rule.is_business(day)
         ]
+        if grid.rule.on_early_close == "close":
+            notes += [f.moved for f in timing.fires(start, end) if f.moved]
+    notes += [text for _, text in _early_skips(timing, start, end)]
     return sorted(notes, key=lambda note: ": weekend" in note)  # holidays first
 
 

@@ -188,3 +188,87 @@ def test_the_python_walkthrough_of_the_docs_runs_as_written(database_url):
         "NYSE holiday (Thanksgiving Day)"
     )  # a runtime schedule `preceding`: Thanksgiving runs the day before
     assert lines[5].startswith("schedule 'acme'/'x': calendar: unknown calendar 'NYSEE'")
+
+
+def at16(day: int, month: int = 11, hour: int = 16) -> datetime:
+    return datetime(2026, month, day, hour, tzinfo=NEW_YORK).astimezone(UTC)
+
+
+async def test_the_server_fires_a_short_sessions_close_and_its_runs_keep_their_slots(
+    client, db, database_url, task_queue, start_workers
+):
+    """`on_early_close = "close"`: the 16:00 New York job runs at the NYSE's 13:00 close on
+    the day after Thanksgiving, with Thanksgiving's own slot moved there (`following`)."""
+    job_id = f"close-{uuid.uuid4().hex[:8]}"
+    entry = default_catalog()["nightly-reconcile"].model_dump(
+        mode="json",
+        exclude={"id", "calendar", "on_holiday", "calendar_definition", "depends_on"},
+    )
+    table = entry | {
+        "cron": "0 16 * * *",
+        "calendar": "NYSE",
+        "on_holiday": "following",
+        "on_early_close": "close",
+        "paused": True,
+        "note": "test: backfilled runs only",
+        "retry": FAST_RETRY.model_dump(mode="json"),
+    }
+    (job,), problems = parse_each({job_id: table})
+    assert not problems, problems
+    start_workers(1)
+    async with registered(client, job, task_queue, now=datetime(2026, 12, 10, tzinfo=UTC)):
+        served = await server_times(client, job.id, WEEK[0], WEEK[1] + timedelta(hours=20))
+        assert served == [at16(d) for d in (23, 24, 25)] + [
+            at16(27, hour=13),
+            at16(30),
+            at16(1, 12),
+            at16(2, 12),
+            at16(3, 12),
+        ]
+        verdict = await verify_job(client, job, now=WEEK[0].astimezone(UTC), days=40)
+        assert verdict.status == "ok", verdict
+        assert (
+            "moved from Thu 2026-11-26 16:00 to Fri 2026-11-27: NYSE holiday (Thanksgiving "
+            "Day); runs at the close, 13:00, not 16:00: NYSE closes early on Fri 2026-11-27: "
+            "Day after Thanksgiving Day (markets close at 1:00pm)" in verdict.calendar_notes
+        )
+        assert (
+            "runs at the close, 13:00, not 16:00: NYSE closes early on Thu 2026-12-24: "
+            "Christmas Eve (markets close at 1:00pm)" in verdict.calendar_notes
+        )
+
+        await client.get_schedule_handle(job.id).backfill(
+            ScheduleBackfill(
+                start_at=at16(25) - timedelta(minutes=1),
+                end_at=at16(30) + timedelta(minutes=1),
+                overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+            )
+        )
+
+        async def settled():
+            found = executions(db, job.id)
+            assert len(found) == 6 and all(r["status"] == "completed" for r in found), found
+            return found
+
+        rows = await assert_eventually(settled, timeout=90)
+        ran_at = {
+            r["scheduled_at"].astimezone(NEW_YORK).day: r["workflow_id"].removeprefix(f"{job.id}-")
+            for r in rows
+        }
+        assert ran_at == {
+            25: "2026-11-25T21:00:00Z",
+            26: "2026-11-27T18:00:00Z",
+            27: "2026-11-27T18:00:00Z",
+            28: "2026-11-30T21:00:00Z",
+            29: "2026-11-30T21:00:00Z",
+            30: "2026-11-30T21:00:00Z",
+        }
+        await audited(
+            client,
+            database_url,
+            task_queue,
+            [job],
+            start=at16(25) - timedelta(hours=1),
+            end=at16(1, 12) - timedelta(hours=1),
+            every_fire_time=True,
+        )

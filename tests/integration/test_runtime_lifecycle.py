@@ -153,7 +153,7 @@ async def test_tenants_trigger_on_the_command_line_starts_the_run_and_waits_for_
     assert done.returncode == 0, done.stdout + done.stderr
     started, note, outcome, summary = done.stdout.splitlines()
     assert started.startswith(f"started {made.ledger_name}-") and "acme/cli" in started
-    assert note.startswith("note: the schedule is paused (triggered only)")
+    assert note.startswith("note: the schedule is paused by an unrecorded writer (triggered only)")
     assert "manual" in outcome and "completed" in outcome and "noop 1" in outcome, outcome
     assert summary.startswith(f"1 run(s) of {made.ledger_name}: 1 ran")
     (row,) = slot_rows(db, made.id)  # started at once: no dispatcher ran here

@@ -112,7 +112,7 @@ def test_the_cli_writes_reads_and_refuses_with_its_exit_codes(database_url):
     )
     assert back.returncode == 0 and back.stdout.startswith(f"updated rt-{sid} ")
     paused = cli(database_url, "pause", str(sid), "--note", "card expired", "--by", "support")
-    assert paused.returncode == 0 and "paused: card expired" in paused.stdout
+    assert paused.returncode == 0 and "paused by support (card expired)" in paused.stdout
     listed = cli(database_url, "list", "--tenant", "acme", "--json")
     assert listed.returncode == 0
     (entry,) = [json.loads(line) for line in listed.stdout.splitlines()]

@@ -132,7 +132,7 @@ def test_list_and_show_escape_what_rows_stored_before_the_check_hold(database_ur
         assert done.returncode == 0, done.stderr
         assert not any(ch in done.stdout for ch in RAW), (args, done.stdout)
     shown = cli(database_url, "show", str(sid)).stdout
-    assert "paused: \\x1b]0;owned\\x07\\x1b[2J" in shown
+    assert "paused by evil\\x1b[31m (\\x1b]0;owned\\x07\\x1b[2J)" in shown
     assert "ac\\x1bme/weekly" in shown and "create by evil\\x1b[31m" in shown
 
 

@@ -11,7 +11,7 @@ from core.text import printable
 from schedules.catalog.problems import short
 from schedules.catalog.times import local_text, parse_time, utc_text
 from schedules.cli.context import BadInputError, Context, database_url, operator, shown_text
-from schedules.tenants import Quotas, Schedule
+from schedules.tenants import Quotas, Schedule, paused_text
 from schedules.tenants.values import JsonTextError, parse_json
 
 EXIT_CODES = (
@@ -129,7 +129,7 @@ def summary(schedule: Schedule) -> str:
     state = (
         "deleted"
         if schedule.deleted_at is not None
-        else (f"paused: {schedule.note}" if schedule.paused else f"next {at(schedule.next_fire_at, schedule.timezone)}")
+        else (paused_text(schedule) if schedule.paused else f"next {at(schedule.next_fire_at, schedule.timezone)}")
     )  # fmt: skip
     return printable(
         f"{schedule.ledger_name} {schedule.tenant}/{schedule.name} v{schedule.version}: "

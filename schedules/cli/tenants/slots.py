@@ -79,7 +79,7 @@ async def _trigger(args: argparse.Namespace, ctx: Context) -> int:
     how = "started" if done.started else "started by the dispatcher"
     say(f"{how} {intent.workflow_id}: {what}, manual", flush=True)
     if schedule.paused:
-        say(f"note: the schedule is paused ({schedule.note or 'no note'}); a trigger runs anyway")
+        say(f"note: the schedule is {tenants.paused_text(schedule)}; a trigger runs anyway")
     if not args.wait:
         return 0
     outcome = await wait_for_run(
