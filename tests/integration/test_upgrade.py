@@ -11,10 +11,11 @@ where the test wants it, not where timing would leave it:
   tests/integration/chunk_gate.py);
 - `monthly-billing`, a job of steps, in its charging step (the payment provider holds
   every charge, devstack/payments.py);
-- a runtime batch of test-noop slots, between its two activity calls (the chunk gate).
+- a runtime batch of test-noop slots, between its activity calls (the chunk gate).
 
 Then the documented rolling upgrade (docs/deploy.md, "Upgrading"): the new release's
-`worker migrate` while A and B still run, then A stopped and the new A' started, then B
+`worker migrate` while A and B still run (and go on: a chunk and a batch call more, on
+the new schema), then A stopped and the new A' started, then B
 and B'. The held attempts are drained and cut off with their old worker and resumed on the
 new ones (from the progress the old release saved). Every run ends once, each invoice is
 reminded once, each subscription charged once, each step and slot run once, and the new
@@ -62,7 +63,7 @@ PREVIOUS = "eb6d6e9"
 
 INVOICES = 10  # five chunks of two
 SUBSCRIPTIONS = 4  # four charge batches of one
-SLOTS = 520  # two calls of the batch activity: 500 slots, then 20
+SLOTS = 1000  # one batch workflow (BATCH_SLOTS), two calls of its activity: 500 each
 
 # Paused: only the test's triggers start runs. Short retries: an attempt cut off with its
 # worker is retried at once on another.
@@ -280,19 +281,22 @@ async def test_a_rolling_upgrade_finishes_every_run_in_flight_once(fleet, provid
             list(pool.map(lambda job: fleet.cli("old", *on_catalog, "trigger", job), JOBS))
 
         # The old fleet takes each run in flight: the reminders before their first chunk
-        # and the dispatcher between its decision and its starts, then twice a chunk and a
-        # batch call through the gate; the billing run in its charging step.
+        # and the dispatcher between its decision and its starts, then a chunk through the
+        # gate and the batch's first call at it; the billing run in its charging step.
         await gate.reached(2)
-        for _ in range(2):
-            gate.step()
-            await gate.reached(2)
+        gate.step()
+        await gate.reached(2)
         await assert_eventually(held_at_provider(provider), timeout=60)
-        assert (reminded(db), slots_completed(db)) == (4, 500)
+        assert (reminded(db), slots_completed(db)) == (2, 0)
         held = statuses(db)
         assert (held["invoice-reminders"], held["monthly-billing"]) == (["running"], ["running"])
 
-        # The rolling upgrade: migrate first, beside the old replicas; then one at a time.
+        # The rolling upgrade: migrate first, beside the old replicas, which go on working
+        # on the new schema (a chunk and a batch call more); then one replica at a time.
         fleet.cli("new", "worker", "migrate")
+        gate.step()
+        await gate.reached(2)
+        assert (reminded(db), slots_completed(db)) == (4, 500)
         await fleet.stop(old_a, provider)
         fleet.start("new", "a-new")
         await fleet.stop(old_b, provider)
