@@ -220,7 +220,10 @@ class BeginActivities(CatchupActivities):
     async def _begin(self, begin: BeginInput) -> BeginResult:
         if begin.plan is not None and (reason := future_slot_reason(begin.plan)) is not None:
             return BeginResult(plan=not_yet(begin.plan, reason))
-        now = self.clock()
+        # The workflow's clock (the server's), never this worker's: a worker whose clock
+        # runs ahead would plan a slot not yet due, or judge an on-time one past its
+        # starting deadline (docs/architecture.md, "Which clock decides what").
+        now = begin.server_now
         async with self.pool.connection() as conn, conn.transaction():
             plan, decision = await _plan(conn, begin, now)
             claim = None

@@ -241,13 +241,13 @@ class ExecutionActivities:
     async def claim_execution(self, claim: ClaimInput) -> ClaimResult:
         """`claim_in` in a transaction of its own: the claim of a workflow that plans in a
         separate activity (`activities.begin.begin_run` does both in one)."""
-        server_now = (
-            activity.info().current_attempt_scheduled_time
-            if activity.in_activity()
-            else self.clock()
-        )
+        # The server's clock for both (the attempt's scheduled and started times), never
+        # this worker's: a skewed worker cannot call an on-time slot late.
+        info = activity.info() if activity.in_activity() else None
+        server_now = info.current_attempt_scheduled_time if info else self.clock()
+        now = info.started_time if info else self.clock()
         async with self.pool.connection() as conn, conn.transaction():
-            return await claim_in(conn, claim, server_now=server_now, now=self.clock())
+            return await claim_in(conn, claim, server_now=server_now, now=now)
 
     @activity.defn
     async def attempt_took_over(self, query: AttemptQuery) -> bool:

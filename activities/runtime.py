@@ -19,7 +19,7 @@ from temporalio import activity
 
 from activities.chunk_gate import pass_chunk_gate
 from activities.chunked import run_in_one_transaction
-from activities.executions import Attempt, Clock, claim_in, utcnow
+from activities.executions import Attempt, claim_in
 from activities.heartbeat import heartbeating
 from activities.models import ClaimInput, WorkInput, WorkResult
 from activities.runtime_batch import (
@@ -96,10 +96,9 @@ class RuntimeKinds:
 class RuntimeActivities:
     """`begin_runtime_run` and `run_runtime_batch`; built by the worker with its pool."""
 
-    def __init__(self, pool: AsyncConnectionPool, kinds: RuntimeKinds, clock: Clock = utcnow):
+    def __init__(self, pool: AsyncConnectionPool, kinds: RuntimeKinds):
         self.pool = pool
         self.kinds = kinds
-        self.clock = clock
 
     @activity.defn
     async def begin_runtime_run(self, begin: RuntimeBegin) -> RuntimeBegun:
@@ -127,7 +126,9 @@ class RuntimeActivities:
             _, tenant, _, kind, cron, zone, params, start_at, end_at, _, depends_on, due = row
             claim.due_at = due  # a slot its business calendar moved is claimed then
             with runtime_kind(kind):
-                claimed = await claim_in(conn, claim, server_now=begin.server_now, now=self.clock())
+                claimed = await claim_in(
+                    conn, claim, server_now=begin.server_now, now=begin.server_now
+                )
         work = RuntimeWork(
             activity=self.kinds.activities[kind],
             params=params or {},
@@ -154,7 +155,7 @@ class RuntimeActivities:
             info.workflow_run_id,
             Attempt.current(),
             info.current_attempt_scheduled_time,
-            self.clock(),
+            info.started_time,  # the server's clock, never this worker's: lateness
         )
         await pass_chunk_gate(self.pool, batch.after)  # test-only; a no-op unless set
         # Heartbeating while its transaction waits (a lock, a slow statement): the batch's

@@ -72,7 +72,7 @@ class Claimant:
     run_id: str
     attempt: Attempt | None
     server_now: datetime  # the attempt's scheduled time, for the future-slot check
-    now: datetime  # this worker's clock: lateness
+    now: datetime  # the attempt's start by the server's clock: lateness
 
     def claim(self, slot: BatchSlot) -> ClaimInput:
         return ClaimInput(
