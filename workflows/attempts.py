@@ -29,13 +29,13 @@ from temporalio.exceptions import ActivityError, RetryState, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from activities.executions import ExecutionActivities
+    from activities.lifetime import MAX_SERIES
     from activities.models import AttemptQuery
 
 T = TypeVar("T")
 
 # Patched in v4; deprecate_patch in v6, removed in v7 (docs/architecture.md).
 ATTEMPT_SERIES_PATCH = "attempt-series-after-silence"
-MAX_SERIES = 10
 
 _CHECK_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)

@@ -430,6 +430,9 @@ class JobRunWorkflow:
             ),
             id=f"{info.workflow_id}{STEPS_ID_SUFFIX}",
             result_type=WorkResult,
+            # Bounded by its parent's bound (`activities.lifetime`), and terminated when
+            # the parent closes (the default parent-close policy).
+            execution_timeout=info.execution_timeout,
         )
 
 
