@@ -150,8 +150,8 @@ class RuntimeKind:
         if longest > RUNTIME_WORK_LIMIT:
             raise ValueError(
                 f"runtime kind {self.name!r}: timeout x attempts may take {longest} with "
-                f"retries, over the {RUNTIME_WORK_LIMIT} every runtime run is bounded by "
-                "(activities/lifetime.py)"
+                f"retries, over the {RUNTIME_WORK_LIMIT.days} days every runtime run's work "
+                "is bounded by (activities/lifetime.py)"
             )
 
     @classmethod
