@@ -12,11 +12,15 @@ import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from temporalio.client import ScheduleUpdate, ScheduleUpdateInput
+
 from activities.lifetime import RUNTIME_RUN_LIFETIME
 from activities.runtime_start import Intent, start_intent
+from schedules.catalog.durations import format_duration
 from schedules.catalog.model import parse_catalog
 from schedules.compat import Retired, open_retired_runs
 from schedules.sync.apply import sync
+from schedules.sync.plan import plan as plan_sync
 from tests.helpers import assert_eventually
 from tests.helpers.worker import schedules_cli
 
@@ -26,10 +30,22 @@ async def test_sync_gives_each_run_its_bound_and_a_runtime_run_starts_with_one(c
     table = {"kind": "invoice-reminders", "cron": "0 6 1 1 *", "timezone": "UTC"}
     (job,) = parse_catalog({job_id: table | {"paused": True, "timeout": "2h"}})
     await sync(client, (job,), task_queue, prune=False)
+    handle = client.get_schedule_handle(job_id)
     try:
-        described = await client.get_schedule_handle(job_id).describe()
+        described = await handle.describe()
         assert described.schedule.action.execution_timeout == job.lifetime
         assert job.lifetime > 10 * 10 * timedelta(hours=2)  # every attempt of every series
+
+        # A schedule as a sync before the bound left it: the next sync gives it one.
+        def unbounded(update: ScheduleUpdateInput) -> ScheduleUpdate:
+            update.description.schedule.action.execution_timeout = None
+            return ScheduleUpdate(schedule=update.description.schedule)
+
+        await handle.update(unbounded)
+        report, _ = await plan_sync(client, (job,), task_queue, prune=False, full=True)
+        (change,) = report.changes
+        assert change.action == "update"
+        assert change.fields["run bound"] == ("none", format_duration(job.lifetime))
     finally:
         await client.get_schedule_handle(job_id).delete()
 
