@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
-from pydantic import AliasChoices, BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 from temporalio import activity
 
 from activities.executions import Clock, utcnow
@@ -65,33 +65,13 @@ class PlanInput(BaseModel):
     timing_since: datetime | None = None
     timing_pending: bool = False
 
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy(cls, data: Any) -> Any:
-        """The flat timing fields a workflow of v1/v2 sends (removed in v6)."""
-        if not isinstance(data, dict) or "timing" in data:
-            return data
-        data = dict(data)
-        seconds = data.pop("interval_seconds", None)
-        data["timing"] = {
-            "cron": data.pop("cron", None),
-            "interval": timedelta(seconds=seconds) if seconds is not None else None,
-            "timezone": data.pop("timezone", None) or "UTC",
-            "start_at": data.pop("start_at", None),
-            "end_at": data.pop("end_at", None),
-            "jitter": timedelta(seconds=data.pop("jitter_seconds", None) or 0),
-        }
-        return data
-
 
 class PlanResult(BaseModel):
     run: list[datetime] = Field(default_factory=list)  # slots to run, oldest first
     skipped: int = 0  # missed slots recorded as skipped
     gap: int = 0  # of those, beyond the catch-up cap
     reason: str | None = None  # why this run's own slot does not run, if it does not
-    # How this run came about (`run_origin`); `kind` in results recorded by v1/v2 (read
-    # until v6).
-    origin: Origin = Field(default="scheduled", validation_alias=AliasChoices("origin", "kind"))
+    origin: Origin = "scheduled"  # how this run came about (`run_origin`)
     local_time: str = ""  # the slot in the job's time zone, e.g. "2027-03-14 03:00 EDT"
     # A calendar job's fire time runs the slots its business calendar puts there (one
     # moved from a holiday, several onto one day): those slots, oldest first, and what the

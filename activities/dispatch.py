@@ -38,7 +38,7 @@ from temporalio.client import Client
 
 from activities.heartbeat import heartbeating
 from activities.models import Origin
-from activities.runtime_models import batch_workflow_id, slot_workflow_id
+from activities.runtime_models import BATCH_SLOTS, batch_workflow_id, slot_workflow_id
 from activities.runtime_start import Intent, attributes_registered, start_intent
 from core.sql import queries
 from timing import Timing
@@ -56,7 +56,6 @@ MAX_CONSIDERED = 1000
 # Rows locked and decided per transaction: a herd's 15,000 rows in 2 rounds a shard, each
 # a few set-based statements, its batches started as soon as it commits.
 DECIDE_BATCH = 2000
-BATCH_SLOTS = 1000  # slots per batch workflow (kinds that run in batches): 2 activity calls
 START_CONCURRENCY = 64  # workflow starts in flight at once, per process
 
 

@@ -29,7 +29,6 @@ from activities.models import (
     ClaimInput,
     ClaimResult,
     FailureInput,
-    origin_of_trigger,
 )
 from activities.telemetry import record_claim, record_duplicate, record_failed, traced
 from core import redact
@@ -410,7 +409,7 @@ async def _insert_claim(
         else None
     )
     params = claim.model_dump() | {
-        "origin": claim.origin or origin_of_trigger(claim.trigger),
+        "origin": claim.origin or "scheduled",
         "status": "skipped" if late else "running",
         "error": reason,
     }

@@ -29,6 +29,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.begin import BegunWork, WorkOrBegin, begin_and_work
 from activities.heartbeat import heartbeating
+from activities.lifetime import RUNTIME_RETRY_INTERVAL, RUNTIME_WORK_LIMIT, work_bound
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from activities.ownership import OwnershipCheck, refuse_foreign_slot
 from activities.runtime import RuntimeKinds, SlotWork, run_slot
@@ -144,6 +145,13 @@ class RuntimeKind:
             raise ValueError(
                 f"runtime kind {self.name!r}: timeout must be longer than heartbeat "
                 f"(got {self.timeout} and {self.heartbeat})"
+            )
+        longest = work_bound(self.timeout, self.attempts, RUNTIME_RETRY_INTERVAL)
+        if longest > RUNTIME_WORK_LIMIT:
+            raise ValueError(
+                f"runtime kind {self.name!r}: timeout x attempts may take {longest} with "
+                f"retries, over the {RUNTIME_WORK_LIMIT.days} days every runtime run's work "
+                "is bounded by (activities/lifetime.py)"
             )
 
     @classmethod

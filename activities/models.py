@@ -5,15 +5,12 @@ Only ids, times and counts travel through workflow history; customer data stays 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal
+from datetime import datetime
+from typing import Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, Field
 
 from timing import Timing
-
-Trigger = Literal["schedule", "direct"]
-"""Whether a schedule started the workflow; superseded by `Origin` in the record."""
 
 Origin = Literal["scheduled", "catch-up", "manual", "backfill", "direct"]
 """How a run came about, in the one vocabulary of `job_executions.origin`, the Temporal UI
@@ -22,33 +19,7 @@ late (`catch-up`); an operator's trigger (`manual`); an older fire time run agai
 (`backfill`); a workflow started without a schedule (`direct`)."""
 
 
-def origin_of_trigger(trigger: Trigger | None) -> Origin:
-    """The origin a run of a worker of the previous release meant by its `trigger`."""
-    return "direct" if trigger == "direct" else "scheduled"
-
-
-def trigger_of(origin: Origin) -> Trigger:
-    """The `trigger` a reader of the previous release expects beside `origin` in a run's
-    result (`JobRunResult.trigger`, a compatibility field: see docs/architecture.md)."""
-    return "direct" if origin == "direct" else "schedule"
-
-
-def _timing_or_legacy(value: Any) -> Any:
-    """A `Timing`, also from the `{cron, interval_seconds, timezone}` a workflow of the
-    previous release sends (None when it carried neither cron nor interval). Removed in v6."""
-    if isinstance(value, dict) and "interval_seconds" in value:
-        if value.get("cron") is None and value.get("interval_seconds") is None:
-            return None
-        seconds = value.get("interval_seconds")
-        return {
-            "cron": value.get("cron"),
-            "interval": timedelta(seconds=seconds) if seconds is not None else None,
-            "timezone": value.get("timezone") or "UTC",
-        }
-    return value
-
-
-TimingField = Annotated[Timing | None, BeforeValidator(_timing_or_legacy)]
+TimingField = Timing | None
 """When the job fires, carried typed from the catalog to the activities; None for a run
 started without a schedule's timing."""
 
@@ -61,7 +32,6 @@ class ClaimInput(BaseModel):
     job_name: str
     scheduled_at: datetime
     origin: Origin | None = None
-    trigger: Trigger | None = None  # what a workflow of v1/v2 sends instead (until v6)
     workflow_id: str
     run_id: str
     # A run that starts later than this after its scheduled time is recorded as skipped.

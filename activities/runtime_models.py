@@ -21,6 +21,7 @@ from activities.models import Origin, SlotOutcome
 
 LEDGER_PREFIX = "rt-"
 BATCH_PREFIX = "rt-batch-"
+BATCH_SLOTS = 1000  # slots per batch workflow (kinds that run in batches): 2 activity calls
 
 # Keyword search attributes of every runtime run, so the Temporal UI filters one
 # customer's runs (registered by `schedules sync`, like the catalog's own attributes).

@@ -18,9 +18,12 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from activities.lifetime import RUNTIME_RUN_LIFETIME, batch_lifetime
 from activities.models import Origin
+from activities.runtime_batch import SLOTS_PER_ACTIVITY
 from activities.runtime_models import (
     BATCH_PREFIX,
+    BATCH_SLOTS,
     KIND_ATTRIBUTE,
     RUNTIME_ATTRIBUTES,
     SCHEDULE_ATTRIBUTE,
@@ -31,6 +34,7 @@ from activities.runtime_models import (
 
 RUN_WORKFLOW = "RuntimeRunWorkflow"
 BATCH_WORKFLOW = "RuntimeBatchWorkflow"
+BATCH_LIFETIME = batch_lifetime(BATCH_SLOTS, SLOTS_PER_ACTIVITY)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ async def start_intent(
             id=workflow_id,
             task_queue=task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+            # Every run is bounded (`activities.lifetime`).
+            execution_timeout=BATCH_LIFETIME if batch else RUNTIME_RUN_LIFETIME,
             search_attributes=TypedSearchAttributes(pairs) if attributes else None,
         )
     except WorkflowAlreadyStartedError:

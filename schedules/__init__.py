@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from schedules.audit import AuditReport, run_audit
 from schedules.catalog.model import JobSpec, load_catalog, parse_catalog
+from schedules.compat import RETIRED, Retired, open_retired_runs
 from schedules.health.check_run import run_check
 from schedules.health.evidence import gather_evidence
 from schedules.health.explain import Evidence, explain
@@ -34,6 +35,7 @@ from schedules.sync.plan import plan as plan_sync
 from schedules.sync.report import Change, SyncReport, format_report
 
 __all__ = [
+    "RETIRED",
     "AuditReport",
     "Change",
     "CheckReport",
@@ -41,6 +43,7 @@ __all__ = [
     "Evidence",
     "JobSpec",
     "OperationError",
+    "Retired",
     "Retry",
     "RunOutcome",
     "ServerState",
@@ -53,6 +56,7 @@ __all__ = [
     "gather_evidence",
     "last_runs",
     "load_catalog",
+    "open_retired_runs",
     "parse_catalog",
     "pause",
     "plan_sync",

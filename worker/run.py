@@ -15,7 +15,6 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.begin import BeginActivities
-from activities.catchup import CatchupActivities
 from activities.chunk_gate import set_chunk_gate
 from activities.executions import ExecutionActivities
 from activities.run_notes import RunNotesActivities
@@ -105,7 +104,6 @@ def workflow_runner(strict: bool = False) -> SandboxedWorkflowRunner:
 def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
     """Every activity the fleet serves, bound to one connection pool."""
     executions = ExecutionActivities(pool)
-    catchup = CatchupActivities(pool)
     steps = StepsActivities(pool)
     runtime = RuntimeActivities(pool, runtime_work(pool, settings))
     notes = RunNotesActivities()
@@ -117,7 +115,6 @@ def build_activities(pool: AsyncConnectionPool, settings: Settings) -> list:
         executions.claim_execution,
         executions.record_failure,
         executions.attempt_took_over,
-        catchup.plan_run,
         steps.finish_steps,
         steps.settle_steps,
         runtime.begin_runtime_run,

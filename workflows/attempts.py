@@ -29,13 +29,15 @@ from temporalio.exceptions import ActivityError, RetryState, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from activities.executions import ExecutionActivities
+    from activities.lifetime import MAX_SERIES
     from activities.models import AttemptQuery
 
 T = TypeVar("T")
 
-# Patched in v4; deprecate_patch in v6, removed in v7 (docs/architecture.md).
+# Patched in v4. The branch of runs started before it (v3: fail at the end of their
+# retries) is gone; the call is deprecated (its marker in runs of v7 workers before this
+# release still matches), to be removed in v8 (docs/architecture.md).
 ATTEMPT_SERIES_PATCH = "attempt-series-after-silence"
-MAX_SERIES = 10
 
 _CHECK_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
@@ -67,9 +69,9 @@ async def with_fresh_series(
                 series >= MAX_SERIES
                 or not exhausted_by_timeouts(err)
                 or not err.activity_id.isdigit()
-                or not workflow.patched(ATTEMPT_SERIES_PATCH)
             ):
                 raise
+            workflow.deprecate_patch(ATTEMPT_SERIES_PATCH)
             ran = execution_id is not None and await workflow.execute_local_activity_method(
                 ExecutionActivities.attempt_took_over,
                 AttemptQuery(

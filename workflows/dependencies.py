@@ -48,8 +48,11 @@ _CHECK: dict[str, Any] = {
         initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
     ),
 }
+# A poll gives up after a day (a finite retry policy, `activities.lifetime`); the wait then
+# checks and polls anew (`_next`), within its run's bound.
 _POLL: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=30),
+    "schedule_to_close_timeout": timedelta(days=1),
     "retry_policy": RetryPolicy(
         initial_interval=POLL, backoff_coefficient=1.0, maximum_interval=POLL, maximum_attempts=0
     ),

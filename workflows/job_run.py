@@ -33,7 +33,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
-    from activities.catchup import CatchupActivities, PlanInput, PlanResult
+    from activities.catchup import PlanInput
     from activities.dependency_models import WaitInput
     from activities.executions import ExecutionActivities
     from activities.models import (
@@ -43,7 +43,6 @@ with workflow.unsafe.imports_passed_through():
         Origin,
         WorkInput,
         WorkResult,
-        trigger_of,
     )
     from timing import Timing
 
@@ -74,10 +73,11 @@ _BOOKKEEPING: dict[str, Any] = {
     ),
 }
 
-# Runs started from here on plan and claim in one local activity (`activities.begin`), and
-# record failures and claim catch-up slots as local activities too: one activity round trip
-# through the server per run instead of three. Runs started before it keep the three.
-# Patched in v3; deprecate_patch in v5, removed in v6 (docs/architecture.md).
+# Runs plan and claim in one local activity (`activities.begin`), and record failures and
+# claim catch-up slots as local activities too. The branch of runs started before it (v1,
+# v2: three activities through the server) is gone; the call is deprecated (its marker in
+# runs begun before this release still matches), to be removed in v8
+# (docs/architecture.md, Compatibility shims and patches).
 BEGIN_RUN_PATCH = "begin-run-local"
 # A calendar job's fire time runs the slots its business calendar put there (`plan.own`):
 # the run's own slot is one of them, and a moved slot is due at the fire time. Asked only
@@ -101,7 +101,6 @@ class JobRunWorkflow:
         # for it. `local_work`: that activity runs as a local activity (the second type).
         self._in_work = in_work
         self._local_work = local_work
-        self._local = False  # bookkeeping as local activities (BEGIN_RUN_PATCH)
         self._upstream = UpstreamWait()  # a slot's wait for its upstream slots
 
     def upstream_settled(self) -> None:
@@ -128,7 +127,6 @@ class JobRunWorkflow:
         return JobRunResult(
             **own.model_dump(),  # the run's own slot: time, execution, outcome, counts
             origin=plan.origin,
-            trigger=trigger_of(plan.origin),
             job_name=job.job_name,
             caught_up=caught_up,
             missed_skipped=plan.skipped,
@@ -137,7 +135,7 @@ class JobRunWorkflow:
 
     async def _begin(self, job: JobRun) -> Begun:
         """Find the run's slot, plan the slots it covers, claim the first: one local
-        activity (`activities.begin`), or the separate activities of older runs."""
+        activity (`activities.begin`), or the work activity (`_begin_in_work`)."""
         info = workflow.info()
         scheduled_at = info.typed_search_attributes.get(SCHEDULED_START_TIME)
         # Started by hand without a schedule: its own start time is its slot.
@@ -151,21 +149,14 @@ class JobRunWorkflow:
         # A run that waits for upstream slots claims first and works after the wait: the
         # wait sits between the two (`_run_slot`), so it cannot begin in its work activity.
         if self._in_work and begins_in_work(job):
-            self._local = True
             begin = BeginInput(plan=plan_input, claim=claim, server_now=workflow.now())
             return await self._begin_in_work(job, begin) or await self._begin_run(begin)
-        if workflow.patched(BEGIN_RUN_PATCH):
-            self._local = True
-            return await self._begin_run(
-                BeginInput(plan=plan_input, claim=claim, server_now=workflow.now())
-            )
-        if plan_input is None:
-            plan = PlanResult(run=[scheduled_at], origin=origin)
-        else:
-            plan = await workflow.execute_activity_method(
-                CatchupActivities.plan_run, plan_input, **_BOOKKEEPING
-            )
-        return Begun(scheduled_at, plan, {})
+        # Every run plans and claims in `begin_run`; runs begun by v7 workers before this
+        # release carry the patch's marker, which this call matches (docs/architecture.md).
+        workflow.deprecate_patch(BEGIN_RUN_PATCH)
+        return await self._begin_run(
+            BeginInput(plan=plan_input, claim=claim, server_now=workflow.now())
+        )
 
     async def _begin_run(self, begin: BeginInput) -> Begun:
         """Plan and claim the first slot in `begin_run`, a local activity."""
@@ -275,13 +266,8 @@ class JobRunWorkflow:
         )
 
     async def _bookkeeping(self, method: Any, arg: Any) -> Any:
-        """A bookkeeping activity: local under BEGIN_RUN_PATCH, else through the server."""
-        run = (
-            workflow.execute_local_activity_method
-            if self._local
-            else workflow.execute_activity_method
-        )
-        return await run(method, arg, **_BOOKKEEPING)
+        """A bookkeeping activity (a claim, recording a failure): local."""
+        return await workflow.execute_local_activity_method(method, arg, **_BOOKKEEPING)
 
     async def _run_slot(
         self,
@@ -430,6 +416,9 @@ class JobRunWorkflow:
             ),
             id=f"{info.workflow_id}{STEPS_ID_SUFFIX}",
             result_type=WorkResult,
+            # Bounded by its parent's bound (`activities.lifetime`), and terminated when
+            # the parent closes (the default parent-close policy).
+            execution_timeout=info.execution_timeout,
         )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
@@ -27,7 +27,6 @@ with workflow.unsafe.imports_passed_through():
         Origin,
         SlotOutcome,
         TimingField,
-        Trigger,
         WorkResult,
     )
     from timing import Timing
@@ -108,32 +107,6 @@ class JobRun(BaseModel):
     # The upstream slots each slot waits for before its work (docs/dependencies.md).
     depends_on: list[Dependency] = Field(default_factory=list)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _timing_of_previous_release(cls, data: Any) -> Any:
-        """Read an input of an earlier release: a schedule written by a `v2` sync has the
-        timing only flat (`cron`, `interval_seconds`, `timezone`, `jitter_seconds`, and the
-        bounds in `definition`); a `v3`/`v4` one has `timing` beside those flat fields and
-        the whole catalog entry (`definition`). The flat fields and `definition` are
-        ignored once `timing` is there (unknown fields are dropped), and this release
-        writes neither. Deprecated in v6, removed in v7 (docs/architecture.md).
-        """
-        if not isinstance(data, dict) or data.get("timing") is not None:
-            return data
-        if data.get("cron") is None and data.get("interval_seconds") is None:
-            return data
-        definition = data.get("definition") or {}
-        seconds = data.get("interval_seconds")
-        timing = {
-            "cron": data.get("cron"),
-            "interval": timedelta(seconds=seconds) if seconds is not None else None,
-            "timezone": data.get("timezone") or "UTC",
-            "start_at": definition.get("start_at"),
-            "end_at": definition.get("end_at"),
-            "jitter": timedelta(seconds=data.get("jitter_seconds") or 0),
-        }
-        return data | {"timing": timing}
-
 
 class SlotRun(SlotOutcome):
     """One (job, scheduled time) this workflow ran or settled."""
@@ -148,12 +121,8 @@ class JobRunResult(SlotOutcome):
     missed_skipped: int = 0
     catchup_gap: int = 0
     # How the run came about, in the one vocabulary (`activities.models.Origin`, decided by
-    # `activities.catchup.run_origin`); `kind` in results of v1/v2 (read until v6).
-    origin: Origin = Field(default="scheduled", validation_alias=AliasChoices("origin", "kind"))
-    # Compatibility only, never read here: `trigger_of(origin)`, written because a reader
-    # of the previous release (`schedules` CLI `--wait`) requires it. Deprecated in v5, removed in v6
-    # (docs/architecture.md, Compatibility shims and patches).
-    trigger: Trigger = "schedule"
+    # `activities.catchup.run_origin`).
+    origin: Origin = "scheduled"
 
 
 @dataclass(frozen=True)

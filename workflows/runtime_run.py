@@ -23,6 +23,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
+    from activities.lifetime import BATCH_CALL, RUNTIME_RETRY_INTERVAL
     from activities.models import ExecutionRef, WorkInput, WorkResult
     from activities.runtime import RuntimeActivities
     from activities.runtime_models import (
@@ -49,7 +50,7 @@ _BOOKKEEPING: dict[str, Any] = {
         initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
     ),
 }
-_WORK_RETRY = {"initial_interval": timedelta(seconds=1), "maximum_interval": timedelta(minutes=1)}
+_WORK_RETRY = {"initial_interval": timedelta(seconds=1), "maximum_interval": RUNTIME_RETRY_INTERVAL}
 
 
 @workflow.defn
@@ -165,6 +166,9 @@ class RuntimeBatchWorkflow:
                 BatchInput(batch_id=batch.batch_id, after=total.handled),
                 start_to_close_timeout=timedelta(minutes=10),
                 heartbeat_timeout=timedelta(seconds=30),
+                # Retried until the database is back, for up to a day: then the batch
+                # fails and the dispatcher starts it again (`activities.runtime_start`).
+                schedule_to_close_timeout=BATCH_CALL,
                 retry_policy=RetryPolicy(**_WORK_RETRY),
             )
             total = BatchResult(

@@ -44,7 +44,8 @@ DIGEST_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsDigest")
 TIMING_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsTiming")
 # Part of every digest: bump it when the digest's inputs change meaning, so the next sync
 # describes every job once and stamps the new digest.
-DIGEST_VERSION = 2  # 2: the catalog entry moved from the run input to the action's memo
+# 2: the catalog entry moved from the run input to the action's memo; 3: the run's bound
+DIGEST_VERSION = 3
 
 OVERLAP = {
     "skip": ScheduleOverlapPolicy.SKIP,
@@ -154,6 +155,8 @@ def compile_schedule(
             run,
             id=job.id,
             task_queue=job_task_queue(job, task_queue),
+            # Every run is bounded (docs/catalog.md#how-long-a-run-may-live).
+            execution_timeout=job.lifetime,
             memo={CATALOG_MEMO_KEY: memo_entry(job)},
             # Shown by the Temporal UI on the schedule and on every run it starts; cut to
             # Temporal's user-metadata limits (the run input has the whole description).
@@ -175,10 +178,11 @@ def compile_schedule(
 
 
 def memo_entry(job: JobSpec) -> dict[str, Any]:
-    """The job's catalog entry as the action's memo keeps it; the calendar fields only when
-    set, so the entries of jobs without one read as they did before calendars existed."""
+    """The job's catalog entry as the action's memo keeps it; the calendar fields and
+    `max_run_time` only when set, so the entries of jobs without them read as they did
+    before those fields existed."""
     entry = job.model_dump(mode="json")
-    for name in OPTIONAL_TIMING_FIELDS:
+    for name in (*OPTIONAL_TIMING_FIELDS, "max_run_time"):
         if entry.get(name) is None:
             entry.pop(name, None)
     return entry
@@ -225,6 +229,7 @@ def schedule_digest(schedule: Schedule) -> str:
         "workflow": action.workflow,
         "id": action.id,
         "task_queue": action.task_queue,
+        "lifetime": action.execution_timeout,
         "summary": [action.static_summary, action.static_details],
         "run": run.model_dump(mode="json", exclude={"timing_since"}),
         "memo": action.memo,

@@ -21,13 +21,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from activities.dependency_models import Dependency, OnFailure, SlotMapping
+from activities.lifetime import LONGEST_WITHIN
 from schedules.catalog.durations import Duration, format_duration
 from timing import Timing, zone
 from timing.zones import changes
 
 # The longest a slot may wait for its upstreams before its policy applies: the catch-up
 # horizon (a slot older than that is never run late either).
-LONGEST_WITHIN = timedelta(days=31)
 _TICK = timedelta(microseconds=1)
 _SAME_SAMPLE = 200  # our next fire times checked against the upstream's, besides DST days
 _SAME_HORIZON = timedelta(days=400)

@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from activities.catchup import MAX_CONSIDERED
+from activities.lifetime import run_lifetime, wait_bound, work_bound
 from core.errors import CatalogError
 from jobs import KINDS
 from schedules.catalog import limits
@@ -52,11 +54,22 @@ class RetrySpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # Temporal keeps it as an int32.
-    maximum_attempts: int = Field(default=10, ge=0, le=2**31 - 1, description="0: unlimited")
+    # Temporal keeps it as an int32; 0 (Temporal's "unlimited") is refused: every run has
+    # a bounded lifetime (`JobSpec.lifetime`).
+    maximum_attempts: int = Field(default=10, le=2**31 - 1)
     initial_interval: Duration = timedelta(seconds=5)
     backoff_coefficient: float = Field(default=2.0, ge=1, le=100)
     maximum_interval: Duration = timedelta(minutes=5)
+
+    @field_validator("maximum_attempts")
+    @classmethod
+    def _bounded(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(
+                f"must be at least 1, got {value} (0, unlimited, is not taken: every run "
+                "has a bounded lifetime, docs/catalog.md#how-long-a-run-may-live)"
+            )
+        return value
 
     @field_validator("initial_interval", "maximum_interval")
     @classmethod
@@ -114,6 +127,9 @@ class JobSpec(BaseModel):
     timeout: Duration = timedelta(hours=1)
     heartbeat: Duration | None = timedelta(minutes=1)
     retry: RetrySpec = Field(default_factory=RetrySpec)
+    # The longest a run may live (its execution timeout); None: computed from the fields
+    # above (`lifetime`, docs/catalog.md#how-long-a-run-may-live).
+    max_run_time: Duration | None = None
     paused: bool = False
     note: str = ""
     alert_grace: Duration = timedelta(minutes=15)
@@ -146,7 +162,7 @@ class JobSpec(BaseModel):
             raise ValueError(f"must be at least 10s (Temporal's minimum), got {value}")
         return value
 
-    @field_validator("timeout", "heartbeat", "starting_deadline")
+    @field_validator("timeout", "heartbeat", "starting_deadline", "max_run_time")
     @classmethod
     def _positive(cls, value: timedelta | None) -> timedelta | None:
         # "0s" would otherwise mean "none" for heartbeat and starting_deadline, and a run
@@ -224,6 +240,30 @@ class JobSpec(BaseModel):
         """Whether the kind works a slot in one transaction (`JobKind.slot_work`): its runs
         plan, claim, work and complete in that transaction (`JobRun.one_transaction`)."""
         return KINDS[self.kind].slot_work is not None
+
+    @property
+    def lifetime(self) -> timedelta:
+        """How long a run of this job may live, its workflow execution timeout:
+        `max_run_time`, or what the fields let a run take at the longest
+        (`activities.lifetime`): each slot its catch-up policy may run (a calendar job's
+        fire time: as many as the plan considers), each with its longest wait for upstream
+        slots and its work, every attempt of every series at `timeout`, every step of a
+        workflow kind (its compensations too) likewise."""
+        if self.max_run_time is not None:
+            return self.max_run_time
+        if self.calendar_definition is not None:
+            slots = MAX_CONSIDERED
+        else:
+            slots = self.max_missed + 1 if self.catchup == "all" and self.max_missed else 1
+        wait = wait_bound(
+            [d.within for d in self.depends_on],
+            any(d.on_failure == "wait" for d in self.depends_on),
+        )
+        calls = max(len(KINDS[self.kind].steps), 1)
+        work = calls * work_bound(
+            self.timeout, self.retry.maximum_attempts, self.retry.maximum_interval
+        )
+        return run_lifetime(slots, wait, work)
 
     @property
     def schedule_text(self) -> str:

@@ -23,6 +23,7 @@ from schedules.cli import (
     audit,
     backfill,
     check,
+    compat,
     describe,
     explain,
     list_jobs,
@@ -62,6 +63,7 @@ COMMANDS = (
     outbox,
     runs,
     check,
+    compat,
     verify,
     tenants,
 )

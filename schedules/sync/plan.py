@@ -59,6 +59,7 @@ from schedules.catalog.compile import (
     schedule_digest,
     timing_stamp,
 )
+from schedules.catalog.durations import format_duration
 from schedules.catalog.limits import size_problem
 from schedules.catalog.model import JobSpec, catalog_error
 from schedules.health.verify import keep_forced_utc
@@ -334,6 +335,11 @@ def _fields(
         fields["calendars"] = (describe_spec(stored), describe_spec(compiled))
     if job.paused and not description.schedule.state.paused:
         fields["paused (on the server)"] = (False, True)
+    # The run's bound (docs/catalog.md#how-long-a-run-may-live); none from a sync before it.
+    bound = description.schedule.action.execution_timeout
+    if bound != (wanted_bound := target.schedule.action.execution_timeout):
+        shown = [format_duration(b) if b is not None else "none" for b in (bound, wanted_bound)]
+        fields["run bound"] = (shown[0], shown[1])
     return fields
 
 

@@ -80,6 +80,7 @@ def one_line(done: subprocess.CompletedProcess) -> str:
         (["list"], 1),
         (["describe", "ff-job"], 1),
         (["verify"], 2),
+        (["compat"], 2),
         (["trigger", "ff-job"], 1),
         (["trigger", "ff-job", "--wait"], 1),
         (["backfill", "ff-job", "--start", "2026-01-01", "--end", "2026-01-03", "--wait"], 1),

@@ -183,7 +183,7 @@ async def test_a_workflow_started_without_a_schedule_uses_its_start_time(
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED
     )
-    assert result.outcome == "completed" and result.trigger == "direct"
+    assert result.outcome == "completed" and result.origin == "direct"
     assert result.scheduled_at == first_task.replace(microsecond=0)
     (row,) = executions(db, "invoice-reminders")
     assert row["origin"] == "direct" and row["scheduled_at"] == result.scheduled_at

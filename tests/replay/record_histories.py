@@ -448,7 +448,7 @@ async def record(label: str, groups: tuple[str, ...] = tuple(SCENARIOS)) -> None
 
 def main(run: Callable[..., Awaitable[None]] = record) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("label", help="folder under tests/replay/histories, e.g. v1")
+    parser.add_argument("label", help="folder under tests/replay/histories, e.g. v8")
     parser.add_argument(
         "--scenarios",
         choices=["all", *SCENARIOS],

@@ -148,7 +148,9 @@ def test_a_run_input_carries_the_timing_once_and_no_catalog_entry():
     assert JobRun.model_validate(sent).timing == job.timing
     memo = compile_schedule(job, "q").action.memo
     assert memo == {
-        CATALOG_MEMO_KEY: job.model_dump(mode="json", exclude=set(OPTIONAL_TIMING_FIELDS))
+        CATALOG_MEMO_KEY: job.model_dump(
+            mode="json", exclude={*OPTIONAL_TIMING_FIELDS, "max_run_time"}
+        )
     }
 
 
@@ -158,8 +160,6 @@ def test_run_inputs_of_earlier_releases_still_decode():
     flat = {"cron": job.cron, "interval_seconds": None, "timezone": job.timezone}
     v4 = job_run(job).model_dump(mode="json") | flat | {"timing": timing, "definition": {}}
     assert JobRun.model_validate(v4).timing == job.timing  # the old fields are ignored
-    v2 = {k: v for k, v in v4.items() if k != "timing"} | {"jitter_seconds": 0.0}
-    assert JobRun.model_validate(v2).timing == job.timing  # built from the flat fields
 
 
 @pytest.mark.parametrize(
@@ -185,6 +185,12 @@ def test_run_inputs_of_earlier_releases_still_decode():
         ({"start_at": "0001-01-01T00:00:00Z"}, "job 'j': start_at: must lie in the years 1970"),
         ({"retry": {"initial_interval": "0s"}}, "job 'j': retry.initial_interval: must be longer"),
         ({"retry": {"maximum_attempts": 2**40}}, "job 'j': retry.maximum_attempts: Input should"),
+        (
+            {"retry": {"maximum_attempts": 0}},
+            "job 'j': retry.maximum_attempts: must be at least 1, got 0 (0, unlimited, is not "
+            "taken: every run has a bounded lifetime",
+        ),
+        ({"max_run_time": "0s"}, "job 'j': max_run_time: must be longer than 0s"),
         ({"max_missed": 5000, "catchup": "all"}, "job 'j': max_missed: must be at most 1000"),
         ({"timezone": "x" * 5000}, "job 'j': timezone: is not a known IANA time zone"),
     ],
@@ -250,3 +256,32 @@ def test_the_ui_summary_and_details_are_cut_to_temporals_metadata_limits():
     assert len(action.static_details.encode()) <= 20_000
     memo = action.memo[CATALOG_MEMO_KEY]
     assert memo["description"] == "é" * 1000  # the catalog entry keeps it all
+
+
+def test_a_run_lives_longer_than_its_fields_let_its_work_take():
+    """The bound (the schedule's execution timeout) covers every attempt of every series at
+    the timeout, the waits between them, catch-up slots and a dependency's wait; an owner's
+    `max_run_time` replaces it."""
+    retry = {"maximum_attempts": 3, "maximum_interval": "5m"}
+    (job,) = parse_catalog({"j": GOOD | {"timeout": "2h", "retry": retry}})
+    work = 10 * (3 * timedelta(hours=2) + 2 * timedelta(minutes=5))  # 10 attempt series
+    assert job.lifetime == work + 4 * timedelta(hours=1)  # + begin, notes, claim, failure
+    (three,) = parse_catalog({"j": GOOD | {"catchup": "all", "max_missed": 2}})
+    (one,) = parse_catalog({"j": GOOD})
+    assert three.lifetime - timedelta(hours=2) == 3 * (one.lifetime - timedelta(hours=2))
+    (given,) = parse_catalog({"j": GOOD | {"max_run_time": "3d"}})
+    assert given.lifetime == timedelta(days=3)
+    action = compile_schedule(given, "q").action
+    assert action.execution_timeout == timedelta(days=3)
+
+
+def test_a_wait_that_keeps_waiting_is_bounded_a_week_past_its_deadline():
+    catalog = {
+        "up": GOOD,
+        "down": GOOD | {"depends_on": [{"job": "up", "slots": "same", "within": "2h"}]},
+        "skips": GOOD
+        | {"depends_on": [{"job": "up", "slots": "same", "within": "2h", "on_failure": "skip"}]},
+    }
+    jobs = {job.id: job for job in parse_catalog(catalog)}
+    assert jobs["down"].lifetime - jobs["up"].lifetime == timedelta(hours=2, days=7)
+    assert jobs["skips"].lifetime - jobs["up"].lifetime == timedelta(hours=2)

@@ -32,25 +32,6 @@ def plan(timing: Timing | None = None, **fields) -> PlanInput:
     return PlanInput(**(base | fields))
 
 
-def test_a_plan_of_the_previous_release_carries_its_timing_flat():
-    legacy = PlanInput(
-        job_name="j",
-        scheduled_at=T0,
-        started_at=T0,
-        workflow_id="w",
-        run_id="r",
-        cron="30 1 * * *",
-        interval_seconds=None,
-        timezone="America/New_York",
-        start_at=T0,
-        end_at=None,
-        jitter_seconds=5.0,
-    )
-    assert legacy.timing == Timing(
-        cron="30 1 * * *", timezone="America/New_York", start_at=T0, jitter=timedelta(seconds=5)
-    )
-
-
 def test_nothing_missed_runs_the_slot():
     decision = decide(T0, T0, [T0], plan())
     assert decision.run == [T0] and decision.skip == []

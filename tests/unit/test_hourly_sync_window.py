@@ -31,9 +31,6 @@ def test_the_window_ends_at_the_slot_and_starts_at_the_fire_time_before(schedule
     assert data_window(hourly, scheduled_at) == window
     execution = ExecutionRef(execution_id=1, job_name="hourly-sync", scheduled_at=scheduled_at)
     assert job_window(WorkInput(execution=execution, timing=hourly)) == window
-    # As a workflow of the previous release sends it.
-    legacy = {"cron": "0 * * * *", "interval_seconds": None, "timezone": "UTC"}
-    assert job_window(WorkInput(execution=execution, timing=legacy)) == window
 
 
 def test_a_job_that_starts_later_still_has_a_first_window():

@@ -70,6 +70,11 @@ def test_a_runtime_kind_is_timed_by_its_heartbeat_timeout_and_allowance():
         RuntimeKind("timed", SettlementParams, timeout=timedelta(seconds=20))
     with pytest.raises(ValueError, match="attempts must be >= 1"):
         RuntimeKind("timed", SettlementParams, attempts=0)
+    # Every runtime run is bounded (activities/lifetime.py): 10 series of 100 attempts of
+    # 10 min (and 99 waits of 1 min) is over 7 days.
+    with pytest.raises(ValueError, match="may take 7 days, 15:10:00 with retries, over the 7 days"):
+        RuntimeKind("timed", SettlementParams, attempts=100)
+    RuntimeKind("timed", SettlementParams, attempts=50)  # 10 x (500 + 49) min: under 4 days
 
 
 def test_every_declared_runtime_kind_is_timed_and_the_audit_reads_its_allowance():

@@ -18,6 +18,7 @@ from schedules.sync.safety import (
     apply_in_order,
     check_prune,
 )
+from timing import Timing
 
 
 @pytest.mark.parametrize(
@@ -109,7 +110,7 @@ def plan(scheduled_at: datetime, started_at: datetime) -> PlanInput:
         started_at=started_at,
         workflow_id="w",
         run_id="r",
-        cron="30 2 * * *",
+        timing=Timing(cron="30 2 * * *"),
     )
 
 

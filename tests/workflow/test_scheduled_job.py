@@ -24,7 +24,7 @@ async def test_an_on_time_run_claims_its_slot_in_begin_and_does_the_work(workflo
     stand_ins = StandIns()
     result = await run_to_end(workflow_env, stand_ins, job())
     assert (result.outcome, result.counts, result.scheduled_at) == ("completed", {"sent": 3}, SLOT)
-    assert (result.origin, result.trigger) == ("scheduled", "schedule")
+    assert result.origin == "scheduled"
     assert result.caught_up == [] and result.missed_skipped == 0
     # One begin (plan and claim together), then the work: no claim of its own.
     assert stand_ins.names() == ["begin_run", "claim", WORK]
@@ -35,7 +35,7 @@ async def test_an_on_time_run_claims_its_slot_in_begin_and_does_the_work(workflo
 async def test_a_run_without_a_schedule_is_direct_and_plans_nothing(workflow_env):
     stand_ins = StandIns()
     result = await run_to_end(workflow_env, stand_ins, job(), slot=None)
-    assert (result.outcome, result.origin, result.trigger) == ("completed", "direct", "direct")
+    assert (result.outcome, result.origin) == ("completed", "direct")
     (begin,) = stand_ins.of("begin_run")
     assert begin.plan is None and begin.claim.origin == "direct"
     assert result.scheduled_at == begin.claim.scheduled_at  # its own start time, to the second
