@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-import sys
 import tomllib
 import uuid
 import zipfile
-from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -27,6 +23,7 @@ from temporalio.service import RPCError
 
 from devstack import free_port
 from tests.helpers import ROOT, TEMPLATE_DB
+from tests.helpers.wheel import InstalledWheel, run, tracked
 from tests.helpers.worker import WorkerProcess, settings_env
 from tests.integration.jobs import insert_invoices
 from tests.integration.namespaces import fresh_namespace
@@ -51,45 +48,17 @@ for top in sys.argv[1:]:
 """
 
 
-def run(argv: list, **kwargs) -> subprocess.CompletedProcess:
-    """Run `argv` to completion; fail the test with its output unless it exits 0."""
-    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, **kwargs)
-    assert done.returncode == 0, (argv, done.returncode, done.stdout, done.stderr)
-    return done
-
-
-def tracked(*paths: str) -> list[str]:
-    """The files git tracks (under `paths`), as the working tree has them: CI's clean
-    clone has nothing else, and a build here must not see .venv, caches or stray files."""
-    listed = run(["git", "ls-files", "-z", "--", *paths], cwd=ROOT).stdout
-    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+@pytest.fixture(scope="module")
+def wheel(installed_wheel_venv: InstalledWheel) -> Path:
+    """The wheel `pip wheel` builds from a clean export of the tree (tests/helpers/wheel.py)."""
+    return installed_wheel_venv.wheel
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The wheel `pip wheel` builds from a clean export of the tree."""
-    export = tmp_path_factory.mktemp("export")
-    for name in tracked():
-        (export / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, export / name)
-    dist = tmp_path_factory.mktemp("dist")
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", dist, export])
-    shutil.rmtree(export)
-    (built,) = dist.glob("*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def python(wheel: Path, tmp_path_factory) -> Iterator[Path]:
+def python(installed_wheel_venv: InstalledWheel) -> Path:
     """The interpreter of a fresh venv holding the wheel (not editable) and its runtime
-    dependencies only. The venv gets no pip of its own: this one installs into it, so
-    nothing but the wheel's requirements lands there (from PyPI, through pip's cache)."""
-    venv = tmp_path_factory.mktemp("venv")
-    run([sys.executable, "-m", "venv", "--without-pip", venv])
-    interpreter = venv / "bin" / "python"
-    run([sys.executable, "-m", "pip", "--python", interpreter, "install", "-q", wheel])
-    yield interpreter
-    shutil.rmtree(venv)  # 125 MB, and pytest keeps the last three sessions' directories
+    dependencies only."""
+    return installed_wheel_venv.python
 
 
 @pytest.fixture
