@@ -172,13 +172,32 @@ def psql_rows(shown: str, width: int) -> set[tuple[str, ...]]:
     return {tuple(c) for c in cells if len(c) == width and c[0][:1].isdigit()}
 
 
-async def test_the_walkthrough_adds_a_job_in_a_package_of_its_own(project, tmp_path):
-    user, _, db = project
-    shells = user.write("Adding a job")
-    assert len(shells) == 4, "the blocks changed shape"
+async def test_the_walkthroughs_add_jobs_in_a_package_of_the_users_own(project, tmp_path):
+    """ "Adding a job", then "Adding a workflow job" to the project it made, as the page
+    tells: one project, one venv, one database; the workers restarted after the second."""
+    user, namespace, db = project
+    first = user.write("Adding a job")
+    assert len(first) == 4, "the blocks changed shape"
     assert (user.root / "acme_jobs" / "invoice_snapshot" / "migrations").is_dir()
-    run = user.run
+    worker = add_a_job(user, db, first, tmp_path / "worker.log")
+    assert worker.stop() == 0, worker.log.read_text()[-3000:]  # drained on SIGTERM
+    (row,) = db.execute(
+        "SELECT status, result FROM job_executions WHERE job_name = 'invoice-snapshot'"
+    ).fetchall()
+    assert row == ("completed", {"counts": {"statuses": 2}})
+    applied = db.execute("SELECT family, version, name FROM family_migrations").fetchall()
+    assert applied == [("invoice_snapshot", 1, "invoice_snapshots")]
 
+    second = user.write("Adding a workflow job")
+    assert len(second) == 3, "the blocks changed shape"
+    assert (user.root / "acme_jobs" / "late_fees" / "workflow.py").is_file()
+    worker = await add_a_workflow_job(user, namespace, db, second, tmp_path / "worker2.log")
+    assert worker.stop() == 0, worker.log.read_text()[-3000:]
+
+
+def add_a_job(user: Project, db, shells: list[list[list[str]]], log: Path) -> WorkerProcess:
+    """The commands of "Adding a job", from 5. on; the worker it started, still running."""
+    run = user.run
     # 5. Install it beside scheduled-jobs.
     ((install,),) = [shells[0]]
     run(install)
@@ -200,7 +219,7 @@ async def test_the_walkthrough_adds_a_job_in_a_package_of_its_own(project, tmp_p
         FROM generate_series(1, 40) AS n
         """
     )
-    worker = user.worker(tmp_path / "worker.log")
+    worker = user.worker(log)
     try:
         worker.wait_ready()
         # ... then sync: the project's job and the engine's.
@@ -214,34 +233,28 @@ async def test_the_walkthrough_adds_a_job_in_a_package_of_its_own(project, tmp_p
         trigger, see, audit = shells[3]
         # `--wait` returns once the run has finished, so what it wrote is there to see.
         ran = run(trigger)
-        assert re.search(r"\bmanual +completed\b.*statuses 2", ran), worker.log.read_text()
+        assert re.search(r"\bmanual +completed\b.*statuses 2", ran), log.read_text()
         shown = run(see)
         rows = {row[1:] for row in psql_rows(shown, 4)}
         assert rows == {("Paid", "10", "220"), ("Unpaid", "30", "600")}, shown
         summary = run(audit).strip().splitlines()[-1]
         assert summary.startswith("audit: 0 finding(s);"), summary
-    finally:
-        stopped = worker.stop()
-    assert stopped == 0, worker.log.read_text()[-3000:]
-    (row,) = db.execute(
-        "SELECT status, result FROM job_executions WHERE job_name = 'invoice-snapshot'"
-    ).fetchall()
-    assert row == ("completed", {"counts": {"statuses": 2}})
-    applied = db.execute("SELECT family, version, name FROM family_migrations").fetchall()
-    assert applied == [("invoice_snapshot", 1, "invoice_snapshots")]
+    except BaseException:
+        worker.stop()
+        raise
+    return worker
 
 
-async def test_the_workflow_walkthrough_adds_a_job_of_steps_that_compensates(project, tmp_path):
-    user, namespace, db = project
-    user.write("Adding a job")  # the project the walkthrough adds to
-    shells = user.write("Adding a workflow job")
-    assert len(shells) == 3, "the blocks changed shape"
-    assert (user.root / "acme_jobs" / "late_fees" / "workflow.py").is_file()
+async def add_a_workflow_job(
+    user: Project, namespace, db, shells: list[list[list[str]]], log: Path
+) -> WorkerProcess:
+    """The commands of "Adding a workflow job", then a run over its safety limit; the
+    worker it started, still running."""
     run = user.run
     install, validate, migrate = shells[0]
     run(install)
     assert "late-fees" in run(validate)
-    assert run(migrate).rstrip().endswith("late_fees:0001_late_fees")
+    assert run(migrate).strip() == "migrations applied: late_fees:0001_late_fees"
     # Ten invoices long overdue (the fee applies to them) and five recent ones (it doesn't).
     db.execute(
         """
@@ -251,14 +264,14 @@ async def test_the_workflow_walkthrough_adds_a_job_of_steps_that_compensates(pro
         FROM generate_series(1, 15) AS n
         """
     )
-    worker = user.worker(tmp_path / "worker.log")
+    worker = user.worker(log)  # the workers restarted, serving the new family
     try:
         worker.wait_ready()
         (sync,) = shells[1]
         assert re.search(r"^created +late-fees$", run(sync), re.MULTILINE)
 
         trigger, see = shells[2]
-        assert re.search(r"\bmanual +completed\b", run(trigger)), worker.log.read_text()
+        assert re.search(r"\bmanual +completed\b", run(trigger)), log.read_text()
         assert psql_rows(run(see), 2) == {("10", "10")}
         (row,) = db.execute(
             "SELECT status, result FROM job_executions WHERE job_name = 'late-fees'"
@@ -294,7 +307,7 @@ async def test_the_workflow_walkthrough_adds_a_job_of_steps_that_compensates(pro
             ).fetchall()
             assert [r[0] for r in rows] == ["compensated", "completed"], (
                 rows,
-                worker.log.read_text()[-3000:],
+                log.read_text()[-3000:],
             )
             return rows[0]
 
@@ -302,6 +315,7 @@ async def test_the_workflow_walkthrough_adds_a_job_of_steps_that_compensates(pro
         assert "exceed max_total_cents 100000" in error
         assert "compensated add_late_fees" in error
         assert psql_rows(run(see), 2) == {("10", "10")}  # only the first run's fees
-    finally:
-        stopped = worker.stop()
-    assert stopped == 0, worker.log.read_text()[-3000:]
+    except BaseException:
+        worker.stop()
+        raise
+    return worker
