@@ -26,6 +26,9 @@ from tests.integration.chunk_gate import ChunkGate
 from worker.migrate import apply_migrations
 from worker.settings import Settings
 
+# Session fixtures kept beside their helpers: the installed wheel's venv, built once.
+pytest_plugins = ["tests.helpers.wheel"]
+
 
 def pytest_configure(config) -> None:
     """Keep this checkout's temporary files under a root of its own.

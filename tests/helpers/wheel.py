@@ -1,6 +1,14 @@
-"""Wheels of this project and fresh venvs holding them, for the tests that run what ships
-(tests/integration/test_installed_wheel.py, test_upgrade.py): built from a clean export of
-a tree, installed non-editable, run from a directory outside the checkout."""
+"""The package as it ships: wheels of this project built from a clean export of a tree (the
+working tree, or an earlier commit for tests/integration/test_upgrade.py), installed
+non-editable into fresh venvs, run from a directory outside the checkout.
+
+`installed_wheel_venv` builds the working tree's wheel once per test session (a pytest
+plugin: tests/conftest.py names it in `pytest_plugins`, so every test module shares it).
+
+`installed_wheel_venv` is that venv, untouched by the tests: a test that installs more (a
+user's own package of jobs) makes a venv of its own on top of it (`InstalledWheel.overlay`),
+so nothing it installs leaks into another test.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +17,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tests.helpers import ROOT
 
@@ -101,3 +113,40 @@ def installed_env(env: dict[str, str]) -> dict[str, str]:
     like): a process run with it, from a directory outside the checkout, imports the
     installed release."""
     return {k: v for k, v in env.items() if not k.startswith("PYTHON")} | {"PYTHONUNBUFFERED": "1"}
+
+
+def site_packages(python: Path) -> Path:
+    """The site-packages folder of the venv whose interpreter is `python`."""
+    return run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout
+
+
+@dataclass(frozen=True)
+class InstalledWheel:
+    """The built wheel, and the interpreter of the venv it is installed in."""
+
+    wheel: Path
+    python: Path
+
+    def overlay(self, where: Path) -> Path:
+        """A new venv at `where` that sees this one's packages (a `.pth` line naming its
+        site-packages) and gets its own installs: its interpreter."""
+        run([self.python, "-m", "venv", "--without-pip", where])
+        python = where / "bin" / "python"
+        base = site_packages(self.python).strip()
+        Path(site_packages(python).strip(), "scheduled_jobs_wheel.pth").write_text(base + "\n")
+        return python
+
+
+@pytest.fixture(scope="session")
+def installed_wheel_venv(tmp_path_factory) -> Iterator[InstalledWheel]:
+    """The wheel `pip wheel` builds from a clean export of the tree, installed (not
+    editable) into a fresh venv with its runtime dependencies only. The venv gets no pip of
+    its own: this interpreter's installs into it, so nothing but the wheel's requirements
+    lands there (from PyPI, through pip's cache)."""
+    export = export_tree(tmp_path_factory.mktemp("export"))
+    built = build_wheel(export, tmp_path_factory.mktemp("dist"))
+    shutil.rmtree(export)
+    venv = tmp_path_factory.mktemp("venv")
+    interpreter = make_venv(venv, [built])
+    yield InstalledWheel(built, interpreter)
+    shutil.rmtree(venv)  # 125 MB, and pytest keeps the last three sessions' directories

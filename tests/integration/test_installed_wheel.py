@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import tomllib
 import uuid
 import zipfile
-from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from temporalio.service import RPCError
 
 from devstack import free_port
 from tests.helpers import ROOT, TEMPLATE_DB
-from tests.helpers.wheel import build_wheel, export_tree, make_venv, run, tracked
+from tests.helpers.wheel import InstalledWheel, run, tracked
 from tests.helpers.worker import WorkerProcess, settings_env
 from tests.integration.jobs import insert_invoices
 from tests.integration.namespaces import fresh_namespace
@@ -51,22 +49,16 @@ for top in sys.argv[1:]:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The wheel `pip wheel` builds from a clean export of the tree."""
-    export = export_tree(tmp_path_factory.mktemp("export"))
-    built = build_wheel(export, tmp_path_factory.mktemp("dist"))
-    shutil.rmtree(export)
-    return built
+def wheel(installed_wheel_venv: InstalledWheel) -> Path:
+    """The wheel `pip wheel` builds from a clean export of the tree (tests/helpers/wheel.py)."""
+    return installed_wheel_venv.wheel
 
 
 @pytest.fixture(scope="module")
-def python(wheel: Path, tmp_path_factory) -> Iterator[Path]:
+def python(installed_wheel_venv: InstalledWheel) -> Path:
     """The interpreter of a fresh venv holding the wheel (not editable) and its runtime
     dependencies only."""
-    interpreter = make_venv(tmp_path_factory.mktemp("venv"), [wheel])
-    yield interpreter
-    # 125 MB, and pytest keeps the last three sessions' directories
-    shutil.rmtree(interpreter.parent.parent)
+    return installed_wheel_venv.python
 
 
 @pytest.fixture
@@ -142,7 +134,12 @@ async def test_the_installed_package_migrates_syncs_runs_and_audits(
     )
     # The relay's mail goes to a port nothing listens on, not to a local stack's mail sink.
     env = installed_env(settings, SMTP_PORT=str(free_port()))
-    catalog = tomllib.loads(zipfile.ZipFile(wheel).read("schedules/jobs.toml").decode())
+    packaged = zipfile.ZipFile(wheel)
+    # The reference catalog and the engine's jobs, which every sync registers beside it.
+    catalog = {
+        **tomllib.loads(packaged.read("schedules/jobs.toml").decode()),
+        **tomllib.loads(packaged.read("schedules/engine.toml").decode()),
+    }
 
     def installed(*argv: str) -> str:
         done = run([python, "-m", *argv], cwd=outside, env=env, timeout=300)

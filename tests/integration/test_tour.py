@@ -30,9 +30,11 @@ from temporalio.service import RPCError
 from devstack.demo import load_demo_data
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import settings_env
-from tests.integration.test_add_a_job import PACKAGES, code_blocks, pause_every_job
+from tests.integration.test_add_a_job import code_blocks, pause_every_job
 
 # A Sunday of a US spring-forward, years back: the demo data is that old.
+# The project's packages the tour's commands import, copied so its catalog can be paused.
+PACKAGES = ("core", "timing", "activities", "workflows", "jobs", "worker", "schedules")
 DEMO_CLOCK = datetime(2019, 3, 10, 12, 0, tzinfo=UTC)
 TOUR_TITLE = "A five-minute tour"
 LONDON = ZoneInfo("Europe/London")
@@ -123,7 +125,8 @@ def project(tmp_path: Path) -> Path:
         shutil.copytree(
             ROOT / package, copy / package, ignore=shutil.ignore_patterns("__pycache__")
         )
-    pause_every_job(copy / "schedules" / "jobs.toml")
+    for catalog in ("jobs.toml", "engine.toml"):  # the reference jobs and the engine's
+        pause_every_job(copy / "schedules" / catalog)
     return copy
 
 
@@ -134,7 +137,11 @@ async def test_the_readme_tour_prints_what_it_says_on_old_demo_data(
     assert commands == TOUR, "the tour changed: update the checks in this test"
     env = settings_env(settings)
     tour = Tour(project, env)
-    job_ids = list(tomllib.loads((project / "schedules" / "jobs.toml").read_text()))
+    job_ids = [
+        job_id
+        for catalog in ("jobs.toml", "engine.toml")
+        for job_id in tomllib.loads((project / "schedules" / catalog).read_text())
+    ]
 
     load_demo_data(db, DEMO_CLOCK)
     # The oracle: unpaid invoices past due today, none reminded yet (the data is years old).
