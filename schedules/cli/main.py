@@ -25,6 +25,7 @@ from schedules.cli import (
     check,
     describe,
     explain,
+    init,
     list_jobs,
     next_times,
     outbox,
@@ -64,6 +65,7 @@ COMMANDS = (
     check,
     verify,
     tenants,
+    init,
 )
 
 EXIT_CODES = (
