@@ -14,7 +14,9 @@ import pytest
 
 from tests.integration.chunk_gate import ChunkGate
 
-pytest_plugins = ["devstack.pytest_plugin"]
+# The servers and workers (the package's plugin, which users get too); the wheel and its
+# venv, built once per session.
+pytest_plugins = ["devstack.pytest_plugin", "tests.helpers.wheel"]
 
 
 @pytest.hookimpl(wrapper=True)

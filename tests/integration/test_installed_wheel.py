@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-import sys
 import tomllib
 import uuid
 import zipfile
-from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -27,7 +23,8 @@ from temporalio.service import RPCError
 
 from devstack import free_port
 from tests.helpers import ROOT, TEMPLATE_DB
-from tests.helpers.worker import WorkerProcess, settings_env
+from tests.helpers.wheel import installed_env, run, tracked
+from tests.helpers.worker import WorkerProcess
 from tests.integration.jobs import insert_invoices
 from tests.integration.namespaces import fresh_namespace
 from worker.settings import Settings
@@ -51,45 +48,14 @@ for top in sys.argv[1:]:
 """
 
 
-def run(argv: list, **kwargs) -> subprocess.CompletedProcess:
-    """Run `argv` to completion; fail the test with its output unless it exits 0."""
-    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, **kwargs)
-    assert done.returncode == 0, (argv, done.returncode, done.stdout, done.stderr)
-    return done
-
-
-def tracked(*paths: str) -> list[str]:
-    """The files git tracks (under `paths`), as the working tree has them: CI's clean
-    clone has nothing else, and a build here must not see .venv, caches or stray files."""
-    listed = run(["git", "ls-files", "-z", "--", *paths], cwd=ROOT).stdout
-    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+@pytest.fixture(scope="module")
+def wheel(built_wheel: Path) -> Path:
+    return built_wheel
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The wheel `pip wheel` builds from a clean export of the tree."""
-    export = tmp_path_factory.mktemp("export")
-    for name in tracked():
-        (export / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, export / name)
-    dist = tmp_path_factory.mktemp("dist")
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", dist, export])
-    shutil.rmtree(export)
-    (built,) = dist.glob("*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def python(wheel: Path, tmp_path_factory) -> Iterator[Path]:
-    """The interpreter of a fresh venv holding the wheel (not editable) and its runtime
-    dependencies only. The venv gets no pip of its own: this one installs into it, so
-    nothing but the wheel's requirements lands there (from PyPI, through pip's cache)."""
-    venv = tmp_path_factory.mktemp("venv")
-    run([sys.executable, "-m", "venv", "--without-pip", venv])
-    interpreter = venv / "bin" / "python"
-    run([sys.executable, "-m", "pip", "--python", interpreter, "install", "-q", wheel])
-    yield interpreter
-    shutil.rmtree(venv)  # 125 MB, and pytest keeps the last three sessions' directories
+def python(installed_wheel_venv: Path) -> Path:
+    return installed_wheel_venv
 
 
 @pytest.fixture
@@ -99,14 +65,6 @@ def outside(tmp_path: Path) -> Path:
     cwd.mkdir()
     assert not cwd.resolve().is_relative_to(ROOT)
     return cwd
-
-
-def installed_env(settings: Settings, **extra: str) -> dict[str, str]:
-    """The settings' environment, with nothing that would put the checkout on sys.path."""
-    env = settings_env(settings, **extra)
-    for name in [name for name in env if name.startswith("PYTHON")]:
-        del env[name]
-    return env | {"PYTHONUNBUFFERED": "1"}
 
 
 def test_the_wheel_holds_every_file_of_the_packages_and_nothing_else(wheel):
