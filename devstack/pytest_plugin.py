@@ -11,7 +11,7 @@ then every installed job family's), and one Temporal dev server (`temporal`, `cl
 Per test: a fresh database cloned from the template (`database_url`, `db`), a fresh task
 queue (`task_queue`), the `settings` of both, real `python -m worker` processes on them
 (`start_workers`, `worker`), the catalog's schedules (`synced`, paused) and the audit's
-verdict (`audited`). This repository's own tests run on the same fixtures.
+verdict (`audited`, `runtime_audited`). This repository's own tests run on the same fixtures.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from devstack.postgres import EmbeddedPostgres
 from devstack.temporal import TemporalDevServer
 from devstack.testing import TEMPLATE_DB
 from devstack.testing.audit import audited as audit_clean
+from devstack.testing.audit import runtime_audited as runtime_audit_clean
 from devstack.testing.worker import WorkerProcess, settings_env
 from schedules import AuditReport, JobSpec, apply_sync, load_catalog
 from worker.migrate import apply_migrations
@@ -219,6 +220,20 @@ def audited(
 
     def judge(jobs: Sequence[Any], *, start: datetime, **options: Any) -> Awaitable[AuditReport]:
         return audit_clean(client, database_url, task_queue, jobs, start=start, **options)
+
+    return judge
+
+
+@pytest.fixture
+def runtime_audited(
+    client: Client, database_url: str, task_queue: str
+) -> Callable[..., Awaitable[Any]]:
+    """`await runtime_audited(start, end)`: assert the audit of the runtime schedules'
+    slots in [start, end) on the test's servers finds nothing
+    (`devstack.testing.runtime_audited` says what else it takes)."""
+
+    def judge(start: datetime, end: datetime, **options: Any) -> Awaitable[Any]:
+        return runtime_audit_clean(database_url, client, task_queue, start, end, **options)
 
     return judge
 

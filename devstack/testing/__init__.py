@@ -6,9 +6,9 @@ The fixtures that start the servers are the pytest plugin `devstack.pytest_plugi
 extra (the servers) and pytest.
 """
 
-from devstack.testing.audit import audited
+from devstack.testing.audit import audited, runtime_audited
 from devstack.testing.polling import assert_eventually, wait_for_text
-from devstack.testing.runs import run_now
+from devstack.testing.runs import run_now, run_slot_now
 from devstack.testing.worker import WorkerProcess, settings_env
 
 TEMPLATE_DB = "jobs_template"
@@ -20,6 +20,8 @@ __all__ = [
     "assert_eventually",
     "audited",
     "run_now",
+    "run_slot_now",
+    "runtime_audited",
     "settings_env",
     "wait_for_text",
 ]

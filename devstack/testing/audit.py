@@ -16,6 +16,8 @@ from temporalio.client import Client
 
 from devstack.testing.polling import assert_eventually
 from schedules.audit import AuditReport, run_audit
+from schedules.audit.history import Window
+from schedules.audit.runtime import RuntimeAudit, audit_runtime
 from schedules.health.check import ScheduleState
 from schedules.pauses import record_pause
 
@@ -81,3 +83,28 @@ async def audited(
     if every_fire_time:  # judged, not vacuous: the window holds the fire times it ran
         assert all(scope.due > 0 for scope in report.scopes), report.scopes
     return report
+
+
+async def runtime_audited(
+    database_url: str,
+    client: Client,
+    task_queue: str,
+    start: datetime,
+    end: datetime,
+    *,
+    late: timedelta = timedelta(minutes=5),
+    now: datetime | None = None,
+    catalog: Sequence[Any] = (),
+) -> RuntimeAudit:
+    """The audit of the runtime schedules over [start, end), as of `now` with no settle
+    time: asserts it finds nothing, and returns it. `late`: a test whose dispatcher clock
+    is in the past gives a longer one (its runs are claimed days after their slots).
+    `catalog`: the catalog jobs runtime schedules depend on."""
+    window = Window(start, end, now or datetime.now(UTC), timedelta(0), late, timedelta(minutes=15))
+    judged = await audit_runtime(
+        database_url, client, window, task_queue=task_queue, timeout=30, catalog=catalog
+    )
+    assert judged.findings == [], "\n".join(
+        f"{f.kind} {f.job} {f.slot}: {f.detail} {f.witnesses}" for f in judged.findings
+    )
+    return judged
