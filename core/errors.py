@@ -46,6 +46,11 @@ class MigrationError(SchedulerError):
     """A migration file is malformed or an applied one was changed."""
 
 
+class JobFamilyError(SchedulerError):
+    """A job family could not be loaded: its entry point fails to import, or it declares a
+    name another family declares too. The fleet's code is wrong: exit 2."""
+
+
 class CatalogError(SchedulerError):
     """The job catalog is invalid; nothing was sent to Temporal."""
 

@@ -140,7 +140,7 @@ def require_connection_settings(command: str, environ: Mapping[str, str]) -> Non
 def _run(args: argparse.Namespace, settings) -> int:
     if args.command == "migrate":
         applied = apply_migrations(settings.database_conninfo)
-        names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none"
+        names = ", ".join(m.label for m in applied) or "none"
         print(f"migrations applied: {names}")
         if settings.app_database_role:
             from worker.app_role import ensure_app_role

@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     # the ticks; `all`, both, in one process (a small deployment, the tests).
     worker_role: Literal["all", "jobs", "dispatch"] = "all"
     migrate_on_start: bool = True
+    # `python -m schedules`: the user's catalog file, when `--catalog` does not name one
+    # (default: the packaged schedules/jobs.toml, the reference catalog). The engine's own
+    # jobs (schedules/engine.toml) are read beside it whatever it is (docs/catalog.md).
+    schedules_catalog: Path | None = None
     # `python -m schedules backfill` starts at most this many runs without --yes.
     backfill_max_runs: int = Field(default=50, ge=1)
     # `python -m schedules sync` holds the namespace's sync lock at most this long: the

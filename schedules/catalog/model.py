@@ -1,4 +1,6 @@
-"""The job catalog: jobs declared in `schedules/jobs.toml`, validated as `JobSpec` models.
+"""The job catalog: jobs declared in a catalog file (the packaged `schedules/jobs.toml`,
+`--catalog FILE` or `SCHEDULES_CATALOG`) beside the engine's own (`schedules/engine.toml`),
+validated as `JobSpec` models.
 
 Validation covers the whole catalog before anything reaches Temporal and reports every
 problem at once, each naming the job, the field and the value.
@@ -17,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.errors import CatalogError
-from jobs import KINDS
+from jobs import kinds
 from schedules.catalog import limits
 from schedules.catalog.calendars import (
     CALENDARS_TABLE,
@@ -133,8 +135,10 @@ class JobSpec(BaseModel):
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, value: str) -> str:
-        if value not in KINDS:
-            raise ValueError(f"unknown job kind {value!r}; known kinds: {', '.join(sorted(KINDS))}")
+        if value not in kinds():
+            raise ValueError(
+                f"unknown job kind {value!r}; known kinds: {', '.join(sorted(kinds()))}"
+            )
         return value
 
     @field_validator("catchup_window")
@@ -207,18 +211,18 @@ class JobSpec(BaseModel):
     @property
     def activity(self) -> str:
         """The work activity of a kind that does its slot in one activity ('' otherwise)."""
-        return KINDS[self.kind].activity or ""
+        return kinds()[self.kind].activity or ""
 
     @property
     def workflow(self) -> str | None:
         """The workflow type of a workflow kind (a workflow of steps), else None."""
-        return KINDS[self.kind].workflow_name
+        return kinds()[self.kind].workflow_name
 
     @property
     def one_transaction(self) -> bool:
         """Whether the kind works a slot in one transaction (`JobKind.slot_work`): its runs
         plan, claim, work and complete in that transaction (`JobRun.one_transaction`)."""
-        return KINDS[self.kind].slot_work is not None
+        return kinds()[self.kind].slot_work is not None
 
     @property
     def schedule_text(self) -> str:
@@ -295,20 +299,65 @@ def catalog_error(problems: list[str]) -> CatalogError:
     )
 
 
-def load_catalog(path: Path | None = None) -> tuple[JobSpec, ...]:
-    """Read and validate the catalog file (default: the packaged `schedules/jobs.toml`)."""
-    return parse_catalog(read_catalog(path))
+def load_catalog(path: Path | None = None, *, engine: bool = True) -> tuple[JobSpec, ...]:
+    """Read and validate the catalog file (default: the packaged `schedules/jobs.toml`),
+    with the engine's jobs beside its own (`with_engine_jobs`) unless `engine` is False."""
+    return parse_catalog(catalog_tables(path, engine=engine))
 
 
-def load_valid_jobs(path: Path | None = None) -> tuple[tuple[JobSpec, ...], dict[str, list[str]]]:
-    """Read the catalog file; its valid jobs, and each invalid job's problems.
+def load_valid_jobs(
+    path: Path | None = None, *, engine: bool = True
+) -> tuple[tuple[JobSpec, ...], dict[str, list[str]]]:
+    """Read the catalog file (with the engine's jobs, as `load_catalog`); its valid jobs,
+    and each invalid job's problems.
 
     For the commands that act on one job or read the record (`trigger`, `list`, `runs`,
     `explain` ...): a colleague's broken entry does not stop them for the others. `sync`
     and `validate` take the whole catalog (`load_catalog`). A file that cannot be read, or
     is not TOML, still raises `CatalogError`.
     """
-    return parse_each(read_catalog(path))
+    return parse_each(catalog_tables(path, engine=engine))
+
+
+def catalog_tables(path: Path | None = None, *, engine: bool = True) -> dict[str, Any]:
+    """The tables the fleet runs, unvalidated: the catalog file's (`read_catalog`), and
+    the engine's jobs (`with_engine_jobs`) unless `engine` is False."""
+    data = read_catalog(path)
+    return with_engine_jobs(data) if engine else data
+
+
+def with_engine_jobs(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (a catalog's tables) and the engine's own jobs (the packaged
+    `schedules/engine.toml`: the outbox relay, the runtime dispatchers), which a fleet runs
+    whatever catalog it keeps.
+
+    A catalog may restate an engine job's id with the same kind, to tune it: its table then
+    replaces the engine's. It cannot give the id another kind (`CatalogError`), nor remove
+    an engine job: one it leaves out is the engine's as packaged."""
+    merged = dict(data)
+    for job_id, table in engine_catalog().items():
+        mine = data.get(job_id)
+        if mine is None:
+            merged[job_id] = table
+        elif not isinstance(mine, dict) or mine.get("kind") != table["kind"]:
+            got = mine.get("kind") if isinstance(mine, dict) else mine
+            raise CatalogError(
+                f"job {job_id!r}: kind: {short(got)} refused: this id is the engine's job of "
+                f"kind {table['kind']!r} (schedules/engine.toml); a catalog may restate it "
+                "with that kind to tune it, not give the id to another kind; nothing was changed"
+            )
+    return merged
+
+
+@cache
+def engine_catalog() -> dict[str, Any]:
+    """The engine's own jobs' tables (the packaged `schedules/engine.toml`)."""
+    return tomllib.loads(resources.files("schedules").joinpath("engine.toml").read_text())
+
+
+def engine_job_ids() -> frozenset[str]:
+    """The ids of the engine's own jobs: `sync` never prunes their schedules."""
+    return frozenset(engine_catalog())
 
 
 def read_catalog(path: Path | None = None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from jobs import KINDS
+from jobs import kinds
 from timing.value import TimingProblems
 
 
@@ -39,7 +39,7 @@ def timing_problems(job: Any) -> list[str]:
 def params_problems(kind: str, params: dict[str, Any]) -> list[str]:
     """The params' problems against the kind's model; an unknown key is one of them (a
     mistyped `chunk_sise` would otherwise be ignored and the default used)."""
-    model = KINDS[kind].params
+    model = kinds()[kind].params
     problems = []
     if model.model_config.get("extra") != "allow":
         known = {info.alias or name for name, info in model.model_fields.items()}

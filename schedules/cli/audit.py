@@ -182,7 +182,7 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
 
 async def _audit(args: argparse.Namespace, ctx: cli.Context) -> int:
     now = datetime.now(UTC)
-    jobs = load_catalog(getattr(args, "catalog", None))
+    jobs = load_catalog(getattr(args, "catalog", None), engine=cli.with_engine(args))
     by_id = {job.id: job for job in jobs}
     for job_id in args.job or ():
         if job_id not in by_id:

@@ -103,7 +103,7 @@ def _check_count(job_id: str, times: list[datetime], span: str, maximum: int, ye
 
 
 async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
-    job = cli.catalog_job(args.catalog, args.job)
+    job = cli.catalog_job(args, args.job)
     now = datetime.now(UTC)
     start, end = _range(args, job, now)
     timeout = args.timeout if args.timeout is not None else DEFAULT_WAIT_SECONDS

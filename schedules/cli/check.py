@@ -90,7 +90,7 @@ async def run(args: argparse.Namespace, ctx: cli.Context | None = None) -> int:
         settings = load_settings()
         # A colleague's broken entry must not blind the check to every other job: those
         # are checked, and the entry is an error (status unknown, exit 2).
-        jobs, broken = load_valid_jobs(getattr(args, "catalog", None))
+        jobs, broken = load_valid_jobs(getattr(args, "catalog", None), engine=cli.with_engine(args))
         report = await run_check(
             lambda: connect(settings),
             settings.database_url.get_secret_value(),

@@ -11,7 +11,6 @@ import math
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, TypeVar
 
 from temporalio.client import Client
@@ -152,12 +151,19 @@ def add_cluster_wait(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(waits_for_cluster=True)
 
 
-def catalog_jobs(path: Path | None, job_id: str | None = None) -> dict[str, JobSpec]:
-    """The catalog's valid jobs by id, for a command that reads the record or acts on one
+def with_engine(args: argparse.Namespace) -> bool:
+    """Whether the command reads the engine's jobs beside the catalog file (all but
+    `--without-engine`)."""
+    return not getattr(args, "without_engine", False)
+
+
+def catalog_jobs(args: argparse.Namespace, job_id: str | None = None) -> dict[str, JobSpec]:
+    """The valid jobs of the catalog the command was given (`--catalog`, with the engine's
+    unless `--without-engine`) by id, for a command that reads the record or acts on one
     job: an invalid entry is left out with one warning line on stderr, unless it is
     `job_id`, the job asked for, whose first problem is the error. `sync` and `validate`
     refuse the whole catalog instead (`load_catalog`)."""
-    jobs, broken = load_valid_jobs(path)
+    jobs, broken = load_valid_jobs(getattr(args, "catalog", None), engine=with_engine(args))
     if job_id in broken:
         more = len(broken[job_id]) - 1
         raise CatalogError(
@@ -183,9 +189,9 @@ class BadInputError(SchedulerError):
     """An argument the command cannot use (a time it cannot read, an empty range ...)."""
 
 
-def catalog_job(path: Path | None, job_id: str) -> JobSpec:
+def catalog_job(args: argparse.Namespace, job_id: str) -> JobSpec:
     """The catalog's job `job_id` (`catalog_jobs` of the others), or `UnknownJobError`."""
-    jobs = catalog_jobs(path, job_id)
+    jobs = catalog_jobs(args, job_id)
     if job_id not in jobs:
         raise UnknownJobError(
             f"unknown job {job_id!r}; the catalog has: {', '.join(jobs) or 'no jobs'}"

@@ -32,7 +32,7 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
 
 
 async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
-    job = cli.catalog_job(args.catalog, args.job)
+    job = cli.catalog_job(args, args.job)
     state = await schedule_state(await ctx.client(), job.id, retry=ctx.retry)
     executions, record, database_error = None, None, None
     url = cli.database_url(ctx)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from schedules.catalog.model import read_catalog
+from schedules.catalog.model import catalog_tables
 from schedules.cli import context as cli
 from schedules.cli.format import format_list, list_entry
 from schedules.record import DatabaseUnavailableError, last_runs
@@ -47,12 +47,12 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
 
 
 async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
-    jobs = cli.catalog_jobs(args.catalog)
+    jobs = cli.catalog_jobs(args)
     # Connected first, like the other commands, so an unreachable Temporal fails once.
     client = await ctx.client()
     states = await schedule_states(client, list(jobs), retry=ctx.retry)
     # An invalid entry left out (warned about above) is the catalog's all the same.
-    known = set(read_catalog(args.catalog))
+    known = set(catalog_tables(args.catalog, engine=cli.with_engine(args)))
     others = sorted(set(await ctx.retrying(lambda: managed_schedule_ids(client))) - known)
     database_error = None
     try:

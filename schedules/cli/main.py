@@ -139,7 +139,16 @@ def _add_global_options(parser: argparse.ArgumentParser, default: object) -> Non
         type=Path,
         default=default,
         metavar="PATH",
-        help="catalog file (default: the packaged schedules/jobs.toml)",
+        help="your catalog file (default: SCHEDULES_CATALOG, else the packaged "
+        "schedules/jobs.toml); the engine's jobs (schedules/engine.toml) are read beside it",
+    )
+    parser.add_argument(
+        "--without-engine",
+        action="store_true",
+        default=default if default is argparse.SUPPRESS else False,
+        help="read the catalog file alone, without the engine's jobs (the outbox relay, the "
+        "runtime dispatchers): for tests and fleets whose engine jobs another catalog "
+        "keeps; sync never prunes the engine's schedules all the same",
     )
 
 
@@ -172,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     _configure_logging(args.debug)
     ctx = _context(parser, args)
     try:
+        if args.catalog is None:  # the setting's, only when the option leaves it out
+            args.catalog = ctx.settings.schedules_catalog
         return asyncio.run(args.handler(args, ctx))
     except SchedulerError as exc:
         if args.debug:

@@ -48,7 +48,7 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
 
 
 async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
-    job = cli.catalog_job(args.catalog, args.job)
+    job = cli.catalog_job(args, args.job)
     now = datetime.now(UTC)
     if not 1 <= args.n <= 1000:
         raise cli.BadInputError(f"-n: must be between 1 and 1000, got {args.n}")

@@ -40,7 +40,7 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
 
 
 async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
-    job = cli.catalog_job(args.catalog, args.job)
+    job = cli.catalog_job(args, args.job)
     if not args.note.strip():
         raise cli.BadInputError("--note: say why the job is paused, e.g. --note 'ledger migration'")
     client = await ctx.client()

@@ -37,7 +37,7 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
 
 
 async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
-    job = cli.catalog_job(args.catalog, args.job)
+    job = cli.catalog_job(args, args.job)
     client = await ctx.client()
     state = await usable_state(client, job.id, retry=ctx.retry)
     if not state.paused:

@@ -54,7 +54,7 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
 
 
 async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
-    job = cli.catalog_job(args.catalog, args.job)
+    job = cli.catalog_job(args, args.job)
     if not 1 <= args.last <= 10_000:
         raise cli.BadInputError(f"--last: must be between 1 and 10000, got {args.last}")
     rows = await recent_executions(cli.database_url(ctx), job.id, limit=args.last)

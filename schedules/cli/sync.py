@@ -91,7 +91,9 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
 
 
 async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
-    jobs = load_catalog(args.catalog)  # validated before anything reaches Temporal,
+    jobs = load_catalog(
+        args.catalog, engine=cli.with_engine(args)
+    )  # validated before anything reaches Temporal,
     compile_jobs(jobs, ctx.settings.temporal_task_queue, datetime.now(UTC))  # and compiled
     client = await ctx.client()
     started = datetime.now(UTC)  # before any write: a pause it applies is recorded from here

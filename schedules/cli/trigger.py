@@ -53,7 +53,7 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
 
 
 async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
-    job = cli.catalog_job(args.catalog, args.job)
+    job = cli.catalog_job(args, args.job)
     timeout = args.timeout
     if timeout is None:
         timeout = DEFAULT_WAIT_SECONDS if args.wait else START_TIMEOUT

@@ -6,7 +6,7 @@ import argparse
 from datetime import UTC, datetime
 
 from core.errors import CatalogError
-from schedules.catalog.model import load_catalog
+from schedules.catalog.model import load_catalog, read_catalog
 from schedules.cli import context as cli
 from schedules.sync.plan import compile_jobs
 from worker.settings import Settings
@@ -25,8 +25,9 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
 
 
 async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
-    jobs = load_catalog(args.catalog)
-    if not jobs:  # valid TOML, but a sync of it would delete every managed schedule
+    jobs = load_catalog(args.catalog, engine=cli.with_engine(args))
+    own = [job.id for job in jobs if job.id in read_catalog(args.catalog)]
+    if not own:  # valid TOML, but a sync of it would delete every schedule of the catalog
         raise CatalogError(
             f"{args.catalog or 'schedules/jobs.toml'} has no jobs: a catalog schedules at least "
             "one (an empty file or one of comments is not a catalog; to remove every schedule, "
@@ -34,5 +35,9 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
         )
     # Compiled too, as sync would: crons Temporal cannot express, schedules too large.
     compile_jobs(jobs, Settings.model_fields["temporal_task_queue"].default, datetime.now(UTC))
-    print(f"catalog ok: {len(jobs)} job(s): {', '.join(job.id for job in jobs)}")
+    engine = [job.id for job in jobs if job.id not in own]
+    print(
+        f"catalog ok: {len(own)} job(s): {', '.join(own)}"
+        + (f"; and the engine's {len(engine)}: {', '.join(engine)}" if engine else "")
+    )
     return 0

@@ -125,7 +125,7 @@ def exit_code(verdicts: list[Verdict]) -> int:
 
 
 def _jobs(args: argparse.Namespace) -> list[JobSpec]:
-    catalog = {job.id: job for job in load_catalog(args.catalog)}
+    catalog = {job.id: job for job in load_catalog(args.catalog, engine=cli.with_engine(args))}
     unknown = [job_id for job_id in args.jobs if job_id not in catalog]
     if unknown:
         raise CannotTellError(

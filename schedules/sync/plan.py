@@ -60,7 +60,7 @@ from schedules.catalog.compile import (
     timing_stamp,
 )
 from schedules.catalog.limits import size_problem
-from schedules.catalog.model import JobSpec, catalog_error
+from schedules.catalog.model import JobSpec, catalog_error, engine_job_ids
 from schedules.health.verify import keep_forced_utc
 from schedules.progress import QUIET, Progress
 from schedules.server.found import catalog_entry, schedule_or_none
@@ -268,7 +268,9 @@ async def plan_against_listing(
     managed = {job_id for job_id, entry in listed.items() if entry.managed}
     report.managed = len(managed)
     if prune:
-        for job_id in sorted(managed - set(targets)):
+        # The engine's jobs are the fleet's whatever catalog this sync was given (a
+        # `--without-engine` sync leaves theirs as they are): never pruned.
+        for job_id in sorted(managed - set(targets) - engine_job_ids()):
             report.changes.append(Change(job_id, "delete"))
     return report
 

@@ -614,7 +614,7 @@ async def test_sync_pause_and_resume_record_the_pauses_the_audit_excuses(
 
     def schedules(*args: str) -> subprocess.CompletedProcess:
         done = subprocess.run(
-            [sys.executable, "-m", "schedules", "--catalog", str(path), *args],
+            [sys.executable, "-m", "schedules", "--catalog", str(path), "--without-engine", *args],
             cwd=ROOT,
             env=settings_env(settings),
             capture_output=True,

@@ -113,6 +113,7 @@ async def schedules(settings, catalog, *args: str) -> tuple[int, str]:
         "schedules",
         "--catalog",
         str(catalog),
+        "--without-engine",
         *args,
         cwd=ROOT,
         env=settings_env(settings),
@@ -134,7 +135,7 @@ async def audit_of(client, database_url, task_queue, catalog, start: datetime, e
     return await run_audit(
         database_url,
         client,
-        load_catalog(catalog),
+        load_catalog(catalog, engine=False),
         task_queue=task_queue,
         now=datetime.now(UTC),
         start=start,

@@ -41,7 +41,7 @@ owner = "ops@example.com"
 
 def run_cli(settings, catalog: Path, *args: str) -> tuple[int, str]:
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), *args],
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--without-engine", *args],
         cwd=ROOT,
         env=settings_env(settings),
         capture_output=True,
@@ -58,7 +58,7 @@ async def hourly_report(client, settings, tmp_path):
     handle); afterwards the schedule deleted and the runs its backfills left open ended."""
     catalog = tmp_path / "jobs.toml"
     catalog.write_text(CATALOG)
-    (job,) = load_catalog(catalog)
+    (job,) = load_catalog(catalog, engine=False)
     await sync(client, [job], settings.temporal_task_queue, prune=False)
     handle = client.get_schedule_handle(job.id)
     try:

@@ -914,7 +914,7 @@ async def test_bad_input_is_refused_in_one_line_and_changes_nothing(
                 path.write_bytes(case.catalog)
             else:
                 path.write_text(case.catalog)
-        argv = ["--catalog", str(path), *argv]
+        argv = ["--catalog", str(path), "--without-engine", *argv]
     env = {k: v for k, v in (case_env(settings) | case.env).items() if v is not None}
     runner = run_subprocess if case.subprocess else run_in_process
     full = (["schedules"] if argv[:1] != ["worker"] and case.subprocess else []) + argv

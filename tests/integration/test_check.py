@@ -41,7 +41,16 @@ def catalog(tmp_path: Path) -> Path:
 
 def check(catalog: Path, env: dict[str, str]) -> tuple[int, dict]:
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "check", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "schedules",
+            "--catalog",
+            str(catalog),
+            "--without-engine",
+            "check",
+            "--json",
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -80,7 +89,7 @@ def hourly_fires(now: datetime) -> list[datetime]:
 async def test_check_is_healthy_then_reports_every_alert_kind(
     client, db, settings, task_queue, catalog
 ):
-    (job,) = load_catalog(catalog)
+    (job,) = load_catalog(catalog, engine=False)
     now = datetime.now(UTC)
     # Registered as by a sync two days ago: runs are expected from then on.
     await client.create_schedule(
@@ -151,7 +160,7 @@ async def test_check_is_healthy_then_reports_every_alert_kind(
 
 
 def test_a_job_without_a_schedule_is_an_alert(db, settings, catalog):
-    (job,) = load_catalog(catalog)
+    (job,) = load_catalog(catalog, engine=False)
     insert_runs(db, job.id, hourly_fires(datetime.now(UTC)))
     code, report = check(catalog, settings_env(settings))
     assert code == 1, report
@@ -170,7 +179,7 @@ def test_database_unreachable_exits_2(settings, catalog):
 
 
 def test_temporal_unreachable_exits_2_and_still_reports_the_database(db, settings, catalog):
-    (job,) = load_catalog(catalog)
+    (job,) = load_catalog(catalog, engine=False)
     insert_runs(db, job.id, hourly_fires(datetime.now(UTC)))
     env = settings_env(settings, TEMPORAL_ADDRESS="127.0.0.1:1")
     code, report = check(catalog, env)

@@ -56,12 +56,12 @@ def test_validate_next_and_sync_refuse_every_malformed_cron_alike(
         path = str(catalog(tmp_path, cron))
         lines = set()
         for command in (["validate"], ["next", "bad-job"], ["sync"]):
-            code = main(["--catalog", path, *command])
+            code = main(["--catalog", path, "--without-engine", *command])
             out = capsys.readouterr()
             assert code == 2, (cron, command, out)
             lines.add(the_line(out.err, field, value))
         assert len(lines) == 1, (cron, lines)  # the very same problem from all three
-        assert main(["--catalog", path, "next", "good-job"]) == 0
+        assert main(["--catalog", path, "--without-engine", "next", "good-job"]) == 0
         warned = capsys.readouterr().err.splitlines()
         assert warned == [
             "warning: 1 invalid catalog entry left out ('bad-job'); "
@@ -82,7 +82,15 @@ async def test_nothing_reaches_temporal(tmp_path, client, namespace):
         path = str(catalog(tmp_path, cron))
         for command in (["validate"], ["next", "bad-job"], ["sync"]):
             done = subprocess.run(
-                [sys.executable, "-m", "schedules", "--catalog", path, *command],
+                [
+                    sys.executable,
+                    "-m",
+                    "schedules",
+                    "--catalog",
+                    path,
+                    "--without-engine",
+                    *command,
+                ],
                 cwd=ROOT,
                 env=env,
                 capture_output=True,

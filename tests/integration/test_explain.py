@@ -49,7 +49,17 @@ def _inline(table: dict) -> str:
 
 def explain(settings, catalog: Path, job: str, *args: str, **env: str) -> tuple[int, str]:
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "explain", job, *args],
+        [
+            sys.executable,
+            "-m",
+            "schedules",
+            "--catalog",
+            str(catalog),
+            "--without-engine",
+            "explain",
+            job,
+            *args,
+        ],
         cwd=ROOT,
         env=settings_env(settings, **env),
         capture_output=True,
@@ -65,7 +75,7 @@ async def synced(client, task_queue):
     created: list[str] = []
 
     async def put(catalog: Path) -> list:
-        jobs = list(load_catalog(catalog))
+        jobs = list(load_catalog(catalog, engine=False))
         await sync(client, jobs, task_queue, prune=False)
         created.extend(job.id for job in jobs)
         return jobs
@@ -139,7 +149,16 @@ async def test_a_night_that_ran_one_skipped_by_its_deadline_and_times_that_are_n
 
     # `runs` lists the same record: the completed night, its origin and its counts.
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "runs", "nightly"],
+        [
+            sys.executable,
+            "-m",
+            "schedules",
+            "--catalog",
+            str(catalog),
+            "--without-engine",
+            "runs",
+            "nightly",
+        ],
         cwd=ROOT,
         env=settings_env(settings),
         capture_output=True,
@@ -153,7 +172,17 @@ async def test_a_night_that_ran_one_skipped_by_its_deadline_and_times_that_are_n
     # The slot as every command shows a time: local with its zone's abbreviation, then UTC.
     assert line.startswith(f"{local_text(slot, 'Europe/London')}  {utc(slot)}  "), line
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "runs", "strict", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "schedules",
+            "--catalog",
+            str(catalog),
+            "--without-engine",
+            "runs",
+            "strict",
+            "--json",
+        ],
         cwd=ROOT,
         env=settings_env(settings),
         capture_output=True,
@@ -223,7 +252,7 @@ async def test_a_run_no_worker_picks_up_a_time_skipped_for_it_and_a_paused_sched
     paused_at = datetime.now(UTC)
     pause = ("pause", "every5", "--note", "maintenance 42", "--by", "alice")
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), *pause],
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--without-engine", *pause],
         cwd=ROOT,
         env=settings_env(settings),
         capture_output=True,

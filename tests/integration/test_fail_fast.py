@@ -57,7 +57,7 @@ def catalog(tmp_path: Path) -> Path:
 
 def run(env: dict[str, str], catalog: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), *args],
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--without-engine", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -101,6 +101,7 @@ def test_the_backfill_command_refuses_a_range_that_ends_after_now(settings, tmp_
                 "schedules",
                 "--catalog",
                 str(path),
+                "--without-engine",
                 "backfill",
                 "later",
                 "--start",

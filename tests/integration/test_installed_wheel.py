@@ -123,7 +123,12 @@ async def test_the_installed_package_migrates_syncs_runs_and_audits(
     )
     # The relay's mail goes to a port nothing listens on, not to a local stack's mail sink.
     env = installed_env(settings, SMTP_PORT=str(free_port()))
-    catalog = tomllib.loads(zipfile.ZipFile(wheel).read("schedules/jobs.toml").decode())
+    packaged = zipfile.ZipFile(wheel)
+    # The reference catalog and the engine's jobs, which every sync registers beside it.
+    catalog = {
+        **tomllib.loads(packaged.read("schedules/jobs.toml").decode()),
+        **tomllib.loads(packaged.read("schedules/engine.toml").decode()),
+    }
 
     def installed(*argv: str) -> str:
         done = run([python, "-m", *argv], cwd=outside, env=env, timeout=300)

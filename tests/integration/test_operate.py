@@ -41,7 +41,7 @@ def write_catalog(tmp_path: Path, **jobs: dict[str, str]) -> Path:
 
 def run_cli(settings, catalog: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), *args],
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--without-engine", *args],
         cwd=ROOT,
         env=settings_env(settings, **env),
         capture_output=True,
@@ -57,7 +57,7 @@ async def synced(client, task_queue):
     created: list[str] = []
 
     async def put(catalog: Path, *job_ids: str) -> None:
-        jobs = [job for job in load_catalog(catalog) if job.id in job_ids]
+        jobs = [job for job in load_catalog(catalog, engine=False) if job.id in job_ids]
         await sync(client, jobs, task_queue, prune=False)
         created.extend(job.id for job in jobs)
 
@@ -421,7 +421,7 @@ def test_a_job_without_a_schedule_cannot_be_triggered(settings, tmp_path):
 def test_list_with_temporal_unreachable_exits_1_with_one_line(settings, tmp_path):
     catalog = write_catalog(tmp_path, **{"op-any": {"cron": "0 1 * * *", "timezone": "UTC"}})
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "list"],
+        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--without-engine", "list"],
         cwd=ROOT,
         env=settings_env(settings, TEMPORAL_ADDRESS="127.0.0.1:1"),
         capture_output=True,

@@ -36,7 +36,7 @@ WARNING = (
 
 def run(settings, catalog: Path, *args: str) -> subprocess.CompletedProcess:
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", *args, "--catalog", str(catalog)],
+        [sys.executable, "-m", "schedules", *args, "--catalog", str(catalog), "--without-engine"],
         cwd=ROOT,
         env=settings_env(settings),
         capture_output=True,
@@ -50,7 +50,9 @@ def run(settings, catalog: Path, *args: str) -> subprocess.CompletedProcess:
 async def test_a_broken_entry_blocks_sync_but_not_the_other_jobs(client, settings, tmp_path):
     good = tmp_path / "good.toml"
     good.write_text(GOOD)
-    await sync(client, list(load_catalog(good)), settings.temporal_task_queue, prune=False)
+    await sync(
+        client, list(load_catalog(good, engine=False)), settings.temporal_task_queue, prune=False
+    )
     catalog = tmp_path / "jobs.toml"
     catalog.write_text(GOOD + BROKEN)
     try:

@@ -101,7 +101,7 @@ async def clean(client):
 
 async def test_create_then_no_change_then_field_level_dry_run(client, settings, tmp_path, clean):
     path = catalog(tmp_path, ("nightly-a", "30 2 * * *", "Europe/London"))
-    first = schedules_cli(settings, "--catalog", str(path), "sync")
+    first = schedules_cli(settings, "--catalog", str(path), "--without-engine", "sync")
     assert first.returncode == 0, first.stderr
     assert "created       nightly-a" in first.stdout
     handle = client.get_schedule_handle("nightly-a")
@@ -111,13 +111,15 @@ async def test_create_then_no_change_then_field_level_dry_run(client, settings, 
     upcoming = [t.astimezone(ZoneInfo("Europe/London")) for t in described.info.next_action_times]
     assert upcoming and {(t.hour, t.minute) for t in upcoming} == {(2, 30)}
 
-    again = schedules_cli(settings, "--catalog", str(path), "sync")
+    again = schedules_cli(settings, "--catalog", str(path), "--without-engine", "sync")
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "no changes"
     assert (await handle.describe()).info.last_updated_at == described.info.last_updated_at
 
     changed = catalog(tmp_path, ("nightly-a", "0 3 * * *", "Europe/London"), name="changed.toml")
-    dry = schedules_cli(settings, "--catalog", str(changed), "sync", "--dry-run")
+    dry = schedules_cli(
+        settings, "--catalog", str(changed), "--without-engine", "sync", "--dry-run"
+    )
     assert dry.returncode == 0, dry.stderr
     assert "would update  nightly-a" in dry.stdout
     assert "    cron: '30 2 * * *' -> '0 3 * * *'" in dry.stdout
@@ -136,12 +138,14 @@ async def test_changing_the_cron_neither_fires_an_extra_run_nor_loses_the_next(
 
     path = tmp_path / "jobs.toml"
     path.write_text(every(2))
-    assert schedules_cli(settings, "--catalog", str(path), "sync").returncode == 0
+    assert (
+        schedules_cli(settings, "--catalog", str(path), "--without-engine", "sync").returncode == 0
+    )
     handle = client.get_schedule_handle("every-few")
 
     changed = tmp_path / "changed.toml"
     changed.write_text(every(3))
-    done = schedules_cli(settings, "--catalog", str(changed), "sync")
+    done = schedules_cli(settings, "--catalog", str(changed), "--without-engine", "sync")
     assert done.returncode == 0 and "updated       every-few" in done.stdout
     after = await handle.describe()
     (run,) = await client.data_converter.decode(after.schedule.action.args, [JobRun])
@@ -162,11 +166,13 @@ async def test_changing_the_cron_neither_fires_an_extra_run_nor_loses_the_next(
 
 async def test_operator_pause_is_kept_and_reported_as_drift(client, settings, tmp_path, clean):
     path = catalog(tmp_path, ("pausable", "0 4 * * *", "UTC"))
-    assert schedules_cli(settings, "--catalog", str(path), "sync").returncode == 0
+    assert (
+        schedules_cli(settings, "--catalog", str(path), "--without-engine", "sync").returncode == 0
+    )
     handle = client.get_schedule_handle("pausable")
     await handle.pause(note="paused by on-call: ledger migration")
     await listing_shows_paused(client, "pausable")  # sync reads the pause from the listing
-    done = schedules_cli(settings, "--catalog", str(path), "sync")
+    done = schedules_cli(settings, "--catalog", str(path), "--without-engine", "sync")
     assert done.returncode == 0, done.stderr
     assert "drift         pausable: paused on the server (paused by on-call" in done.stdout
     state = (await handle.describe()).schedule.state
@@ -177,7 +183,9 @@ async def test_removed_jobs_are_deleted_unless_no_prune_and_foreign_schedules_un
     client, settings, tmp_path, clean
 ):
     both = catalog(tmp_path, ("keep-me", "0 1 * * *", "UTC"), ("drop-me", "0 2 * * *", "UTC"))
-    assert schedules_cli(settings, "--catalog", str(both), "sync").returncode == 0
+    assert (
+        schedules_cli(settings, "--catalog", str(both), "--without-engine", "sync").returncode == 0
+    )
     await client.create_schedule(
         "someone-elses",
         Schedule(
@@ -187,11 +195,13 @@ async def test_removed_jobs_are_deleted_unless_no_prune_and_foreign_schedules_un
     )
     try:
         one = catalog(tmp_path, ("keep-me", "0 1 * * *", "UTC"), name="one.toml")
-        kept = schedules_cli(settings, "--catalog", str(one), "sync", "--no-prune")
+        kept = schedules_cli(
+            settings, "--catalog", str(one), "--without-engine", "sync", "--no-prune"
+        )
         assert kept.stdout.strip() == "no changes"
         await managed_ids_become(client, {"keep-me", "drop-me"})
 
-        pruned = schedules_cli(settings, "--catalog", str(one), "sync")
+        pruned = schedules_cli(settings, "--catalog", str(one), "--without-engine", "sync")
         assert "deleted       drop-me" in pruned.stdout
         await managed_ids_become(client, {"keep-me"})
         assert (await client.get_schedule_handle("someone-elses").describe()).schedule
@@ -209,7 +219,7 @@ async def test_sync_refuses_a_schedule_it_does_not_manage(client, task_queue, tm
     )
     handle = client.get_schedule_handle("taken-id")
     try:
-        jobs = load_catalog(catalog(tmp_path, ("taken-id", "0 1 * * *", "UTC")))
+        jobs = load_catalog(catalog(tmp_path, ("taken-id", "0 1 * * *", "UTC")), engine=False)
         with pytest.raises(CatalogError, match="not managed by this project"):
             await sync(client, jobs, task_queue)
         assert (await handle.describe()).schedule.action.workflow == "SomeoneElsesWorkflow"
@@ -219,7 +229,8 @@ async def test_sync_refuses_a_schedule_it_does_not_manage(client, task_queue, tm
 
 async def test_two_syncs_at_once_converge(client, task_queue, tmp_path, clean):
     jobs = load_catalog(
-        catalog(tmp_path, *[(f"job-{i}", f"{i} 3 * * *", "America/New_York") for i in range(10)])
+        catalog(tmp_path, *[(f"job-{i}", f"{i} 3 * * *", "America/New_York") for i in range(10)]),
+        engine=False,
     )
     first, second = await asyncio.gather(
         sync(client, jobs, task_queue), sync(client, jobs, task_queue)
@@ -234,13 +245,15 @@ async def test_two_syncs_at_once_converge(client, task_queue, tmp_path, clean):
 
 async def test_an_invalid_catalog_changes_nothing_and_exits_2(client, settings, tmp_path, clean):
     good = catalog(tmp_path, ("fine-job", "0 1 * * *", "UTC"))
-    assert schedules_cli(settings, "--catalog", str(good), "sync").returncode == 0
+    assert (
+        schedules_cli(settings, "--catalog", str(good), "--without-engine", "sync").returncode == 0
+    )
     bad = tmp_path / "bad.toml"
     bad.write_text(
         good.read_text().replace("0 1 * * *", "0 5 * * *")
         + JOB.format(id="broken", cron="99 * * * *", tz="Mars/Olympus")
     )
-    done = schedules_cli(settings, "--catalog", str(bad), "sync")
+    done = schedules_cli(settings, "--catalog", str(bad), "--without-engine", "sync")
     assert done.returncode == 2
     assert "job 'broken': cron" in done.stderr and "job 'broken': timezone" in done.stderr
     await managed_ids_become(client, {"fine-job"})
@@ -256,7 +269,8 @@ async def test_a_no_change_sync_describes_nothing_yet_still_sees_a_pause(
             tmp_path,
             *[(f"quiet-{i}", f"{i} 5 * * *", "Europe/Berlin") for i in range(4)],
             ("quiet-dst", "30 2 * * *", "America/New_York"),  # compiled to UTC calendars
-        )
+        ),
+        engine=False,
     )
     ids = {job.id for job in jobs}
     # One clock for every sync: quiet-dst's UTC calendars cover the years from their clock's
@@ -289,7 +303,9 @@ async def test_sync_trusts_the_digest_over_an_edit_made_by_hand_and_full_undoes_
     client, settings, tmp_path, clean
 ):
     path = catalog(tmp_path, ("edited-by-hand", "0 6 * * *", "UTC"))
-    assert schedules_cli(settings, "--catalog", str(path), "sync").returncode == 0
+    assert (
+        schedules_cli(settings, "--catalog", str(path), "--without-engine", "sync").returncode == 0
+    )
     handle = client.get_schedule_handle("edited-by-hand")
     await handle.update(
         lambda given: ScheduleUpdate(
@@ -301,22 +317,22 @@ async def test_sync_trusts_the_digest_over_an_edit_made_by_hand_and_full_undoes_
     edited = (await handle.describe()).info.last_updated_at
 
     # Documented: the edit keeps the schedule's digest, so sync does not look at it again.
-    trusting = schedules_cli(settings, "--catalog", str(path), "sync")
+    trusting = schedules_cli(settings, "--catalog", str(path), "--without-engine", "sync")
     assert trusting.returncode == 0 and trusting.stdout.strip() == "no changes"
     assert (await handle.describe()).info.last_updated_at == edited
 
-    full = schedules_cli(settings, "--catalog", str(path), "sync", "--full")
+    full = schedules_cli(settings, "--catalog", str(path), "--without-engine", "sync", "--full")
     assert full.returncode == 0, full.stderr
     assert "updated       edited-by-hand\n    calendars: " in full.stdout
     assert (await handle.describe()).info.next_action_times[0].hour == 6
-    again = schedules_cli(settings, "--catalog", str(path), "sync", "--full")
+    again = schedules_cli(settings, "--catalog", str(path), "--without-engine", "sync", "--full")
     assert again.stdout.strip() == "no changes"
 
 
 async def test_a_schedule_from_before_the_digest_gets_one_then_is_trusted(
     client, task_queue, tmp_path, clean
 ):
-    (job,) = load_catalog(catalog(tmp_path, ("from-before", "0 8 * * *", "UTC")))
+    (job,) = load_catalog(catalog(tmp_path, ("from-before", "0 8 * * *", "UTC")), engine=False)
     await client.create_schedule(
         job.id,
         compile_schedule(job, task_queue, datetime.now(UTC)),
@@ -341,7 +357,8 @@ async def test_without_the_digest_attribute_sync_describes_every_job(
 
     monkeypatch.setattr(SYNC_APPLY, "digest_attribute", unusable)
     jobs = load_catalog(
-        catalog(tmp_path, *[(f"plain-{i}", f"0 {i} * * *", "UTC") for i in range(3)])
+        catalog(tmp_path, *[(f"plain-{i}", f"0 {i} * * *", "UTC") for i in range(3)]),
+        engine=False,
     )
     assert len((await sync(client, jobs, task_queue)).created) == 3
     await managed_ids_become(client, {job.id for job in jobs})

@@ -46,7 +46,16 @@ def catalog(tmp_path: Path, name: str, jobs: dict[str, str], description: str = 
 
 def run_sync(settings, path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(path), "sync", *args],
+        [
+            sys.executable,
+            "-m",
+            "schedules",
+            "--catalog",
+            str(path),
+            "--without-engine",
+            "sync",
+            *args,
+        ],
         cwd=ROOT,
         env=settings_env(settings, **env),
         capture_output=True,
@@ -190,7 +199,7 @@ async def test_what_temporal_would_refuse_is_refused_before_any_write(
     assert await snapshot(client, ids) == before
     assert run_sync(settings, big, "--dry-run").returncode == 2  # validate and dry run agree
     validate = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(big), "validate"],
+        [sys.executable, "-m", "schedules", "--catalog", str(big), "--without-engine", "validate"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -271,6 +280,7 @@ async def test_five_syncs_of_different_catalogs_at_once_leave_exactly_the_last_o
                 "schedules",
                 "--catalog",
                 str(path),
+                "--without-engine",
                 "sync",
                 "--lock-wait",
                 "170",

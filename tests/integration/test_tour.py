@@ -123,7 +123,8 @@ def project(tmp_path: Path) -> Path:
         shutil.copytree(
             ROOT / package, copy / package, ignore=shutil.ignore_patterns("__pycache__")
         )
-    pause_every_job(copy / "schedules" / "jobs.toml")
+    for catalog in ("jobs.toml", "engine.toml"):  # the reference jobs and the engine's
+        pause_every_job(copy / "schedules" / catalog)
     return copy
 
 
@@ -134,7 +135,11 @@ async def test_the_readme_tour_prints_what_it_says_on_old_demo_data(
     assert commands == TOUR, "the tour changed: update the checks in this test"
     env = settings_env(settings)
     tour = Tour(project, env)
-    job_ids = list(tomllib.loads((project / "schedules" / "jobs.toml").read_text()))
+    job_ids = [
+        job_id
+        for catalog in ("jobs.toml", "engine.toml")
+        for job_id in tomllib.loads((project / "schedules" / catalog).read_text())
+    ]
 
     load_demo_data(db, DEMO_CLOCK)
     # The oracle: unpaid invoices past due today, none reminded yet (the data is years old).

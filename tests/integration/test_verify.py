@@ -34,6 +34,7 @@ from tests.integration.namespaces import fresh_namespace
 from timing.zones import zoneinfo_dir
 
 SHIPPED = ROOT / "schedules" / "jobs.toml"
+ENGINE = ROOT / "schedules" / "engine.toml"
 
 
 def cli(client: Client, *args: str, catalog: Path | None = None) -> subprocess.CompletedProcess:
@@ -73,7 +74,10 @@ async def test_the_shipped_catalog_verifies_and_an_edit_behind_syncs_back_is_cau
     client, tmp_path
 ):
     ns = await fresh_namespace(client, "verify")
-    synced = cli(ns, "sync", catalog=paused_copy(SHIPPED, tmp_path / "paused.toml"))
+    # Every job the fleet runs, the engine's restated (as a catalog may) to pause them too.
+    shipped = tmp_path / "shipped.toml"
+    shipped.write_text(SHIPPED.read_text() + "\n" + ENGINE.read_text())
+    synced = cli(ns, "sync", catalog=paused_copy(shipped, tmp_path / "paused.toml"))
     assert synced.returncode == 0, synced.stderr
     assert "verified" not in synced.stdout  # nothing needed recompiling
 

@@ -88,7 +88,16 @@ async def page(temporal, request) -> AsyncIterator[Page]:
 
 def check(settings, catalog: Path) -> tuple[int, dict]:
     done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "check", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "schedules",
+            "--catalog",
+            str(catalog),
+            "--without-engine",
+            "check",
+            "--json",
+        ],
         cwd=ROOT,
         env=settings_env(settings),
         capture_output=True,
@@ -113,7 +122,7 @@ async def test_the_schedule_page_shows_the_intent_and_a_default_backfill_is_neve
 ):
     catalog = tmp_path / "jobs.toml"
     catalog.write_text(CATALOG)
-    jobs = list(load_catalog(catalog))
+    jobs = list(load_catalog(catalog, engine=False))
     await sync(client, jobs, settings.temporal_task_queue, prune=False)
     start_workers(1)
     handle = client.get_schedule_handle(JOB)

@@ -71,7 +71,9 @@ def test_validate_reads_the_catalog_given_after_it(tmp_path, capsys):
     path = tmp_path / "jobs.toml"
     path.write_text(CATALOG)
     assert main(["validate", "--catalog", str(path)]) == 0
-    assert "catalog ok: 1 job(s): nightly" in capsys.readouterr().out
+    assert (
+        "catalog ok: 1 job(s): nightly; and the engine's 5: outbox-relay" in capsys.readouterr().out
+    )
 
 
 def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path):

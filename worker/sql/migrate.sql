@@ -26,3 +26,11 @@ SELECT version, checksum FROM schema_migrations
 -- name: record
 INSERT INTO schema_migrations (version, name, checksum)
 VALUES (%(version)s, %(name)s, %(checksum)s)
+
+-- name: family_applied
+-- The job families' own migrations (worker/migrations/0028_family_migrations.sql).
+SELECT family, version, checksum FROM family_migrations
+
+-- name: family_record
+INSERT INTO family_migrations (family, version, name, checksum)
+VALUES (%(family)s, %(version)s, %(name)s, %(checksum)s)
