@@ -1,9 +1,10 @@
-"""The wheel `pip wheel` builds from a clean export of the tree, and a fresh venv holding it,
-once per test session: what `deploy/Dockerfile`'s `pip install .` and a user's
-`pip install scheduled-jobs` install (tests/integration/test_installed_wheel.py,
-tests/integration/test_init_project.py).
+"""The package as it ships: the wheel built from a clean export of the tree, installed
+non-editable into a fresh venv, once per test session (a pytest plugin: tests/conftest.py
+names it in `pytest_plugins`, so every test module shares the one session fixture).
 
-Enabled as a plugin by tests/conftest.py: its fixtures are the session's.
+`installed_wheel_venv` is that venv, untouched by the tests: a test that installs more (a
+user's own package of jobs) makes a venv of its own on top of it (`InstalledWheel.overlay`),
+so nothing it installs leaks into another test.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.worker import settings_env
-from worker.settings import Settings
 
 
 def run(argv: list, **kwargs) -> subprocess.CompletedProcess:
@@ -35,29 +35,34 @@ def tracked(*paths: str) -> list[str]:
     return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
 
 
-def installed_env(settings: Settings, **extra: str) -> dict[str, str]:
-    """The settings' environment, with nothing that would put the checkout on sys.path."""
-    env = settings_env(settings, **extra)
-    for name in [name for name in env if name.startswith("PYTHON")]:
-        del env[name]
-    return env | {"PYTHONUNBUFFERED": "1"}
-
-
-def venv_site_packages(python: Path) -> Path:
+def site_packages(python: Path) -> Path:
     """The site-packages folder of the venv whose interpreter is `python`."""
-    code = "import sysconfig; print(sysconfig.get_path('purelib'))"
-    return Path(run([python, "-c", code]).stdout.strip())
+    return run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout
 
 
-def pip_install(python: Path, *args: str | Path) -> None:
-    """Install into `python`'s venv with this interpreter's pip: the venv needs none of its
-    own, and packages come from PyPI through pip's cache."""
-    run([sys.executable, "-m", "pip", "--python", python, "install", "-q", *args], timeout=600)
+@dataclass(frozen=True)
+class InstalledWheel:
+    """The built wheel, and the interpreter of the venv it is installed in."""
+
+    wheel: Path
+    python: Path
+
+    def overlay(self, where: Path) -> Path:
+        """A new venv at `where` that sees this one's packages (a `.pth` line naming its
+        site-packages) and gets its own installs: its interpreter."""
+        run([self.python, "-m", "venv", "--without-pip", where])
+        python = where / "bin" / "python"
+        base = site_packages(self.python).strip()
+        Path(site_packages(python).strip(), "scheduled_jobs_wheel.pth").write_text(base + "\n")
+        return python
 
 
 @pytest.fixture(scope="session")
-def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel `pip wheel` builds from a clean export of the tree."""
+def installed_wheel_venv(tmp_path_factory) -> Iterator[InstalledWheel]:
+    """The wheel `pip wheel` builds from a clean export of the tree, installed (not
+    editable) into a fresh venv with its runtime dependencies only. The venv gets no pip of
+    its own: this interpreter's installs into it, so nothing but the wheel's requirements
+    lands there (from PyPI, through pip's cache)."""
     export = tmp_path_factory.mktemp("export")
     for name in tracked():
         (export / name).parent.mkdir(parents=True, exist_ok=True)
@@ -66,29 +71,9 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", dist, export])
     shutil.rmtree(export)
     (built,) = dist.glob("*.whl")
-    return built
-
-
-@pytest.fixture(scope="session")
-def installed_wheel_venv(
-    built_wheel: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Path]:
-    """The interpreter of a fresh venv holding the wheel (not editable) and its runtime
-    dependencies only: nothing else may be installed into it (a test that needs more
-    layers a venv of its own over it, `layered_venv`)."""
     venv = tmp_path_factory.mktemp("venv")
     run([sys.executable, "-m", "venv", "--without-pip", venv])
     interpreter = venv / "bin" / "python"
-    pip_install(interpreter, built_wheel)
-    yield interpreter
+    run([sys.executable, "-m", "pip", "--python", interpreter, "install", "-q", built])
+    yield InstalledWheel(built, interpreter)
     shutil.rmtree(venv)  # 125 MB, and pytest keeps the last three sessions' directories
-
-
-def layered_venv(base: Path, where: Path) -> Path:
-    """A fresh venv at `where` that sees everything installed in `base`'s venv (a `.pth`
-    file names its site-packages) and installs into its own: the wheel's runtime install,
-    shared, stays as it is. Its interpreter."""
-    run([sys.executable, "-m", "venv", "--without-pip", where])
-    interpreter = where / "bin" / "python"
-    (venv_site_packages(interpreter) / "_base_venv.pth").write_text(f"{venv_site_packages(base)}\n")
-    return interpreter

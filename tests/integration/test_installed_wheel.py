@@ -23,8 +23,8 @@ from temporalio.service import RPCError
 
 from devstack import free_port
 from tests.helpers import ROOT, TEMPLATE_DB
-from tests.helpers.wheel import installed_env, run, tracked
-from tests.helpers.worker import WorkerProcess
+from tests.helpers.wheel import InstalledWheel, run, tracked
+from tests.helpers.worker import WorkerProcess, settings_env
 from tests.integration.jobs import insert_invoices
 from tests.integration.namespaces import fresh_namespace
 from worker.settings import Settings
@@ -49,13 +49,16 @@ for top in sys.argv[1:]:
 
 
 @pytest.fixture(scope="module")
-def wheel(built_wheel: Path) -> Path:
-    return built_wheel
+def wheel(installed_wheel_venv: InstalledWheel) -> Path:
+    """The wheel `pip wheel` builds from a clean export of the tree (tests/helpers/wheel.py)."""
+    return installed_wheel_venv.wheel
 
 
 @pytest.fixture(scope="module")
-def python(installed_wheel_venv: Path) -> Path:
-    return installed_wheel_venv
+def python(installed_wheel_venv: InstalledWheel) -> Path:
+    """The interpreter of a fresh venv holding the wheel (not editable) and its runtime
+    dependencies only."""
+    return installed_wheel_venv.python
 
 
 @pytest.fixture
@@ -65,6 +68,14 @@ def outside(tmp_path: Path) -> Path:
     cwd.mkdir()
     assert not cwd.resolve().is_relative_to(ROOT)
     return cwd
+
+
+def installed_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """The settings' environment, with nothing that would put the checkout on sys.path."""
+    env = settings_env(settings, **extra)
+    for name in [name for name in env if name.startswith("PYTHON")]:
+        del env[name]
+    return env | {"PYTHONUNBUFFERED": "1"}
 
 
 def test_the_wheel_holds_every_file_of_the_packages_and_nothing_else(wheel):

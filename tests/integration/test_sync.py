@@ -28,7 +28,13 @@ from temporalio.testing import ActivityEnvironment
 from activities.catchup import CatchupActivities, PlanInput, PlanResult
 from core.errors import CatalogError
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
-from schedules.catalog.model import JobSpec, load_catalog, parse_catalog
+from schedules.catalog.model import (
+    JobSpec,
+    engine_catalog,
+    engine_job_ids,
+    load_catalog,
+    parse_catalog,
+)
 from schedules.sync.apply import sync
 from schedules.sync.plan import managed_schedule_ids, plan
 from schedules.sync.safety import SyncIncompleteError
@@ -177,6 +183,34 @@ async def test_operator_pause_is_kept_and_reported_as_drift(client, settings, tm
     assert "drift         pausable: paused on the server (paused by on-call" in done.stdout
     state = (await handle.describe()).schedule.state
     assert state.paused and state.note == "paused by on-call: ledger migration"
+
+
+async def test_the_engines_jobs_come_with_a_catalog_and_no_sync_prunes_them(
+    client, settings, tmp_path, clean
+):
+    engine = sorted(engine_job_ids())
+    # A catalog may restate the engine's jobs with their kinds, to tune them: here paused,
+    # so that no dispatch tick or relay run fires on this test's server.
+    tuned = "".join(
+        f'[{job_id}]\nkind = "{table["kind"]}"\ncron = "0 0 1 1 *"\ntimezone = "UTC"\n'
+        "paused = true\n"
+        + "".join(f"params.{key} = {value}\n" for key, value in table.get("params", {}).items())
+        for job_id, table in engine_catalog().items()
+    )
+    first = catalog(tmp_path, ("mine-a", "0 1 * * *", "UTC"))
+    first.write_text(first.read_text() + tuned)
+    done = schedules_cli(settings, "--catalog", str(first), "sync")
+    assert done.returncode == 0, done.stderr
+    await managed_ids_become(client, {"mine-a", *engine})
+    # A catalog without them, read without the engine's: the sync prunes the catalog's own
+    # schedule that it no longer has, never the engine's.
+    second = catalog(tmp_path, ("mine-b", "0 1 * * *", "UTC"), name="second.toml")
+    done = schedules_cli(settings, "--catalog", str(second), "--without-engine", "sync")
+    assert done.returncode == 0, done.stderr
+    assert "deleted       mine-a" in done.stdout and "runtime-dispatch" not in done.stdout
+    await managed_ids_become(client, {"mine-b", *engine})
+    described = await client.get_schedule_handle("outbox-relay").describe()
+    assert described.schedule.state.paused
 
 
 async def test_removed_jobs_are_deleted_unless_no_prune_and_foreign_schedules_untouched(

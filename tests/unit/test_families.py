@@ -156,3 +156,47 @@ def test_a_catalog_may_tune_an_engine_job_but_not_give_its_id_another_kind(tmp_p
         "job 'runtime-dispatch-2': kind: 'hourly-sync' refused: this id is the engine's job "
         "of kind 'runtime-dispatch'"
     )
+
+
+def test_the_setting_names_the_catalog_when_the_option_does_not(tmp_path):
+    path = tmp_path / "jobs.toml"
+    path.write_text(CATALOG)
+    other = tmp_path / "other.toml"
+    other.write_text(CATALOG.replace("[mine]", "[theirs]"))
+
+    def validate(*argv: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "schedules", "validate", *argv],
+            cwd=ROOT,
+            env=os.environ | {"SCHEDULES_CATALOG": str(path)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert validate().startswith("catalog ok: 1 job(s): mine; and the engine's 5")
+    assert validate("--catalog", str(other)).startswith("catalog ok: 1 job(s): theirs;")
+    assert validate("--without-engine") == "catalog ok: 1 job(s): mine\n"
+
+
+def test_the_worker_names_a_family_that_fails_to_import_and_exits_2(tmp_path):
+    install(
+        tmp_path, "late_jobs", {"late": "late_jobs"}, {"late_jobs": "raise RuntimeError('no')\n"}
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "worker", "migrate"],
+        cwd=ROOT,
+        # Nothing listens there: the family is read before the database is.
+        env=os.environ
+        | {"PYTHONPATH": str(tmp_path), "DATABASE_URL": "postgresql://127.0.0.1:1/x"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "error: job family entry point late = 'late_jobs' (scheduled_jobs.jobs) failed to "
+        "import: RuntimeError: no"
+    ]
