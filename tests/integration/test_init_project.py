@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
@@ -25,8 +26,8 @@ from temporalio.service import RPCError
 
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
 from tests.helpers import ROOT
-from tests.helpers.wheel import installed_env, layered_venv, pip_install, run
-from tests.helpers.worker import WorkerProcess
+from tests.helpers.wheel import InstalledWheel, run
+from tests.helpers.worker import WorkerProcess, settings_env
 from tests.integration.namespaces import fresh_namespace
 from worker.settings import Settings
 
@@ -37,19 +38,20 @@ PACKAGE = "shop_jobs"
 
 
 @pytest.fixture(scope="module")
-def project(installed_wheel_venv: Path, tmp_path_factory) -> Iterator[tuple[Path, Path]]:
+def project(installed_wheel_venv: InstalledWheel, tmp_path_factory) -> Iterator[tuple[Path, Path]]:
     """(the project `schedules init` wrote, the interpreter of a venv holding it, installed
     editable with its `test` extra, over the wheel's runtime install)."""
     where = tmp_path_factory.mktemp("new")
     assert not where.resolve().is_relative_to(ROOT)
     made = run(
-        [installed_wheel_venv, "-m", "schedules", "init", PROJECT],
+        [installed_wheel_venv.python, "-m", "schedules", "init", PROJECT],
         cwd=where,
         env=_clean(os.environ),
     )
     assert made.stdout.startswith(f"wrote 9 file(s) into {PROJECT} (package {PACKAGE}):")
-    python = layered_venv(installed_wheel_venv, tmp_path_factory.mktemp("project-venv"))
-    pip_install(python, "-e", f"{where / PROJECT}[test]")
+    python = installed_wheel_venv.overlay(tmp_path_factory.mktemp("project-venv") / "venv")
+    pip = [sys.executable, "-m", "pip", "--python", python, "install", "-q"]
+    run([*pip, "-e", f"{where / PROJECT}[test]"], timeout=600)
     yield where / PROJECT, python
 
 
@@ -74,8 +76,9 @@ async def test_the_new_project_migrates_syncs_runs_its_kinds_and_audits(
         worker_graceful_shutdown_seconds=30,
     )
     # The relay's mail goes to a port nothing listens on, not to a local stack's mail sink.
-    env = installed_env(settings, SMTP_PORT=str(free_port()))
-    env = {k: v for k, v in env.items() if not k.startswith(("PYTEST", "SCHEDULES_"))}
+    env = settings_env(settings, SMTP_PORT=str(free_port()))
+    env = _clean(env) | {k: v for k, v in env.items() if k.startswith(("TEMPORAL_", "DATABASE_"))}
+    env["PYTHONUNBUFFERED"] = "1"
 
     def project_cli(*argv: str, catalog: bool = True) -> str:
         extra = {"SCHEDULES_CATALOG": "catalog.toml"} if catalog else {}
