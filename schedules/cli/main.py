@@ -26,6 +26,7 @@ from schedules.cli import (
     compat,
     describe,
     explain,
+    init,
     list_jobs,
     next_times,
     outbox,
@@ -66,6 +67,7 @@ COMMANDS = (
     compat,
     verify,
     tenants,
+    init,
 )
 
 EXIT_CODES = (

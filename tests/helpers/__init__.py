@@ -1,4 +1,5 @@
-"""Helpers shared by the tests: poll with a deadline instead of sleeping, the checkout's root.
+"""Helpers shared by the tests: poll with a deadline instead of sleeping (`devstack.testing`,
+which users' tests get too), the checkout's root.
 
 Test modules import helpers from here (`tests.helpers`, `tests.helpers.worker`), never
 from `tests/conftest.py`, which holds only fixtures and hooks (checked by
@@ -7,53 +8,22 @@ from `tests/conftest.py`, which holds only fixtures and hooks (checked by
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
-T = TypeVar("T")
+from devstack.testing import TEMPLATE_DB
+from devstack.testing.polling import assert_eventually, wait_for_text
+
+__all__ = [
+    "ROOT",
+    "TEMPLATE_DB",
+    "assert_eventually",
+    "run_python_block",
+    "run_python_walkthrough",
+    "wait_for_text",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout: where `python -m worker` and `python -m schedules` run from."""
-
-TEMPLATE_DB = "jobs_template"
-"""The migrated database every test's database is cloned from (`tests/conftest.py`)."""
-
-
-async def assert_eventually(
-    check: Callable[[], Awaitable[T]], timeout: float = 30.0, interval: float = 0.1
-) -> T:
-    """Call `check` until it stops raising AssertionError; return its value.
-
-    After `timeout` seconds the last AssertionError propagates.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return await check()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-        await asyncio.sleep(interval)
-
-
-def wait_for_text(
-    path, text: str | tuple[str, ...], timeout: float = 30.0, interval: float = 0.1
-) -> str:
-    """Block until the file at `path` contains `text` (or one of them); return the one found."""
-    texts = (text,) if isinstance(text, str) else text
-    deadline = time.monotonic() + timeout
-    while True:
-        content = path.read_text(errors="replace") if path.exists() else ""
-        for candidate in texts:
-            if candidate in content:
-                return candidate
-        if time.monotonic() > deadline:
-            tail = path.read_text(errors="replace")[-2000:] if path.exists() else "(no file)"
-            raise AssertionError(f"{text!r} did not appear in {path} within {timeout}s:\n{tail}")
-        time.sleep(interval)
 
 
 def run_python_walkthrough(page: Path, database_url: str) -> list[str]:

@@ -1,30 +1,18 @@
-"""A real `python -m worker` replica for tests, and the environment a subprocess needs."""
+"""A real `python -m worker` replica for tests, from the checkout, and the environment a
+subprocess needs (one implementation: `devstack.testing`, which users' tests get too)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import ROOT, wait_for_text
+from devstack.testing.worker import WorkerProcess as _WorkerProcess
+from devstack.testing.worker import settings_env
+from tests.helpers import ROOT
 from worker.settings import Settings
 
-
-def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
-    """The environment a subprocess needs to see `settings`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
-    env.update(
-        TEMPORAL_ADDRESS=settings.temporal_address,
-        TEMPORAL_NAMESPACE=settings.temporal_namespace,
-        TEMPORAL_TASK_QUEUE=settings.temporal_task_queue,
-        DATABASE_URL=settings.database_url.get_secret_value(),
-        WORKER_GRACEFUL_SHUTDOWN_SECONDS=str(settings.worker_graceful_shutdown_seconds),
-        PYTHONUNBUFFERED="1",
-    )
-    env.update(extra)
-    return env
+__all__ = ["WorkerProcess", "schedules_cli", "settings_env"]
 
 
 def schedules_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess:
@@ -39,49 +27,10 @@ def schedules_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess
     )
 
 
-class WorkerProcess:
-    """A real `python -m worker` replica, its output in a log file.
-
-    By default this interpreter's, from the checkout; `python` and `cwd` run another
-    install's (tests/integration/test_installed_wheel.py: the wheel's, from elsewhere).
-    """
+class WorkerProcess(_WorkerProcess):
+    """`devstack.testing.WorkerProcess`, run from the checkout unless `cwd` says otherwise."""
 
     def __init__(
-        self,
-        env: dict[str, str],
-        log: Path,
-        python: str | Path = sys.executable,
-        cwd: Path = ROOT,
+        self, env: dict[str, str], log: Path, python: str | Path = sys.executable, cwd: Path = ROOT
     ) -> None:
-        self.log = log
-        self._out = log.open("wb")
-        self.process = subprocess.Popen(
-            [str(python), "-m", "worker"],
-            cwd=cwd,
-            env=env,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        wait_for_text(self.log, "worker ready", timeout)
-
-    def signal(self, sig: int) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-
-    def stop(self, timeout: float = 60.0) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._out.close()
-        return self.process.returncode
+        super().__init__(env, log, python, cwd)

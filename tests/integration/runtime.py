@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -14,13 +14,15 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client
 
 from activities.dispatch import Dispatcher, TickCounts
+from devstack.testing.audit import runtime_audited
 from jobs.runtime_dispatch.activities import batch_kinds
-from schedules.audit.history import Window
-from schedules.audit.runtime import RuntimeAudit, audit_runtime
 from schedules.sync.attributes import runtime_attributes
 from tests.helpers import assert_eventually
 
 SHARDS = 4
+
+# The audit of the runtime schedules, clean (one implementation, which users get too).
+audit_clean = runtime_audited
 
 
 def fresh_ids(db: psycopg.Connection) -> int:
@@ -122,28 +124,3 @@ async def settled(db: psycopg.Connection, count: int, timeout: float = 60.0) -> 
         ).fetchall()
 
     await assert_eventually(done, timeout=timeout, interval=0.2)
-
-
-async def audit_clean(
-    database_url: str,
-    client: Client,
-    task_queue: str,
-    start: datetime,
-    end: datetime,
-    *,
-    late: timedelta = timedelta(minutes=5),
-    now: datetime | None = None,
-    catalog: Sequence[Any] = (),
-) -> RuntimeAudit:
-    """The audit of the runtime schedules over [start, end), as of `now` with no settle
-    time: asserts it finds nothing, and returns it. `late`: a test whose dispatcher clock
-    is in the past gives a longer one (its runs are claimed days after their slots).
-    `catalog`: the catalog jobs runtime schedules depend on."""
-    window = Window(start, end, now or datetime.now(UTC), timedelta(0), late, timedelta(minutes=15))
-    judged = await audit_runtime(
-        database_url, client, window, task_queue=task_queue, timeout=30, catalog=catalog
-    )
-    assert judged.findings == [], "\n".join(
-        f"{f.kind} {f.job} {f.slot}: {f.detail} {f.witnesses}" for f in judged.findings
-    )
-    return judged
