@@ -238,6 +238,8 @@ class Dispatcher:
     start_gate: asyncio.Semaphore = field(
         default_factory=lambda: asyncio.Semaphore(START_CONCURRENCY)
     )
+    # Rows locked and decided per transaction (a test makes it small to see one batch).
+    decide_batch: int = DECIDE_BATCH
     _attributes: bool | None = field(default=None, init=False)
 
     async def tick(self, shard: int, now: datetime) -> TickCounts:
@@ -249,18 +251,21 @@ class Dispatcher:
             if decided and self.after_decide is not None:
                 await self.after_decide()
             await self.start_unstarted(shard, now, counts)
-            if decided < DECIDE_BATCH:
+            if decided < self.decide_batch:
                 return counts
 
     async def decide(self, shard: int, now: datetime, counts: TickCounts) -> int:
-        """One transaction: lock up to DECIDE_BATCH due rows, record their decisions."""
+        """One transaction: lock up to `decide_batch` due rows, fairly across tenants,
+        record their decisions."""
         async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(_Q["due"], {"shard": shard, "now": now, "limit": DECIDE_BATCH})
+            cur = await conn.execute(
+                _Q["due"], {"shard": shard, "now": now, "limit": self.decide_batch, "held": []}
+            )
             rows = await cur.fetchall()
             counts.statements += 1
             decisions = Decisions(self.batch_kinds)
             decided: dict[tuple, Slots] = {}  # a herd shares a few timings: each decided once
-            for sid, kind, *key in rows:
+            for sid, _tenant, kind, *key in rows:
                 if (slots := decided.get(tuple(key))) is None:
                     cron, zone, catchup, max_missed, start_at, end_at, nxt, since, *days = key
                     timing = Timing(

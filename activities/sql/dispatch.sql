@@ -3,16 +3,32 @@
 -- name: due
 -- The due runtime schedules of one shard, locked for this transaction; rows another
 -- dispatcher holds are passed over (two dispatchers on one shard split the work).
+-- Fair (issue 40): taken round-robin across tenants, a tenant's `weight` slots a round
+-- (its oldest first), so a tenant with thousands due cannot starve one with a single
+-- slot. The rank needs a window function, which FOR UPDATE refuses at its own level: the
+-- candidates are ranked in a subquery, then locked by id, SKIP LOCKED, in rank order (the
+-- lock re-checks the row: one another dispatcher advanced meanwhile is left out).
+-- `held`: tenants this tick found at their limit (left to the next tick).
 -- A schedule with dependencies runs each slot on its own (its run waits for upstreams):
 -- never in a batch, so its kind is left out of the batch grouping (NULL).
-SELECT id, CASE WHEN depends_on = '[]'::jsonb THEN kind END AS kind, cron, timezone, catchup,
-       max_missed, start_at, end_at, next_fire_at, timing_since, calendar_definition::text,
-       on_holiday
-FROM runtime_schedules
-WHERE shard = %(shard)s AND next_fire_at <= %(now)s AND NOT paused AND deleted_at IS NULL
-ORDER BY next_fire_at, id
+SELECT s.id, s.tenant, CASE WHEN s.depends_on = '[]'::jsonb THEN s.kind END AS kind, s.cron,
+       s.timezone, s.catchup, s.max_missed, s.start_at, s.end_at, s.next_fire_at,
+       s.timing_since, s.calendar_definition::text, s.on_holiday
+FROM (
+    SELECT d.id, d.next_fire_at,
+           (row_number() OVER (PARTITION BY d.tenant ORDER BY d.next_fire_at, d.id) - 1)
+               / coalesce(l.weight, 1) AS round
+    FROM runtime_schedules d
+    LEFT JOIN runtime_tenant_limits l ON l.tenant = d.tenant
+    WHERE d.shard = %(shard)s AND d.next_fire_at <= %(now)s AND NOT d.paused
+      AND d.deleted_at IS NULL AND d.tenant <> ALL(%(held)s::text[])
+    ORDER BY round, d.next_fire_at, d.id
+) fair
+JOIN runtime_schedules s ON s.id = fair.id
+WHERE s.next_fire_at <= %(now)s AND NOT s.paused AND s.deleted_at IS NULL
+ORDER BY fair.round, fair.next_fire_at, fair.id
 LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED
+FOR UPDATE OF s SKIP LOCKED
 
 -- name: record_intents
 -- The slots decided to run, each with the workflow that runs it (its own, or a batch's)
