@@ -8,7 +8,10 @@ schedule ids as examples, never one line (or one metric label) per tenant.
   made;
 - *failing*: schedules whose newest slot in the lookback failed;
 - *slow*: slots still running longer than their kind's allowance (`RuntimeKind.allowance`)
-  after they were due: a lost worker's work not handed on, a hung one.
+  after they were due: a lost worker's work not handed on, a hung one;
+- *tenant_deferred*: a tenant held at its limit (issue 40), one line per tenant (only
+  limited tenants are held: a few), with the limit and the oldest wait; its deferred
+  schedules are not *missed*.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ DISPATCH_LAG = timedelta(minutes=5)
 
 MISSED, FAILING = "missed_runs", "last_run_failed"  # `check.Kind` values
 OVERDUE, SLOW = "dependency_overdue", "slow_run"
+DEFERRED = "tenant_deferred"
 Alert = tuple[str, str, str]  # (kind of alert, "runtime:<job kind>", message)
 
 
@@ -53,6 +57,7 @@ async def runtime_alerts(
         failing = await (await conn.execute(_Q["failing"], params)).fetchall()
         overdue = await (await conn.execute(_Q["overdue"], params)).fetchall()
         slow = await (await conn.execute(_Q["slow"], params)).fetchall()
+        deferred = await (await conn.execute(_Q["deferred"], params)).fetchall()
     alerts = [
         (
             MISSED,
@@ -100,6 +105,17 @@ async def runtime_alerts(
             "worker lost or stuck? python -m schedules tenants explain ID SLOT)",
         )
         for r in slow
+    ]
+    alerts += [
+        (
+            DEFERRED,
+            f"tenant:{r['tenant']}",
+            f"tenant {r['tenant']} held at its limit: {r['schedules']} schedule(s) deferred "
+            f"by the tenant's limit ({r['reason']}), waiting since "
+            f"{r['oldest']:%Y-%m-%d %H:%M}Z, e.g. {_ids(r['examples'])} "
+            "(python -m schedules tenants limits show TENANT)",
+        )
+        for r in deferred
     ]
     return alerts
 

@@ -36,6 +36,7 @@ class Kind(StrEnum):
     DEAD_OUTBOX = "dead_outbox"
     SCHEDULE_NOT_REGISTERED = "schedule_not_registered"
     DEPENDENCY_OVERDUE = "dependency_overdue"
+    TENANT_DEFERRED = "tenant_deferred"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,17 @@ SELECT kind, count(*) AS schedules, min(next_fire_at) AS oldest,
        (array_agg(id ORDER BY next_fire_at, id))[1:5] AS examples
 FROM runtime_schedules
 WHERE deleted_at IS NULL AND NOT paused AND next_fire_at < %(due_before)s
+  AND deferred_at IS NULL
 GROUP BY kind ORDER BY kind
+
+-- name: deferred
+-- Tenants held at their limit (issue 40): schedules whose due slot is deferred, by tenant
+-- (only limited tenants: a few), with the limit and the oldest wait.
+SELECT tenant, count(*) AS schedules, min(next_fire_at) AS oldest,
+       min(deferred_reason) AS reason, (array_agg(id ORDER BY next_fire_at, id))[1:5] AS examples
+FROM runtime_schedules
+WHERE deleted_at IS NULL AND NOT paused AND deferred_at IS NOT NULL
+GROUP BY tenant ORDER BY tenant
 
 -- name: unstarted
 -- Starts decided longer than the dispatch lag ago and not made.

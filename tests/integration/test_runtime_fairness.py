@@ -10,6 +10,10 @@ import psycopg
 import pytest
 
 from activities.dispatch import _Q
+from core.errors import InvalidScheduleError
+from schedules import tenants
+from schedules.health.runtime import runtime_alerts
+from tests.helpers import assert_eventually
 from tests.integration.runtime import (
     SHARDS,
     audit_clean,
@@ -19,6 +23,7 @@ from tests.integration.runtime import (
     settled,
     tick_all,
 )
+from tests.integration.test_runtime_schedules_cli import cli, one_error_line
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -31,6 +36,12 @@ def every_minute(db: psycopg.Connection, tenant: str, name: str, due: datetime) 
         db, tenant=tenant, name=name, kind="test-noop", cron="* * * * *", timezone="UTC",
         next_fire_at=due, timing_since=due,
     )  # fmt: skip
+
+
+def running(db: psycopg.Connection) -> int:
+    return db.execute(
+        "SELECT count(*) FROM job_executions WHERE job_name LIKE 'rt-%%' AND status = 'running'"
+    ).fetchone()[0]
 
 
 def intents_by_tenant(db: psycopg.Connection) -> dict[str, int]:
@@ -106,3 +117,112 @@ async def test_a_run_carries_its_tenant_as_the_fairness_key(
         database_url, client, task_queue, NOW - timedelta(hours=1), NOW + timedelta(seconds=1),
         late=LATE,
     )  # fmt: skip
+
+
+async def test_a_limit_of_two_in_flight_holds_under_a_burst_of_fifty(
+    db, database_url, client, task_queue, start_workers
+):
+    """50 slots of one tenant due at once, its limit 2 in flight: the dispatcher starts 2,
+    defers the others (audit, check and explain say so), and starts 2 more as those
+    finish; from the ledger, never 3 running at once; every slot once."""
+    start_workers(1)
+    fresh_ids(db)
+    minute = datetime.now(UTC).replace(second=0, microsecond=0)
+    cid = db.execute(
+        "INSERT INTO customers (tenant, name, email, timezone)"
+        " VALUES ('burst', 'Burst', 'burst@example.com', 'UTC') RETURNING id"
+    ).fetchone()[0]
+    ids = [
+        insert_schedule(
+            db,
+            tenant="burst",
+            name=f"r{i}",
+            kind="weekly-report",
+            cron="* * * * *",
+            timezone="UTC",
+            params={"customer_id": cid},
+            next_fire_at=minute,
+            timing_since=minute,
+            end_at=minute,  # one slot each
+        )
+        for i in range(50)
+    ]
+    await tenants.set_limits(database_url, "burst", max_in_flight=2, by="test")
+    async with dispatcher(database_url, client, task_queue, batches=False) as d:
+        with psycopg.connect(database_url) as lock:
+            # Each run's report waits behind this lock, its ledger row claimed (running).
+            lock.execute("LOCK TABLE weekly_reports IN EXCLUSIVE MODE")
+            first = await tick_all(d, minute)
+            assert first.intents == 2
+
+            async def two_running():
+                assert running(db) == 2
+
+            await assert_eventually(two_running, timeout=90, interval=0.1)
+            again = await tick_all(d, minute)
+            assert again.intents == 0 and again.deferred > 0
+            held = [i for i in ids if db.execute(
+                "SELECT deferred_at IS NOT NULL FROM runtime_schedules WHERE id = %s", (i,)
+            ).fetchone()[0]]  # fmt: skip
+            told = await tenants.explain(database_url, held[0], minute)
+            assert told.verdict.startswith(
+                "deferred by the tenant's limit: 2 in flight (limit 2), waited "
+            ), told.verdict
+            alerts = await runtime_alerts(database_url, minute, timedelta(days=1), 10)
+            assert [a[:2] for a in alerts] == [("tenant_deferred", "tenant:burst")], alerts
+            assert "2 in flight (limit 2)" in alerts[0][2]
+            judged = await audit_clean(
+                database_url, client, task_queue, minute, minute + timedelta(seconds=1)
+            )
+            assert (
+                "deferred by the tenant's limit: 2 in flight (limit 2)"
+                in judged.scopes[[s.job.schedule_id for s in judged.scopes].index(held[0])].note
+            )
+            lock.rollback()
+
+        async def all_decided():
+            await tick_all(d, minute)
+            assert intents_by_tenant(db) == {"burst": 50}
+
+        await assert_eventually(all_decided, timeout=180, interval=0.2)
+    await settled(db, 50, timeout=120)
+    spans = db.execute(
+        "SELECT started_at, finished_at FROM job_executions WHERE job_name LIKE 'rt-%%'"
+    ).fetchall()
+    most = max(sum(1 for s, f in spans if s <= at < f) for at, _ in spans)
+    assert most == 2, most  # never 3 running, counted from the ledger
+    assert (
+        db.execute(
+            "SELECT count(*) FROM runtime_schedules WHERE deferred_at IS NOT NULL"
+        ).fetchone()[0]
+        == 0
+    )
+    await audit_clean(database_url, client, task_queue, minute, minute + timedelta(seconds=1))
+
+
+async def test_limits_on_the_command_line_and_bad_input(database_url, db):
+    bad = cli(database_url, "limits", "set", "acme", "--max-in-flight", "0")
+    assert bad.returncode == 2
+    assert one_error_line(bad) == (
+        "error: max_in_flight: must be a positive whole number (at most 2147483647), got 0"
+    )
+    none = cli(database_url, "limits", "set", "acme")
+    assert none.returncode == 2 and "give at least one of" in one_error_line(none)
+    with pytest.raises(InvalidScheduleError, match=r"^weight: .* got 1001$"):
+        await tenants.set_limits(database_url, "acme", weight=1001)
+    assert db.execute("SELECT count(*) FROM runtime_tenant_limits").fetchone()[0] == 0
+    done = cli(
+        database_url, "limits", "set", "acme", "--max-in-flight", "2", "--weight", "3",
+        RUNTIME_TENANT_MAX_PER_MINUTE="50",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "acme: max in flight 2, max per minute default (50), weight 3; "
+        "0 in flight, 0 schedule(s) deferred"
+    )
+    more = await tenants.set_limits(database_url, "acme", max_per_minute=10)
+    assert (more.max_in_flight, more.max_per_minute, more.weight) == (2, 10, 3)  # rest kept
+    cleared = cli(database_url, "limits", "clear", "acme")
+    assert cleared.stdout.strip().startswith(
+        "acme: max in flight default (none), max per minute default (none), weight 1"
+    )
