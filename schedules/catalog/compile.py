@@ -69,6 +69,8 @@ TIMING_FIELDS = (
 # Of those, the ones left out of a timing's fingerprint while unset, so the stamps of jobs
 # without a calendar read as they did before calendars existed.
 OPTIONAL_TIMING_FIELDS = (*CALENDAR_FIELDS, "on_early_close")
+# Fields the memo keeps only when set: entries without them read as before they existed.
+OPTIONAL_ENTRY_FIELDS = (*OPTIONAL_TIMING_FIELDS, "pause_after_failures")
 
 
 def alert_after(job: JobSpec, now: datetime) -> timedelta | None:
@@ -120,6 +122,7 @@ def job_run(
         alert_after_seconds=overdue.total_seconds() if overdue else None,
         timing_pending=timing_pending,
         depends_on=[dep.dependency() for dep in job.depends_on],
+        pause_after_failures=job.pause_after_failures,
     )
 
 
@@ -178,7 +181,7 @@ def memo_entry(job: JobSpec) -> dict[str, Any]:
     """The job's catalog entry as the action's memo keeps it; the calendar fields only when
     set, so the entries of jobs without one read as they did before calendars existed."""
     entry = job.model_dump(mode="json")
-    for name in OPTIONAL_TIMING_FIELDS:
+    for name in OPTIONAL_ENTRY_FIELDS:
         if entry.get(name) is None:
             entry.pop(name, None)
     return entry
@@ -226,7 +229,12 @@ def schedule_digest(schedule: Schedule) -> str:
         "id": action.id,
         "task_queue": action.task_queue,
         "summary": [action.static_summary, action.static_details],
-        "run": run.model_dump(mode="json", exclude={"timing_since"}),
+        # Unset, `pause_after_failures` leaves the digest as before it existed.
+        "run": run.model_dump(
+            mode="json",
+            exclude={"timing_since"}
+            | ({"pause_after_failures"} if run.pause_after_failures is None else set()),
+        ),
         "memo": action.memo,
         "spec": schedule.spec,
         "policy": schedule.policy,

@@ -37,6 +37,7 @@ class Kind(StrEnum):
     SCHEDULE_NOT_REGISTERED = "schedule_not_registered"
     DEPENDENCY_OVERDUE = "dependency_overdue"
     TENANT_DEFERRED = "tenant_deferred"
+    AUTO_PAUSED = "auto_paused"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,13 @@ from schedules.tenants.apply import ApplyReport, apply
 from schedules.tenants.bulk import ImportReport, export, import_lines
 from schedules.tenants.fires import FireTime, next_fire_at, next_fire_times
 from schedules.tenants.kinds import RuntimeKind, register_kind, runtime_kind, runtime_kinds
-from schedules.tenants.limits import TenantLimits, clear_limits, limits, set_limits
+from schedules.tenants.limits import (
+    TenantLimits,
+    clear_limits,
+    limits,
+    set_limits,
+    set_pause_after_failures,
+)
 from schedules.tenants.model import SHARDS, Definition, Schedule
 from schedules.tenants.quota import Quotas
 from schedules.tenants.slots import (
@@ -78,6 +84,7 @@ __all__ = [
     "runtime_kind",
     "runtime_kinds",
     "set_limits",
+    "set_pause_after_failures",
     "trigger",
     "update",
     "workflow_id",

@@ -15,11 +15,12 @@ from datetime import datetime
 from typing import Any
 
 import schedules.tenants.store as store
-from core.errors import InvalidScheduleError
+from core.errors import InvalidScheduleError, ScheduleNotFoundError
 from schedules.tenants.model import MAX_TEXT, checked_by
 from schedules.tenants.store import Database
 
 MAX_WEIGHT = 1000
+MAX_FAILURES = 1000
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,22 @@ async def limits(db: Database, tenant: str) -> TenantLimits:
         counts = await store.one(conn, "tenant_in_flight", {"tenant": tenant})
     own = row or {"tenant": tenant}
     return TenantLimits(**own, **(counts or {}))
+
+
+async def set_pause_after_failures(
+    db: Database, schedule_id: int, failures: int | None, *, by: str = ""
+) -> None:
+    """Pause the schedule after `failures` consecutive failed slots (None: never). The
+    pause is `paused_by = 'auto'` with a note naming the slots and the last error; a
+    resume starts the count again. `ScheduleNotFoundError` for an unknown or deleted id."""
+    params = {
+        "id": schedule_id,
+        "k": checked_count("pause_after_failures", failures, MAX_FAILURES),
+        "by": checked_by(by),
+    }
+    async with store.transaction(db) as conn:
+        if await store.one(conn, "set_pause_after_failures", params) is None:
+            raise ScheduleNotFoundError(f"no live runtime schedule has id {schedule_id}")
 
 
 async def clear_limits(db: Database, tenant: str, *, by: str = "") -> TenantLimits:

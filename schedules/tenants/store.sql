@@ -292,3 +292,22 @@ SELECT (SELECT count(*) FROM runtime_dispatch_intents i
        (SELECT count(*) FROM runtime_schedules
         WHERE tenant = %(tenant)s AND deferred_at IS NOT NULL AND deleted_at IS NULL)
            AS deferred
+
+-- name: set_pause_after_failures
+-- Pause on repeated failure (issue 40): K consecutive failed slots pause the schedule
+-- (activities/sql/auto_pause.sql); NULL: never. Logged as an update.
+WITH old AS (
+    SELECT id, pause_after_failures FROM runtime_schedules
+    WHERE id = %(id)s AND deleted_at IS NULL FOR UPDATE
+), new AS (
+    UPDATE runtime_schedules s
+    SET pause_after_failures = %(k)s, version = s.version + 1, updated_at = now(),
+        updated_by = %(by)s
+    FROM old WHERE s.id = old.id
+    RETURNING s.id, old.pause_after_failures AS before
+)
+INSERT INTO runtime_schedule_changes (schedule_id, by, action, before, after)
+SELECT id, %(by)s, 'update', jsonb_build_object('pause_after_failures', before),
+       jsonb_build_object('pause_after_failures', %(k)s::integer)
+FROM new
+RETURNING schedule_id

@@ -226,3 +226,52 @@ async def test_limits_on_the_command_line_and_bad_input(database_url, db):
     assert cleared.stdout.strip().startswith(
         "acme: max in flight default (none), max per minute default (none), weight 1"
     )
+
+
+async def test_k_consecutive_failures_pause_the_schedule_and_one_more_does_not_run(
+    db, database_url, client, task_queue, start_workers
+):
+    start_workers(1)
+    fresh_ids(db)
+    acme = db.execute(
+        "INSERT INTO customers (tenant, name, email, timezone)"
+        " VALUES ('acme', 'Acme', 'acme@example.com', 'UTC') RETURNING id"
+    ).fetchone()[0]
+    sid = insert_schedule(
+        db, tenant="acme", name="weekly", kind="weekly-report", cron="* * * * *",
+        timezone="UTC", params={"customer_id": acme}, next_fire_at=NOW, timing_since=NOW,
+    )  # fmt: skip
+    await tenants.set_pause_after_failures(database_url, sid, 2, by="test")
+    # Every slot fails: its customer is another tenant's now (refused, sending nothing).
+    db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (acme,))
+    async with dispatcher(database_url, client, task_queue, batches=False) as d:
+        for minute in range(3):
+            await tick_all(d, NOW + timedelta(minutes=minute))
+            await settled(db, min(minute + 1, 2))
+    rows = db.execute(
+        "SELECT scheduled_at, status FROM job_executions WHERE job_name = %s ORDER BY 1",
+        (f"rt-{sid}",),
+    ).fetchall()
+    assert rows == [(NOW, "failed"), (NOW + timedelta(minutes=1), "failed")]  # not a third
+    paused, by, note = db.execute(
+        "SELECT paused, paused_by, paused_note FROM runtime_schedules WHERE id = %s", (sid,)
+    ).fetchone()
+    assert (paused, by) == (True, "auto")
+    assert note.startswith(
+        "auto-paused after 2 consecutive failed slot(s) "
+        "(2026-11-30T13:00:00Z, 2026-11-30T13:01:00Z); last error: "
+    ), note
+    assert "names no customer of tenant 'acme'" in note
+    alerts = await runtime_alerts(database_url, NOW, timedelta(days=30), 10)
+    assert ("auto_paused", "runtime:weekly-report") in [a[:2] for a in alerts], alerts
+    # A resume starts the count again: the next failure alone does not pause it.
+    await tenants.resume(database_url, sid, by="test")
+    db.execute("UPDATE runtime_schedules SET next_fire_at = %s WHERE id = %s",
+               (NOW + timedelta(minutes=3), sid))  # fmt: skip
+    async with dispatcher(database_url, client, task_queue, batches=False) as d:
+        await tick_all(d, NOW + timedelta(minutes=3))
+        await settled(db, 3)
+    assert db.execute("SELECT paused FROM runtime_schedules WHERE id = %s", (sid,)).fetchone() == (
+        False,
+    )
+    await audit_clean(database_url, client, task_queue, NOW, NOW + timedelta(minutes=2), late=LATE)

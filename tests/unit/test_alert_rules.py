@@ -39,6 +39,7 @@ ALERT_FOR_KIND = {
     # A tenant held at its limit is expected under a burst: check names it, the gauge
     # scheduled_job_runtime_deferred counts its schedules; no page.
     Kind.TENANT_DEFERRED: None,
+    Kind.AUTO_PAUSED: None,  # the schedule's own state, read by check
 }
 
 

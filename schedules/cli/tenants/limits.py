@@ -6,7 +6,7 @@ import argparse
 
 from schedules import tenants
 from schedules.cli.context import Context
-from schedules.cli.tenants.common import add_by, say, subcommand, url, who
+from schedules.cli.tenants.common import add_by, add_id, say, subcommand, url, who
 
 LIMITS_EXIT_CODES = (
     "exit codes: 0 done; 1 PostgreSQL unreachable; 2 bad input (a limit or weight that is "
@@ -42,6 +42,17 @@ def configure(commands: argparse._SubParsersAction) -> None:
     clear.add_argument("tenant", metavar="TENANT")
     add_by(clear)
 
+    after = subcommand(
+        commands,
+        "pause-after",
+        "pause a schedule after N consecutive failed slots (off: never)",
+        _pause_after,
+        LIMITS_EXIT_CODES,
+    )
+    add_id(after)
+    after.add_argument("failures", type=_failures, metavar="N|off")
+    add_by(after)
+
 
 async def _set(args: argparse.Namespace, ctx: Context) -> int:
     found = await tenants.set_limits(
@@ -53,6 +64,23 @@ async def _set(args: argparse.Namespace, ctx: Context) -> int:
         by=who(args),
     )
     say(_line(found, ctx))
+    return 0
+
+
+def _failures(text: str) -> int | None:
+    """An argparse type: a whole number, or `off`."""
+    if text == "off":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number or off, got {text!r}") from None
+
+
+async def _pause_after(args: argparse.Namespace, ctx: Context) -> int:
+    await tenants.set_pause_after_failures(url(ctx), args.id, args.failures, by=who(args))
+    what = "never" if args.failures is None else f"after {args.failures} consecutive failed slots"
+    say(f"rt-{args.id} pauses {what}")
     return 0
 
 
