@@ -40,6 +40,7 @@ from activities.heartbeat import heartbeating
 from activities.models import Origin
 from activities.runtime_models import BATCH_SLOTS, batch_workflow_id, slot_workflow_id
 from activities.runtime_start import Intent, attributes_registered, start_intent
+from activities.tenant_limits import Budget, TenantDefaults, budgets, count_starts
 from core.sql import queries
 from timing import Timing
 from timing.business import BusinessCalendar, CalendarRule
@@ -139,6 +140,28 @@ def _as_slots(
     )
 
 
+def within(slots: Slots, budget: Budget) -> Slots | None:
+    """The slots a tenant's budget lets run (None: none, the schedule is deferred), taken
+    from the budget. A catch-up of more slots than the budget runs its oldest (whole fire
+    times), and the schedule's next slot is the fire time after the last one run: the rest
+    are decided at a later tick, under the policy."""
+    left = budget.left()
+    if len(slots.run) <= left:
+        budget.taken += len(slots.run)
+        return slots
+    cut = left
+
+    def at(i: int) -> datetime:
+        return slots.due.get(slots.run[i][0], slots.run[i][0])
+
+    while cut > 0 and at(cut - 1) == at(left):
+        cut -= 1
+    if cut == 0:
+        return None
+    budget.taken += cut
+    return Slots(slots.run[:cut], slots.skip, at(cut - 1) + _TICK, slots.due)
+
+
 @lru_cache(maxsize=1024)
 def calendar_rule(definition: str | None, on_holiday: str | None) -> CalendarRule | None:
     """A runtime schedule's business calendar from its row (the definition as JSON text)."""
@@ -156,6 +179,7 @@ class TickCounts:
     due: int = 0  # schedules decided
     intents: int = 0  # new intents recorded
     skipped: int = 0  # missed slots recorded skipped
+    deferred: int = 0  # schedules whose due slot a tenant limit held back
     started: int = 0  # workflows started
     already_started: int = 0  # starts Temporal refused: started before
     statements: int = 0  # SQL statements run
@@ -176,9 +200,13 @@ class Decisions:
         }  # fmt: skip
         self.skipped: dict[str, list] = {"ids": [], "slots": [], "workflow_ids": [], "reasons": []}
         self.advance: dict[str, list] = {"ids": [], "nexts": []}
+        self.deferred: dict[str, list] = {"ids": [], "reasons": []}
+        self.tracked: set[int] = set()  # schedules whose slots count in flight
         self.batches: dict[str, list[tuple[int, datetime, Origin, datetime | None]]] = {}
 
-    def add(self, sid: int, kind: str, slots: Slots) -> None:
+    def add(self, sid: int, kind: str, slots: Slots, *, tracked: bool = False) -> None:
+        if tracked:
+            self.tracked.add(sid)
         for slot, origin in slots.run:
             due = slots.due.get(slot)
             if kind in self.batch_kinds:
@@ -192,6 +220,11 @@ class Decisions:
                 self.skipped[key].append(value)
         self.advance["ids"].append(sid)
         self.advance["nexts"].append(slots.next_fire_at)
+
+    def defer(self, sid: int, reason: str) -> None:
+        """A schedule whose due slot its tenant's limit holds back: left due."""
+        self.deferred["ids"].append(sid)
+        self.deferred["reasons"].append(reason)
 
     def _intent(
         self, sid: int, slot: datetime, origin: Origin, workflow_id: str, due: datetime | None
@@ -208,7 +241,10 @@ class Decisions:
                 for sid, slot, origin, due in chunk:
                     self._intent(sid, slot, origin, batch_id, due)
         if self.intents["ids"]:
-            cur = await conn.execute(_Q["record_intents"], self.intents | {"now": now})
+            tracked = [sid in self.tracked for sid in self.intents["ids"]]
+            cur = await conn.execute(
+                _Q["record_intents"], self.intents | {"now": now, "tracked": tracked}
+            )
             counts.intents += len(await cur.fetchall())
             counts.statements += 1
         if self.skipped["ids"]:
@@ -217,6 +253,10 @@ class Decisions:
             counts.statements += 1
         if self.advance["ids"]:
             await conn.execute(_Q["advance"], self.advance)
+            counts.statements += 1
+        if self.deferred["ids"]:
+            await conn.execute(_Q["defer"], self.deferred | {"now": now})
+            counts.deferred += len(self.deferred["ids"])
             counts.statements += 1
 
 
@@ -237,29 +277,43 @@ class Dispatcher:
     start_gate: asyncio.Semaphore = field(
         default_factory=lambda: asyncio.Semaphore(START_CONCURRENCY)
     )
+    # Rows locked and decided per transaction (a test makes it small to see one batch).
+    decide_batch: int = DECIDE_BATCH
+    # The operator's default limits per tenant (a tenant's own override them).
+    limits: TenantDefaults = field(default_factory=TenantDefaults)
     _attributes: bool | None = field(default=None, init=False)
 
     async def tick(self, shard: int, now: datetime) -> TickCounts:
         """Decide every due slot of `shard` as of `now`, then start every unstarted intent."""
         counts = TickCounts()
+        held: set[str] = set()  # tenants at their limit: left to the next tick
         await self.start_unstarted(shard, now, counts)
         while True:
-            decided = await self.decide(shard, now, counts)
+            decided = await self.decide(shard, now, counts, held)
             if decided and self.after_decide is not None:
                 await self.after_decide()
             await self.start_unstarted(shard, now, counts)
-            if decided < DECIDE_BATCH:
+            if decided < self.decide_batch:
                 return counts
 
-    async def decide(self, shard: int, now: datetime, counts: TickCounts) -> int:
-        """One transaction: lock up to DECIDE_BATCH due rows, record their decisions."""
+    async def decide(
+        self, shard: int, now: datetime, counts: TickCounts, held: set[str] | None = None
+    ) -> int:
+        """One transaction: lock up to `decide_batch` due rows, fairly across tenants (but
+        those in `held`), record their decisions; a slot past its tenant's limit is
+        deferred, and its tenant added to `held`."""
+        held = set() if held is None else held
         async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(_Q["due"], {"shard": shard, "now": now, "limit": DECIDE_BATCH})
+            cur = await conn.execute(
+                _Q["due"],
+                {"shard": shard, "now": now, "limit": self.decide_batch, "held": sorted(held)},
+            )
             rows = await cur.fetchall()
             counts.statements += 1
+            limited = await budgets(conn, (row[1] for row in rows), self.limits, now)
             decisions = Decisions(self.batch_kinds)
             decided: dict[tuple, Slots] = {}  # a herd shares a few timings: each decided once
-            for sid, kind, *key in rows:
+            for sid, tenant, kind, *key in rows:
                 if (slots := decided.get(tuple(key))) is None:
                     cron, zone, catchup, max_missed, start_at, end_at, nxt, since, *days = key
                     timing = Timing(
@@ -272,8 +326,16 @@ class Dispatcher:
                     slots = decided[tuple(key)] = decide_slots(
                         timing, catchup, nxt, since, now, max_missed
                     )
-                decisions.add(sid, kind, slots)
+                if (budget := limited.get(tenant)) is None:
+                    decisions.add(sid, kind, slots)
+                elif (allowed := within(slots, budget)) is None:
+                    decisions.defer(sid, budget.reason())
+                    held.add(tenant)
+                else:
+                    decisions.add(sid, kind, allowed, tracked=budget.tracked)
             await decisions.record(conn, now, counts)
+            await count_starts(conn, limited, now)
+            held.update(t for t, b in limited.items() if b.left() == 0)
         counts.due += len(rows)
         self.heartbeat(counts.as_dict())
         return len(rows)

@@ -22,6 +22,7 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.auto_pause import auto_pause_in
 from activities.heartbeat import heartbeating
 from activities.models import (
     STALE_ATTEMPT,
@@ -268,16 +269,18 @@ class ExecutionActivities:
     @activity.defn
     @traced("db.record_failure")
     async def record_failure(self, failure: FailureInput) -> None:
-        """Mark the execution failed, unless another workflow run has taken it over."""
-        row = await first_row(
-            self.pool,
-            _Q["fail"],
-            {
-                "id": failure.execution_id,
-                "run_id": failure.run_id,
-                "error": redact.scrub(failure.error),
-            },
-        )
+        """Mark the execution failed, unless another workflow run has taken it over; a
+        runtime schedule failing its K-th slot in a row is paused in the same transaction
+        (`activities.auto_pause`)."""
+        params = {
+            "id": failure.execution_id,
+            "run_id": failure.run_id,
+            "error": redact.scrub(failure.error),
+        }
+        async with self.pool.connection() as conn, conn.transaction():
+            row = await (await conn.execute(_Q["fail"], params)).fetchone()
+            if row is not None:
+                await auto_pause_in(conn, row[0], failure.pause_after_failures)
         record_failed(row[0] if row else None)
 
 

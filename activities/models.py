@@ -84,6 +84,9 @@ class FailureInput(BaseModel):
     execution_id: int
     run_id: str
     error: str
+    # A catalog job's `pause_after_failures` (issue 40): its schedule is paused once this
+    # failure is the K-th in a row. A runtime schedule's is on its row.
+    pause_after_failures: int | None = None
 
 
 class AttemptQuery(BaseModel):

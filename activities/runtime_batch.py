@@ -37,6 +37,7 @@ from psycopg.types.json import Jsonb
 from temporalio import activity
 
 from activities import journal
+from activities.auto_pause import auto_pause_in
 from activities.executions import (
     Attempt,
     Fence,
@@ -250,10 +251,12 @@ class Batch:
         )
         if (execution_id := await self._claim(slot)) is not None:
             error = redact.scrub(f"{type(exc).__name__}: {exc}")
-            await self.conn.execute(
+            cur = await self.conn.execute(
                 _EXECUTIONS["fail"],
                 {"id": execution_id, "run_id": self.who.run_id, "error": error},
             )
+            if await cur.fetchone() is not None:
+                await auto_pause_in(self.conn, slot.job)
 
     def record_metrics(self) -> None:
         """After the commit, so each is counted once: the claims' lateness, completions."""

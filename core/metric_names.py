@@ -30,6 +30,8 @@ OUTBOX_DEAD = "outbox_messages_dead"
 # histograms above, labelled job="runtime:<kind>".
 RUNTIME_BEHIND = "scheduled_job_runtime_behind"
 RUNTIME_FAILING = "scheduled_job_runtime_failing"
+# Active runtime schedules whose due slot their tenant's limit defers (issue 40), by kind.
+RUNTIME_DEFERRED = "scheduled_job_runtime_deferred"
 
 ALL = (
     RUNS,
@@ -43,4 +45,5 @@ ALL = (
     OUTBOX_DEAD,
     RUNTIME_BEHIND,
     RUNTIME_FAILING,
+    RUNTIME_DEFERRED,
 )

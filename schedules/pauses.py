@@ -59,6 +59,11 @@ def paused_by_text(recorded: dict[str, Any] | None, *, catalog: bool = False) ->
     """Who paused a job, for a sentence `paused by ...`: from its recorded pause in force
     (`pause_in_force`); with none recorded, the catalog if it pauses the job (`catalog`),
     else a tool that records none (the Temporal UI, `temporal schedule toggle`)."""
+    if recorded is not None and recorded["paused_by"] == "auto":
+        return (
+            f"the engine at {utc_text(recorded['paused_at'])} after repeated failures "
+            "(`pause_after_failures`)"
+        )
     if recorded is not None and recorded["paused_by"] == "pause":
         who = recorded["requested_by"] or "an operator"
         return f"{who} with `schedules pause` at {utc_text(recorded['paused_at'])}"

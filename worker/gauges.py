@@ -27,6 +27,7 @@ from core.metric_names import (
     OUTBOX_DEAD,
     OUTBOX_PENDING,
     RUNTIME_BEHIND,
+    RUNTIME_DEFERRED,
     RUNTIME_FAILING,
 )
 from core.sql import queries
@@ -44,6 +45,7 @@ DESCRIPTIONS = {
     ALERT_AFTER: "How long after its last success the job's next one is overdue.",
     RUNTIME_BEHIND: "Runtime schedules of a kind whose next slot is overdue by 5 minutes.",
     RUNTIME_FAILING: "Runtime schedules of a kind whose last run failed.",
+    RUNTIME_DEFERRED: "Runtime schedules of a kind whose due slot a tenant limit defers.",
 }
 
 
@@ -58,6 +60,8 @@ class Reading:
     # runtime kind -> schedules behind (next slot overdue) / failing (last run failed)
     runtime_behind: dict[str, int] = field(default_factory=dict)
     runtime_failing: dict[str, int] = field(default_factory=dict)
+    # runtime kind -> schedules whose due slot their tenant's limit defers (issue 40)
+    runtime_deferred: dict[str, int] = field(default_factory=dict)
 
     def observations(self) -> dict[str, list[Observation]]:
         """What each gauge reports of this reading, by name. The per-kind gauges report
@@ -71,6 +75,7 @@ class Reading:
             ALERT_AFTER: _labelled("job", self.alert_after),
             RUNTIME_BEHIND: _labelled("kind", kinds | self.runtime_behind),
             RUNTIME_FAILING: _labelled("kind", kinds | self.runtime_failing),
+            RUNTIME_DEFERRED: _labelled("kind", kinds | self.runtime_deferred),
         }
 
 
@@ -123,7 +128,7 @@ class DatabaseGauges:
                 "-c max_parallel_workers_per_gather=0",
                 application_name="scheduled-jobs-metrics",
             )
-        pending, dead, last_success, alert_after, behind, failing = self._conn.execute(
+        pending, dead, last_success, alert_after, behind, failing, deferred = self._conn.execute(
             _Q["gauges"]
         ).fetchone()
         return Reading(
@@ -133,6 +138,7 @@ class DatabaseGauges:
             {k: float(v) for k, v in alert_after.items()},
             {k: int(v) for k, v in behind.items()},
             {k: int(v) for k, v in failing.items()},
+            {k: int(v) for k, v in deferred.items()},
         )
 
     def _callback(self, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:

@@ -87,6 +87,11 @@ class Settings(BaseSettings):
     # shortest period between two fire times (60: every minute is allowed).
     tenant_max_schedules: int = Field(default=1000, ge=1, le=10_000_000)
     tenant_min_period_seconds: int = Field(default=60, ge=60, le=366 * 86400)
+    # The dispatcher's default limits per tenant (issue 40; docs/runtime-schedules.md,
+    # Tenant limits): runs in flight, slots started per minute. Unset: no limit. A tenant's
+    # own limits (`schedules tenants limits set`) override them.
+    runtime_tenant_max_in_flight: int | None = Field(default=None, ge=1)
+    runtime_tenant_max_per_minute: int | None = Field(default=None, ge=1)
     # Tests only (activities/chunk_gate.py): chunked work waits before each chunk while a
     # session holds this PostgreSQL advisory lock. Never set in production.
     worker_test_chunk_gate: int | None = None

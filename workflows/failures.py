@@ -56,6 +56,7 @@ async def fail_run(
     record: Bookkeeping,
     job_name: str = "",
     slot: datetime | None = None,
+    pause_after_failures: int | None = None,
 ) -> NoReturn:
     """End a run on its work's failure, visibly: the slot is recorded failed (only if this
     run still holds it) through the workflow's own bookkeeping activity, then the run
@@ -69,6 +70,7 @@ async def fail_run(
                 execution_id=execution.execution_id,
                 run_id=workflow.info().run_id,
                 error=message(err),
+                pause_after_failures=pause_after_failures,
             ),
         )
     when = slot.isoformat() if slot is not None else "its slot"

@@ -368,7 +368,9 @@ class JobRunWorkflow:
             raise asyncio.CancelledError(message(err)) from err
         # A workflow job has settled its execution already (compensated or failed);
         # this marks only what is still running under this run.
-        await fail_run(execution, err, self._bookkeeping, job.job_name, slot)
+        await fail_run(
+            execution, err, self._bookkeeping, job.job_name, slot, job.pause_after_failures
+        )
 
     async def _work(
         self, job: JobRun, work: WorkInput, result_type: type[WorkResult], local: bool = False

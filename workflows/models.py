@@ -106,6 +106,8 @@ class JobRun(BaseModel):
     timing_pending: bool = False
     # The upstream slots each slot waits for before its work (docs/dependencies.md).
     depends_on: list[Dependency] = Field(default_factory=list)
+    # Pause the schedule after this many consecutive failed slots (issue 40; None: never).
+    pause_after_failures: int | None = None
 
 
 class SlotRun(SlotOutcome):

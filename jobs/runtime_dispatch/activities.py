@@ -20,6 +20,7 @@ from activities.chunked import begin_attempt, fenced
 from activities.dispatch import START_CONCURRENCY, Dispatcher, activity_heartbeat
 from activities.models import WorkInput, WorkResult
 from activities.telemetry import record_completed
+from activities.tenant_limits import TenantDefaults
 
 
 class DispatchParams(BaseModel):
@@ -44,6 +45,7 @@ class DispatchActivities:
         # One gate for every shard this process ticks: at most START_CONCURRENCY starts
         # in flight, as one client would have (bench/RESULTS.md, runtime herd).
         self.start_gate = asyncio.Semaphore(START_CONCURRENCY)
+        self.limits = TenantDefaults.of(settings)
 
     async def dispatch_runtime_shard(self, work: WorkInput, params: DispatchParams) -> WorkResult:
         """Dispatch the shard's slots due by this run's scheduled time."""
@@ -59,6 +61,7 @@ class DispatchActivities:
             heartbeat=activity_heartbeat,
             after_decide=lambda: pass_chunk_gate(self.pool, {}),
             start_gate=self.start_gate,
+            limits=self.limits,
         )
         counts = (await dispatcher.tick(params.shard, execution.scheduled_at)).as_dict()
         async with fenced(self.pool, fence, execution, "complete") as conn:

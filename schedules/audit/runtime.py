@@ -19,7 +19,7 @@ each run's slot read from its id), and each row still `running` described.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,7 +48,6 @@ from schedules.audit.dependencies import (
 )
 from schedules.audit.dependencies import findings as dependency_findings
 from schedules.audit.edits import edit_findings
-from schedules.audit.finding import row_witnesses
 from schedules.audit.history import (
     PAGE_SIZE,
     Run,
@@ -62,6 +61,7 @@ from schedules.audit.history import (
     slot_of,
 )
 from schedules.audit.oracle import Timing
+from schedules.audit.runtime_slots import deferred_note, slow, unstarted
 from schedules.catalog.dependencies import RuntimeDependency
 from schedules.tenants.kinds import allowance_of
 
@@ -111,6 +111,10 @@ class RuntimeJob:
     calendar_definition: Any = None  # its business calendar (`schedules.audit.days`)
     on_holiday: str | None = None
     depends_on: tuple[Any, ...] = ()  # RuntimeDependency values (docs/dependencies.md)
+    # Held back by its tenant's limit (issue 40): the slot due at `next_fire_at` and later
+    # ones are deferred, not lost; why (`2 in flight (limit 2)`).
+    deferred_from: datetime | None = None
+    deferred_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,11 @@ async def audit_runtime(
             when = {s: t for s, t in fires_of[timing].items() if s >= scope.judged_from}
             fires = sorted(when)
         due = [f for f in fires if not _stopped(when[f], stopped.get(job.schedule_id, ()))]
+        if job.deferred_from is not None:
+            deferred = [f for f in due if when[f] >= job.deferred_from]
+            due = [f for f in due if when[f] < job.deferred_from]
+            if deferred:
+                scope = replace(scope, note=deferred_note(scope.note, job, deferred, window))
         if scope.start is not None and scope.end is not None:
             count = sum(1 for f in due if scope.start <= when[f] < scope.end)
             scope = replace(scope, due=count)
@@ -184,7 +193,7 @@ async def audit_runtime(
         findings += unexpected(scope, frozenset(fires), rows)
         findings += temporal_agreement(job, rows, visibility, window, when)
     findings += ledger_findings(ledger)
-    findings += _unstarted(intents)
+    findings += unstarted(intents)
     findings += await edit_findings(conninfo, [j.id for j in jobs], window, timeout)
     findings += await _dependencies(conninfo, schedules, ledger, catalog, states or {}, timeout)
     return RuntimeAudit(
@@ -194,28 +203,6 @@ async def audit_runtime(
         runs=sum(len(r) for r in visibility.runs.values()),
         zones={job.id: job.timezone for job in jobs},
     )
-
-
-def slow(
-    job: RuntimeJob, rows: dict[datetime, Any], due: dict[datetime, datetime], allowance: timedelta
-) -> Iterator[Finding]:
-    """`slow`: a scheduled slot that completed more than its kind's allowance after it was
-    due (its fire time, or where its calendar moved it), or after it was claimed when the
-    claim came later (how late the claim was is `late`'s to judge): a lost worker's slot
-    that waited for its attempt's timeout, not its heartbeat, is one."""
-    for slot, row in rows.items():
-        if row.status != "completed" or row.origin != "scheduled" or row.finished_at is None:
-            continue
-        took = row.finished_at - max(due.get(slot, slot), row.started_at)
-        if took > allowance:
-            yield Finding(
-                "slow",
-                job.id,
-                slot,
-                f"completed {took.total_seconds():.0f}s after it was due (kind {job.kind} "
-                f"allows {allowance.total_seconds():.0f}s)",
-                row_witnesses(row),
-            )
 
 
 def _stopped(fire: datetime, stops: tuple[Stop, ...]) -> bool:
@@ -270,6 +257,8 @@ async def _read_schedules(
             end_at=r["end_at"],
             calendar_definition=r["calendar_definition"],
             on_holiday=r["on_holiday"],
+            deferred_from=r["next_fire_at"] if r["deferred_at"] is not None else None,
+            deferred_reason=r["deferred_reason"],
         )
         schedules.append((job, RuntimeState(timing_since=r["timing_since"])))
     return schedules, {sid: tuple(s) for sid, s in spans.items()}, intents
@@ -329,23 +318,6 @@ async def _dependencies(
             facts = await read_facts(conn, [down], ups)
             found_all += dependency_findings([down], ups, facts)
     return found_all
-
-
-def _unstarted(intents: list[dict]) -> Iterator[Finding]:
-    for i in intents:
-        never = i["started_at"] is None
-        yield Finding(
-            "unstarted_intent",
-            f"rt-{i['schedule_id']}",
-            i["scheduled_at"],
-            (
-                "a start decided and never made"
-                if never
-                else "started, but no run recorded the slot in the ledger"
-            )
-            + f" ({i['origin']}, decided {i['decided_at']:%Y-%m-%dT%H:%M:%SZ})",
-            {"workflow_id": i["workflow_id"], "started_at": i["started_at"]},
-        )
 
 
 async def _visibility(

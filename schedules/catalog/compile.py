@@ -70,6 +70,8 @@ TIMING_FIELDS = (
 # Of those, the ones left out of a timing's fingerprint while unset, so the stamps of jobs
 # without a calendar read as they did before calendars existed.
 OPTIONAL_TIMING_FIELDS = (*CALENDAR_FIELDS, "on_early_close")
+# Fields the memo keeps only when set: entries without them read as before they existed.
+OPTIONAL_ENTRY_FIELDS = (*OPTIONAL_TIMING_FIELDS, "max_run_time", "pause_after_failures")
 
 
 def alert_after(job: JobSpec, now: datetime) -> timedelta | None:
@@ -121,6 +123,7 @@ def job_run(
         alert_after_seconds=overdue.total_seconds() if overdue else None,
         timing_pending=timing_pending,
         depends_on=[dep.dependency() for dep in job.depends_on],
+        pause_after_failures=job.pause_after_failures,
     )
 
 
@@ -182,7 +185,7 @@ def memo_entry(job: JobSpec) -> dict[str, Any]:
     `max_run_time` only when set, so the entries of jobs without them read as they did
     before those fields existed."""
     entry = job.model_dump(mode="json")
-    for name in (*OPTIONAL_TIMING_FIELDS, "max_run_time"):
+    for name in OPTIONAL_ENTRY_FIELDS:
         if entry.get(name) is None:
             entry.pop(name, None)
     return entry
@@ -231,7 +234,12 @@ def schedule_digest(schedule: Schedule) -> str:
         "task_queue": action.task_queue,
         "lifetime": action.execution_timeout,
         "summary": [action.static_summary, action.static_details],
-        "run": run.model_dump(mode="json", exclude={"timing_since"}),
+        # Unset, `pause_after_failures` leaves the digest as before it existed.
+        "run": run.model_dump(
+            mode="json",
+            exclude={"timing_since"}
+            | ({"pause_after_failures"} if run.pause_after_failures is None else set()),
+        ),
         "memo": action.memo,
         "spec": schedule.spec,
         "policy": schedule.policy,

@@ -135,6 +135,8 @@ class JobSpec(BaseModel):
     paused: bool = False
     note: str = ""
     alert_grace: Duration = timedelta(minutes=15)
+    # Pause the schedule after this many consecutive failed slots (issue 40; None: never).
+    pause_after_failures: int | None = Field(default=None, ge=1, le=1000)
     # Upstream jobs whose slots must complete before each slot's work (docs/dependencies.md).
     depends_on: list[DependencySpec] = Field(default_factory=list)
 

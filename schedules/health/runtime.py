@@ -8,7 +8,13 @@ schedule ids as examples, never one line (or one metric label) per tenant.
   made;
 - *failing*: schedules whose newest slot in the lookback failed;
 - *slow*: slots still running longer than their kind's allowance (`RuntimeKind.allowance`)
-  after they were due: a lost worker's work not handed on, a hung one.
+  after they were due: a lost worker's work not handed on, a hung one;
+- *tenant_deferred*: a tenant held at its limit (issue 40), one line per tenant (only
+  limited tenants are held: a few), with the limit and the oldest wait; its deferred
+  schedules are not *missed*;
+- *auto_paused*: schedules paused after K consecutive failed slots
+  (`pause_after_failures`), with the newest one's note; catalog jobs' too (their pause
+  recorded in `schedule_pauses`), one line per job.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ DISPATCH_LAG = timedelta(minutes=5)
 
 MISSED, FAILING = "missed_runs", "last_run_failed"  # `check.Kind` values
 OVERDUE, SLOW = "dependency_overdue", "slow_run"
+DEFERRED, AUTO_PAUSED = "tenant_deferred", "auto_paused"
 Alert = tuple[str, str, str]  # (kind of alert, "runtime:<job kind>", message)
 
 
@@ -53,6 +60,9 @@ async def runtime_alerts(
         failing = await (await conn.execute(_Q["failing"], params)).fetchall()
         overdue = await (await conn.execute(_Q["overdue"], params)).fetchall()
         slow = await (await conn.execute(_Q["slow"], params)).fetchall()
+        deferred = await (await conn.execute(_Q["deferred"], params)).fetchall()
+        auto_paused = await (await conn.execute(_Q["auto_paused"], params)).fetchall()
+        catalog_paused = await (await conn.execute(_Q["catalog_auto_paused"])).fetchall()
     alerts = [
         (
             MISSED,
@@ -100,6 +110,36 @@ async def runtime_alerts(
             "worker lost or stuck? python -m schedules tenants explain ID SLOT)",
         )
         for r in slow
+    ]
+    alerts += [
+        (
+            DEFERRED,
+            f"tenant:{r['tenant']}",
+            f"tenant {r['tenant']} held at its limit: {r['schedules']} schedule(s) deferred "
+            f"by the tenant's limit ({r['reason']}), waiting since "
+            f"{r['oldest']:%Y-%m-%d %H:%M}Z, e.g. {_ids(r['examples'])} "
+            "(python -m schedules tenants limits show TENANT)",
+        )
+        for r in deferred
+    ]
+    alerts += [
+        (
+            AUTO_PAUSED,
+            f"runtime:{r['kind']}",
+            f"{r['schedules']} runtime schedule(s) auto-paused after repeated failures, e.g. "
+            f"rt-{r['examples'][0]}: {r['note']} (python -m schedules tenants resume ID "
+            "once fixed)",
+        )
+        for r in auto_paused
+    ]
+    alerts += [
+        (
+            AUTO_PAUSED,
+            r["job_name"],
+            f"schedule paused at {r['paused_at']:%Y-%m-%d %H:%M}Z: {r['note']} "
+            f"(python -m schedules resume {r['job_name']} once fixed)",
+        )
+        for r in catalog_paused
     ]
     return alerts
 

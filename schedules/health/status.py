@@ -36,6 +36,8 @@ class Kind(StrEnum):
     DEAD_OUTBOX = "dead_outbox"
     SCHEDULE_NOT_REGISTERED = "schedule_not_registered"
     DEPENDENCY_OVERDUE = "dependency_overdue"
+    TENANT_DEFERRED = "tenant_deferred"
+    AUTO_PAUSED = "auto_paused"
 
 
 @dataclass(frozen=True)

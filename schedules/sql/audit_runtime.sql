@@ -3,8 +3,11 @@
 -- name: schedules
 -- Every runtime schedule that could have fired in the window (deleted ones included:
 -- their slots before the delete are judged).
+-- A schedule its tenant's limit holds back (deferred_at, issue 40): its slots from
+-- next_fire_at on are deferred, not yet decided.
 SELECT id, tenant, name, kind, cron, timezone, start_at, end_at, paused, deleted_at,
-       timing_since, calendar_definition, on_holiday, depends_on
+       timing_since, calendar_definition, on_holiday, depends_on, next_fire_at, deferred_at,
+       deferred_reason
 FROM runtime_schedules
 WHERE (deleted_at IS NULL OR deleted_at >= %(from)s) AND timing_since < %(to)s
 ORDER BY id

@@ -7,7 +7,17 @@ SELECT kind, count(*) AS schedules, min(next_fire_at) AS oldest,
        (array_agg(id ORDER BY next_fire_at, id))[1:5] AS examples
 FROM runtime_schedules
 WHERE deleted_at IS NULL AND NOT paused AND next_fire_at < %(due_before)s
+  AND deferred_at IS NULL
 GROUP BY kind ORDER BY kind
+
+-- name: deferred
+-- Tenants held at their limit (issue 40): schedules whose due slot is deferred, by tenant
+-- (only limited tenants: a few), with the limit and the oldest wait.
+SELECT tenant, count(*) AS schedules, min(next_fire_at) AS oldest,
+       min(deferred_reason) AS reason, (array_agg(id ORDER BY next_fire_at, id))[1:5] AS examples
+FROM runtime_schedules
+WHERE deleted_at IS NULL AND NOT paused AND deferred_at IS NOT NULL
+GROUP BY tenant ORDER BY tenant
 
 -- name: unstarted
 -- Starts decided longer than the dispatch lag ago and not made.
@@ -57,3 +67,19 @@ WHERE e.status = 'running' AND e.job_name ~ '^rt-[0-9]+$'
   AND NOT EXISTS (SELECT 1 FROM dependency_waits w
                   WHERE w.execution_id = e.id AND w.status = 'waiting')
 GROUP BY s.kind ORDER BY s.kind
+
+-- name: auto_paused
+-- Schedules paused after K consecutive failed slots (pause_after_failures, issue 40), by
+-- kind, with the newest one's note (the slots, the last error).
+SELECT kind, count(*) AS schedules, (array_agg(id ORDER BY updated_at DESC, id))[1:5] AS examples,
+       (array_agg(paused_note ORDER BY updated_at DESC, id))[1] AS note
+FROM runtime_schedules
+WHERE paused AND paused_by = 'auto' AND deleted_at IS NULL
+GROUP BY kind ORDER BY kind
+
+-- name: catalog_auto_paused
+-- Catalog jobs whose schedule was paused after K consecutive failed slots (their
+-- `pause_after_failures`), the pause still in force (schedule_pauses, paused_by 'auto').
+SELECT job_name, paused_at, note FROM schedule_pauses
+WHERE paused_by = 'auto' AND resumed_at IS NULL
+ORDER BY job_name

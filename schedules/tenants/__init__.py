@@ -25,6 +25,13 @@ from schedules.tenants.apply import ApplyReport, apply
 from schedules.tenants.bulk import ImportReport, export, import_lines
 from schedules.tenants.fires import FireTime, next_fire_at, next_fire_times
 from schedules.tenants.kinds import RuntimeKind, register_kind, runtime_kind, runtime_kinds
+from schedules.tenants.limits import (
+    TenantLimits,
+    clear_limits,
+    limits,
+    set_limits,
+    set_pause_after_failures,
+)
 from schedules.tenants.model import SHARDS, Definition, Schedule
 from schedules.tenants.quota import Quotas
 from schedules.tenants.slots import (
@@ -51,9 +58,11 @@ __all__ = [
     "Requested",
     "RuntimeKind",
     "Schedule",
+    "TenantLimits",
     "apply",
     "backfill",
     "changes",
+    "clear_limits",
     "create",
     "delete",
     "explain",
@@ -62,6 +71,7 @@ __all__ = [
     "get",
     "import_lines",
     "ledger_name",
+    "limits",
     "list_schedules",
     "next_fire_at",
     "next_fire_times",
@@ -73,6 +83,8 @@ __all__ = [
     "runs",
     "runtime_kind",
     "runtime_kinds",
+    "set_limits",
+    "set_pause_after_failures",
     "trigger",
     "update",
     "workflow_id",

@@ -279,6 +279,8 @@ class Schedule(Definition):
     deleted_at: datetime | None = None
     shard: int
     next_fire_at: datetime | None = None
+    deferred_at: datetime | None = None  # its due slot held back by a tenant limit (issue 40)
+    deferred_reason: str | None = None
     timing_since: datetime
     created_at: datetime
     updated_at: datetime

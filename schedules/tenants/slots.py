@@ -299,8 +299,19 @@ def _verdict(
     if schedule.paused:
         return f"{paused_text(schedule)}: not run"
     if schedule.next_fire_at is not None and due >= schedule.next_fire_at:
+        if schedule.deferred_at is not None:
+            return f"{deferred_text(schedule, due, now)}{moved}"
         return f"due, not dispatched yet{moved}"
     return "missed: passed without an intent or a ledger row"  # fmt: skip
+
+
+def deferred_text(schedule: Schedule, due: datetime, now: datetime) -> str:
+    """`deferred by the tenant's limit: 2 in flight (limit 2), waited 40s`."""
+    waited = max((now - due).total_seconds(), 0)
+    return (
+        f"deferred by the tenant's limit: {schedule.deferred_reason or 'at its limit'}, "
+        f"waited {waited:.0f}s"
+    )
 
 
 def paused_text(schedule: Schedule) -> str:

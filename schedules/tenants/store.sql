@@ -46,7 +46,12 @@ UPDATE runtime_schedules SET
     timing_since = %(timing_since)s, calendar = %(calendar)s,
     calendar_definition = %(calendar_definition)s, on_holiday = %(on_holiday)s,
     depends_on = %(depends_on)s, version = version + 1,
-    updated_at = %(now)s, updated_by = %(by)s
+    updated_at = %(now)s, updated_by = %(by)s,
+    -- A deferral (issue 40) is of the slot due: gone once the next slot moves or a pause.
+    deferred_at = CASE WHEN next_fire_at IS DISTINCT FROM %(next_fire_at)s OR %(paused)s
+                       THEN NULL ELSE deferred_at END,
+    deferred_reason = CASE WHEN next_fire_at IS DISTINCT FROM %(next_fire_at)s OR %(paused)s
+                           THEN NULL ELSE deferred_reason END
 WHERE id = %(id)s
 RETURNING *
 
@@ -124,10 +129,13 @@ ORDER BY s.name
 
 -- name: add_intent
 -- A slot its business calendar moved is due at its fire time (due_at; NULL: its own).
+-- A trigger's or backfill's slot is not held back by a tenant limit, nor counted in
+-- flight (recorded settled).
 INSERT INTO runtime_dispatch_intents (
-    schedule_id, scheduled_at, decided_at, workflow_id, origin, requested_by, due_at
+    schedule_id, scheduled_at, decided_at, workflow_id, origin, requested_by, due_at,
+    settled_at
 )
-SELECT %(schedule_id)s, t.at, %(now)s, t.workflow_id, %(origin)s, %(by)s, t.due_at
+SELECT %(schedule_id)s, t.at, %(now)s, t.workflow_id, %(origin)s, %(by)s, t.due_at, %(now)s
 FROM unnest(%(slots)s::timestamptz[], %(workflow_ids)s::text[], %(dues)s::timestamptz[])
      AS t (at, workflow_id, due_at)
 ON CONFLICT (schedule_id, scheduled_at) DO NOTHING
@@ -247,3 +255,59 @@ LIMIT %(limit)s
 -- What a timing edit decided for a slot it stranded (schedules/edits.py), for `explain`.
 SELECT edited_at, was_due_at, due_at, outcome, reason FROM edited_slots
 WHERE job_name = %(job)s AND scheduled_at = %(slot)s
+
+-- Tenant limits (issue 40; schedules/tenants/limits.py).
+
+-- name: tenant_limits
+SELECT tenant, max_in_flight, max_per_minute, weight, updated_at, updated_by
+FROM runtime_tenant_limits WHERE tenant = %(tenant)s
+
+-- name: set_tenant_limits
+-- The given settings (NULL: left as stored; a new tenant's row takes the defaults).
+INSERT INTO runtime_tenant_limits
+    (tenant, max_in_flight, max_per_minute, weight, updated_at, updated_by)
+VALUES (%(tenant)s, %(max_in_flight)s, %(max_per_minute)s, coalesce(%(weight)s, 1), now(),
+        %(by)s)
+ON CONFLICT (tenant) DO UPDATE
+SET max_in_flight = coalesce(EXCLUDED.max_in_flight, runtime_tenant_limits.max_in_flight),
+    max_per_minute = coalesce(EXCLUDED.max_per_minute, runtime_tenant_limits.max_per_minute),
+    weight = coalesce(%(weight)s, runtime_tenant_limits.weight),
+    updated_at = now(), updated_by = EXCLUDED.updated_by
+RETURNING tenant, max_in_flight, max_per_minute, weight, updated_at, updated_by
+
+-- name: clear_tenant_limits
+-- Back to the defaults (the row stays: the dispatcher's count for the minute is on it).
+UPDATE runtime_tenant_limits
+SET max_in_flight = NULL, max_per_minute = NULL, weight = 1, updated_at = now(),
+    updated_by = %(by)s
+WHERE tenant = %(tenant)s
+RETURNING tenant
+
+-- name: tenant_in_flight
+-- The tenant's runs in flight as the dispatcher counts them (intents not settled), and
+-- its schedules deferred by its limits.
+SELECT (SELECT count(*) FROM runtime_dispatch_intents i
+        JOIN runtime_schedules s ON s.id = i.schedule_id
+        WHERE i.settled_at IS NULL AND s.tenant = %(tenant)s) AS in_flight,
+       (SELECT count(*) FROM runtime_schedules
+        WHERE tenant = %(tenant)s AND deferred_at IS NOT NULL AND deleted_at IS NULL)
+           AS deferred
+
+-- name: set_pause_after_failures
+-- Pause on repeated failure (issue 40): K consecutive failed slots pause the schedule
+-- (activities/sql/auto_pause.sql); NULL: never. Logged as an update.
+WITH old AS (
+    SELECT id, pause_after_failures FROM runtime_schedules
+    WHERE id = %(id)s AND deleted_at IS NULL FOR UPDATE
+), new AS (
+    UPDATE runtime_schedules s
+    SET pause_after_failures = %(k)s, version = s.version + 1, updated_at = now(),
+        updated_by = %(by)s
+    FROM old WHERE s.id = old.id
+    RETURNING s.id, old.pause_after_failures AS before
+)
+INSERT INTO runtime_schedule_changes (schedule_id, by, action, before, after)
+SELECT id, %(by)s, 'update', jsonb_build_object('pause_after_failures', before),
+       jsonb_build_object('pause_after_failures', %(k)s::integer)
+FROM new
+RETURNING schedule_id

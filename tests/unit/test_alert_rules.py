@@ -36,6 +36,10 @@ ALERT_FOR_KIND = {
     Kind.SCHEDULE_NOT_REGISTERED: None,  # Temporal state, not a worker metric
     Kind.BACKFILL_SKIPPED: None,  # the server's scheduler history, not a worker metric
     Kind.DEPENDENCY_OVERDUE: None,  # the ledger's wait records (dependency_waits), read by check
+    # A tenant held at its limit is expected under a burst: check names it, the gauge
+    # scheduled_job_runtime_deferred counts its schedules; no page.
+    Kind.TENANT_DEFERRED: None,
+    Kind.AUTO_PAUSED: None,  # the schedule's own state, read by check
 }
 
 

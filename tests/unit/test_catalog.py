@@ -12,7 +12,7 @@ from temporalio.client import ScheduleOverlapPolicy
 from core.errors import CatalogError
 from schedules.catalog.compile import (
     CATALOG_MEMO_KEY,
-    OPTIONAL_TIMING_FIELDS,
+    OPTIONAL_ENTRY_FIELDS,
     compile_schedule,
     job_run,
 )
@@ -148,9 +148,7 @@ def test_a_run_input_carries_the_timing_once_and_no_catalog_entry():
     assert JobRun.model_validate(sent).timing == job.timing
     memo = compile_schedule(job, "q").action.memo
     assert memo == {
-        CATALOG_MEMO_KEY: job.model_dump(
-            mode="json", exclude={*OPTIONAL_TIMING_FIELDS, "max_run_time"}
-        )
+        CATALOG_MEMO_KEY: job.model_dump(mode="json", exclude=set(OPTIONAL_ENTRY_FIELDS))
     }
 
 

@@ -22,7 +22,7 @@ SELECT
     (SELECT coalesce(jsonb_object_agg(kind, n), '{}'::jsonb)
      FROM (SELECT kind, count(*) AS n FROM runtime_schedules
            WHERE deleted_at IS NULL AND NOT paused
-             AND next_fire_at < now() - interval '5 minutes'
+             AND next_fire_at < now() - interval '5 minutes' AND deferred_at IS NULL
            GROUP BY kind) AS kinds
     ) AS runtime_behind,
     (SELECT coalesce(jsonb_object_agg(kind, n), '{}'::jsonb)
@@ -35,4 +35,10 @@ SELECT
                                AND later.scheduled_at > e.scheduled_at
                                AND later.status = 'completed')
            GROUP BY s.kind) AS kinds
-    ) AS runtime_failing
+    ) AS runtime_failing,
+    -- Those whose due slot their tenant's limit defers (issue 40).
+    (SELECT coalesce(jsonb_object_agg(kind, n), '{}'::jsonb)
+     FROM (SELECT kind, count(*) AS n FROM runtime_schedules
+           WHERE deleted_at IS NULL AND NOT paused AND deferred_at IS NOT NULL
+           GROUP BY kind) AS kinds
+    ) AS runtime_deferred
