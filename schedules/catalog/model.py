@@ -265,7 +265,7 @@ class JobSpec(BaseModel):
             [d.within for d in self.depends_on],
             any(d.on_failure == "wait" for d in self.depends_on),
         )
-        calls = max(len(KINDS[self.kind].steps), 1)
+        calls = max(len(kinds()[self.kind].steps), 1)
         work = calls * work_bound(
             self.timeout, self.retry.maximum_attempts, self.retry.maximum_interval
         )
