@@ -50,7 +50,8 @@ from typing import Any
 
 from catalog_file import utc, write_catalog  # bench/ is on sys.path (bench/fleet.py)
 
-from schedules.catalog.model import JobSpec, read_catalog
+from schedules.catalog.files import read_catalog
+from schedules.catalog.model import JobSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 # The audit's rate on Temporal's visibility: the dev server is the fleet's own, and each job

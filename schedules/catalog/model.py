@@ -9,10 +9,8 @@ problem at once, each naming the job, the field and the value.
 from __future__ import annotations
 
 import re
-import tomllib
 from datetime import datetime, timedelta
 from functools import cache, lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +29,7 @@ from schedules.catalog.calendars import (
 )
 from schedules.catalog.dependencies import DependencySpec, dependency_problems, own_problems
 from schedules.catalog.durations import Duration
+from schedules.catalog.files import read_catalog, with_engine_jobs
 from schedules.catalog.problems import (
     Problems,
     format_error,
@@ -371,63 +370,6 @@ def catalog_tables(path: Path | None = None, *, engine: bool = True) -> dict[str
     the engine's jobs (`with_engine_jobs`) unless `engine` is False."""
     data = read_catalog(path)
     return with_engine_jobs(data) if engine else data
-
-
-def with_engine_jobs(data: dict[str, Any]) -> dict[str, Any]:
-    """`data` (a catalog's tables) and the engine's own jobs (the packaged
-    `schedules/engine.toml`: the outbox relay, the runtime dispatchers), which a fleet runs
-    whatever catalog it keeps.
-
-    A catalog may restate an engine job's id with the same kind, to tune it: its table then
-    replaces the engine's. It cannot give the id another kind (`CatalogError`), nor remove
-    an engine job: one it leaves out is the engine's as packaged."""
-    merged = dict(data)
-    for job_id, table in engine_catalog().items():
-        mine = data.get(job_id)
-        if mine is None:
-            merged[job_id] = table
-        elif not isinstance(mine, dict) or mine.get("kind") != table["kind"]:
-            got = mine.get("kind") if isinstance(mine, dict) else mine
-            raise CatalogError(
-                f"job {job_id!r}: kind: {short(got)} refused: this id is the engine's job of "
-                f"kind {table['kind']!r} (schedules/engine.toml); a catalog may restate it "
-                "with that kind to tune it, not give the id to another kind; nothing was changed"
-            )
-    return merged
-
-
-@cache
-def engine_catalog() -> dict[str, Any]:
-    """The engine's own jobs' tables (the packaged `schedules/engine.toml`)."""
-    return tomllib.loads(resources.files("schedules").joinpath("engine.toml").read_text())
-
-
-def engine_job_ids() -> frozenset[str]:
-    """The ids of the engine's own jobs: `sync` never prunes their schedules."""
-    return frozenset(engine_catalog())
-
-
-def read_catalog(path: Path | None = None) -> dict[str, Any]:
-    """The catalog file's tables (default: the packaged `schedules/jobs.toml`), unvalidated."""
-    try:
-        if path is None:
-            text = resources.files("schedules").joinpath("jobs.toml").read_text()
-            where = "schedules/jobs.toml"
-        else:
-            text, where = path.read_bytes().decode("utf-8"), str(path)
-        data = tomllib.loads(text)
-    except OSError as exc:
-        raise CatalogError(f"cannot read the catalog {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        line = exc.object[: exc.start].count(b"\n") + 1
-        raise CatalogError(
-            f"{path} is not UTF-8 text: byte 0x{exc.object[exc.start]:02x} on line {line} "
-            "cannot be read; save the catalog as UTF-8"
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        # Duplicate job ids land here too: TOML refuses a table defined twice.
-        raise CatalogError(f"{where} is not valid TOML: {exc}") from None
-    return data
 
 
 @cache

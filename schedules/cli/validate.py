@@ -6,7 +6,8 @@ import argparse
 from datetime import UTC, datetime
 
 from core.errors import CatalogError
-from schedules.catalog.model import load_catalog, read_catalog
+from schedules.catalog.files import read_catalog
+from schedules.catalog.model import load_catalog
 from schedules.cli import context as cli
 from schedules.sync.plan import compile_jobs
 from worker.settings import Settings

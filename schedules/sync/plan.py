@@ -60,8 +60,9 @@ from schedules.catalog.compile import (
     timing_stamp,
 )
 from schedules.catalog.durations import format_duration
+from schedules.catalog.files import engine_job_ids
 from schedules.catalog.limits import size_problem
-from schedules.catalog.model import JobSpec, catalog_error, engine_job_ids
+from schedules.catalog.model import JobSpec, catalog_error
 from schedules.health.verify import keep_forced_utc
 from schedules.progress import QUIET, Progress
 from schedules.server.found import catalog_entry, schedule_or_none

@@ -14,7 +14,8 @@ import pytest
 from activities.dependencies import judge, progress, span_text, upstream_slots
 from activities.dependency_models import Dependency, UpstreamProgress, WaitInput
 from core.errors import CatalogError
-from schedules.catalog.model import parse_catalog, read_catalog
+from schedules.catalog.files import read_catalog
+from schedules.catalog.model import parse_catalog
 from tests.dependency_windows import COUNTS, WINDOWS, hours, utc
 from timing import Timing
 

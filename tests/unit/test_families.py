@@ -16,7 +16,8 @@ import pytest
 
 import jobs
 from core.errors import CatalogError, JobFamilyError
-from schedules.catalog.model import engine_job_ids, load_catalog
+from schedules.catalog.files import engine_job_ids
+from schedules.catalog.model import load_catalog
 from tests.helpers import ROOT
 
 KIND = '''
