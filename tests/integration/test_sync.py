@@ -28,13 +28,8 @@ from temporalio.testing import ActivityEnvironment
 from activities.catchup import CatchupActivities, PlanInput, PlanResult
 from core.errors import CatalogError
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
-from schedules.catalog.model import (
-    JobSpec,
-    engine_catalog,
-    engine_job_ids,
-    load_catalog,
-    parse_catalog,
-)
+from schedules.catalog.files import engine_catalog, engine_job_ids
+from schedules.catalog.model import JobSpec, load_catalog, parse_catalog
 from schedules.sync.apply import sync
 from schedules.sync.plan import managed_schedule_ids, plan
 from schedules.sync.safety import SyncIncompleteError
