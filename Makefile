@@ -20,9 +20,10 @@ run: $(STAMP)
 psql: $(STAMP)
 	$(PY) -m devstack.psql $(ARGS)
 
-# Two pytest processes (pytest-xdist), each with its own Temporal dev server and PostgreSQL,
-# a test file's tests on one process: the suite waits on servers more than it computes.
-TEST_JOBS ?= 2
+# Three pytest processes (pytest-xdist), each with its own Temporal dev server and PostgreSQL,
+# a test file's tests on one process: the suite waits on servers more than it computes, so
+# three beat two on a 2-core machine (800 s against 864 s for one fewer file, 2026-12-07).
+TEST_JOBS ?= 3
 test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile --durations=25
 
