@@ -33,21 +33,25 @@ def at9(day: int, month: int = 11) -> datetime:
     return datetime(2026, month, day, 9, tzinfo=NEW_YORK).astimezone(UTC)
 
 
-def calendar_job(job_id: str, **calendar) -> JobSpec:
-    """A test-sized nightly-reconcile at 09:00 New York on the catalog calendar `exchange`
-    (the NYSE and `calendar`'s extras), `following`; paused: only backfills run it."""
+def reconcile_table(**fields) -> dict:
+    """A test-sized nightly-reconcile's catalog table with `fields`; paused: only backfills
+    run it."""
     entry = default_catalog()["nightly-reconcile"].model_dump(
         mode="json",
         exclude={"id", "calendar", "on_holiday", "calendar_definition", "depends_on"},
     )
-    table = entry | {
-        "cron": "0 9 * * *",
-        "calendar": "exchange",
-        "on_holiday": "following",
+    return entry | {
         "paused": True,
         "note": "test: backfilled runs only",
         "retry": FAST_RETRY.model_dump(mode="json"),
+        **fields,
     }
+
+
+def calendar_job(job_id: str, **calendar) -> JobSpec:
+    """A test-sized nightly-reconcile at 09:00 New York on the catalog calendar `exchange`
+    (the NYSE and `calendar`'s extras), `following`; paused: only backfills run it."""
+    table = reconcile_table(cron="0 9 * * *", calendar="exchange", on_holiday="following")
     jobs, problems = parse_each(
         {"calendars": {"exchange": {"base": "NYSE"} | calendar}, job_id: table}
     )
@@ -200,19 +204,9 @@ async def test_the_server_fires_a_short_sessions_close_and_its_runs_keep_their_s
     """`on_early_close = "close"`: the 16:00 New York job runs at the NYSE's 13:00 close on
     the day after Thanksgiving, with Thanksgiving's own slot moved there (`following`)."""
     job_id = f"close-{uuid.uuid4().hex[:8]}"
-    entry = default_catalog()["nightly-reconcile"].model_dump(
-        mode="json",
-        exclude={"id", "calendar", "on_holiday", "calendar_definition", "depends_on"},
+    table = reconcile_table(
+        cron="0 16 * * *", calendar="NYSE", on_holiday="following", on_early_close="close"
     )
-    table = entry | {
-        "cron": "0 16 * * *",
-        "calendar": "NYSE",
-        "on_holiday": "following",
-        "on_early_close": "close",
-        "paused": True,
-        "note": "test: backfilled runs only",
-        "retry": FAST_RETRY.model_dump(mode="json"),
-    }
     (job,), problems = parse_each({job_id: table})
     assert not problems, problems
     start_workers(1)
