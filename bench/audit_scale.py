@@ -36,6 +36,7 @@ from pathlib import Path
 
 import psycopg
 from invoice_reminders import load_queries  # bench/ is sys.path[0] when run as a script
+from results_file import today
 from sync_schedules import (
     BenchError,
     bench_main,
@@ -51,7 +52,7 @@ from worker.migrate import apply_migrations
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-DEFAULT_OUTPUT = HERE / "RESULTS.md"
+DEFAULT_OUTPUT = today()
 Q = load_queries(HERE / "audit_scale.sql")
 JOB = "card-settlement"
 TARGET = timedelta(minutes=10)

@@ -23,7 +23,8 @@ and trial count give the same plan. A trial that ends with a violation or a find
 the one command that replays it (`--only N`: trial N of the same plan, as planned).
 
 It prints one line per trial and a table (trials, slots, findings by kind, domain
-violations) per fault class, and with `--write` appends the table to bench/RESULTS.md.
+violations) per fault class, and with `--write` appends the table to
+bench/results/<UTC date>.md.
 Not part of `make test`: a trial takes 20 to 90 s on this machine.
 
 `dispatch-kill` and `dispatch-double` judge the runtime schedules' dispatcher (issue 21):
@@ -73,6 +74,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.chaos_plan import TrialPlan, plan, replay_command, shown  # noqa: E402
+from bench.results_file import append, today  # noqa: E402
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from devstack.payments import PaymentProviderServer  # noqa: E402
 from jobs import runtime_kinds  # noqa: E402
@@ -1044,7 +1046,7 @@ def main(argv: list[str] | None = None) -> int:
         default=list(FAULTS),
         help=f"comma-separated, of: {', '.join(FAULTS)}",
     )
-    parser.add_argument("--write", action="store_true", help="append the table to bench/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="append to bench/results/<date>.md")
     parser.add_argument("--keep", action="store_true", help="keep the servers' and workers' logs")
     parser.add_argument(
         "--seed", type=int, default=None, help="draw every choice from this seed (default: drawn)"
@@ -1066,8 +1068,7 @@ def main(argv: list[str] | None = None) -> int:
     table = render(verdicts, args)
     print(table)
     if args.write:
-        with (HERE / "RESULTS.md").open("a") as out:
-            out.write("\n" + table)
+        append(today(), "\n" + table)
     return 1 if any(failed(v) for v in verdicts) else 0
 
 

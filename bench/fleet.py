@@ -61,7 +61,7 @@ the machine's load; CPU ms per run move little with it; wall-clock throughput do
 the direct case also reports what the two cores would sustain from the CPU each side used.
 
 Results (medians, every round, the ratios, the machine and the command) are appended to
-bench/RESULTS.md.
+bench/results/<UTC date>.md.
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ import run_cost  # noqa: E402
 from fleet_audit import QUOTED, AuditResult, OursCatalog, audit_ours  # noqa: E402
 from fleet_raw import RawWorkflow  # noqa: E402
 from fleet_seed import SeedWorkflow  # noqa: E402
+from results_file import today  # noqa: E402
 from sync_schedules import describe_machine, provenance, write_results  # noqa: E402
 
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
@@ -938,7 +939,7 @@ def main(argv: list[str] | None = None) -> int:
         help="time every process's garbage collector (bench/gc_probe) and report the "
         "workers' in the direct case",
     )
-    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--output", type=Path, default=today())
     parser.add_argument("--no-output", action="store_true", help="print only")
     args = parser.parse_args(argv)
     section, audit = asyncio.run(run(args))

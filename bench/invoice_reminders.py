@@ -15,7 +15,7 @@ loaded with generate_series, VACUUM ANALYZE, a CHECKPOINT and an OS sync; only t
 work is timed, and its effects are counted afterwards. Everything runs on a throwaway local
 stack in a temporary directory (embedded PostgreSQL, which the local stack starts with
 fsync=off, and an in-memory headless Temporal dev server). A section with the machine, the
-command and the figures is printed and appended to `--output` (bench/RESULTS.md).
+command and the figures is printed and appended to `--output` (bench/results/<UTC date>.md).
 
     .venv/bin/python bench/invoice_reminders.py
     .venv/bin/python bench/invoice_reminders.py --invoices 200000 --variants set,job --chunk-size 20000
@@ -55,6 +55,9 @@ from core.payloads import data_converter
 # from whatever an (possibly stale) editable install maps.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results_file import append as write_results
+from results_file import today
+
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
 from devstack.temporal import temporal_binary
 from jobs.invoice_reminders.activities import InvoiceReminderParams, reminder_window
@@ -66,7 +69,7 @@ from worker.settings import Settings
 from workflows import ScheduledJobWorkflow
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_OUTPUT = HERE / "RESULTS.md"
+DEFAULT_OUTPUT = today()
 TARGET_RATIO = 1.5
 # --telemetry: how often the metrics endpoint is scraped while the job runs.
 SCRAPE_INTERVAL = 15.0
@@ -560,18 +563,6 @@ PostgreSQL settings: {server_line}.
 
 {note_lines}
 """
-
-
-# The file is shared by the scripts in bench/; each appends its own titled sections.
-RESULTS_TITLE = "# Benchmark results\n"
-
-
-def write_results(path: Path, section: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        path.write_text(RESULTS_TITLE)
-    with path.open("a") as out:
-        out.write(section)
 
 
 # --- the command line -------------------------------------------------------------------

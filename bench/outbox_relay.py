@@ -10,7 +10,7 @@ HTTP/1.1 server that answers 200 and counts `Idempotency-Key`s. After each case 
 database must show every message dispatched and none dead, and the receiver must have seen
 each message id exactly once. PostgreSQL is a throwaway embedded server (fsync off, as the
 local stack runs it). A section with the machine, the command and the figures is appended
-to `--output` (bench/RESULTS.md).
+to `--output` (bench/results/<UTC date>.md).
 
     .venv/bin/python bench/outbox_relay.py
     .venv/bin/python bench/outbox_relay.py --messages 20000 --relays 1,3 --transports smtp
@@ -41,6 +41,8 @@ import psycopg
 # Run as `python bench/outbox_relay.py`: import the project from this checkout.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results_file import append, today
+
 from devstack import EmbeddedPostgres, free_port
 from devstack.mailsink import MailSink
 from jobs.outbox_relay.activities import Relay, RelayConfig
@@ -48,8 +50,7 @@ from jobs.outbox_relay.transports import SmtpConfig, WebhookConfig
 from worker.migrate import apply_migrations
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_OUTPUT = HERE / "RESULTS.md"
-RESULTS_TITLE = "# Benchmark results\n"
+DEFAULT_OUTPUT = today()
 TARGET_SPEEDUP = 2.0
 TYPES = {"smtp": "InvoiceReminder", "webhook": "ReconciliationAlert"}
 
@@ -455,10 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     section = render(cases, machine, args)
     print(section)
     if not args.no_write:
-        if not args.output.exists():
-            args.output.write_text(RESULTS_TITLE)
-        with args.output.open("a") as out:
-            out.write(section)
+        append(args.output, section)
         say(f"appended to {args.output}")
     return 0
 

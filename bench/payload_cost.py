@@ -11,7 +11,7 @@ paired difference, round by round: the rounds of one kind alone move by a tenth.
     .venv/bin/python bench/payload_cost.py            # 8 rounds of 300 runs a kind
     .venv/bin/python bench/payload_cost.py --no-output
 
-Results are appended to bench/RESULTS.md.
+Results are appended to bench/results/<UTC date>.md.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import run_cost  # noqa: E402
+from results_file import today  # noqa: E402
 from sync_schedules import describe_machine, provenance, write_results  # noqa: E402
 
 from devstack import TemporalDevServer, free_port  # noqa: E402
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--bytes-in", type=int, default=1130)
     parser.add_argument("--bytes-out", type=int, default=660)
-    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--output", type=Path, default=today())
     parser.add_argument("--no-output", action="store_true", help="print only")
     parser.add_argument("--serve", nargs=2, metavar=("ADDRESS", "QUEUE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

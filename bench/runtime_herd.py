@@ -18,7 +18,7 @@ onto the dispatch task queue and ticking every minute):
 4. `schedules audit --settle 0s` over the two minutes: it must find nothing.
 
     .venv/bin/python bench/runtime_herd.py              # --herd 15000 --per-slot 1000
-    .venv/bin/python bench/runtime_herd.py --write      # and append to bench/RESULTS.md
+    .venv/bin/python bench/runtime_herd.py --write      # and append to bench/results/<UTC date>.md
     .venv/bin/python bench/runtime_herd.py --herd-only  # the batch herd and its audit only
 
 Never a timed test: a figure of the machine it ran on.
@@ -47,6 +47,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from chaos import Stack  # noqa: E402
+from results_file import append, today  # noqa: E402
 
 from activities.dispatch import Dispatcher  # noqa: E402
 from activities.runtime_models import (  # noqa: E402
@@ -404,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dispatchers", type=int, default=1, help="worker processes of role dispatch"
     )
-    parser.add_argument("--write", action="store_true", help="append to bench/RESULTS.md")
+    parser.add_argument("--write", action="store_true", help="append to bench/results/<date>.md")
     parser.add_argument(
         "--herd-only",
         action="store_true",
@@ -418,8 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     table = render(results, args)
     print(table)
     if args.write:
-        with (HERE / "RESULTS.md").open("a") as out:
-            out.write("\n" + table)
+        append(today(), "\n" + table)
     return 0 if results["audit"][0] == 0 else 1
 
 

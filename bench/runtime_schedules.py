@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import psycopg
+from results_file import today
 from sync_schedules import (  # bench/ is sys.path[0] when run as a script
     BenchError,
     bench_main,
@@ -223,7 +224,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=positive, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--calls", type=positive, default=3000, help="per kind of call")
-    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--output", type=Path, default=today())
     parser.add_argument("--no-output", action="store_true", help="print, do not append")
     return parser.parse_args(argv)
 

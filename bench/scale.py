@@ -22,7 +22,7 @@ missed: per call, for catch-up `all` with a large `max_missed` (everything runs,
 written) and `latest` (all but the newest recorded as skipped rows), each call rolled back.
 
 Figures, the growth ratio between the sizes, the targets of issue 14 and the machine are
-printed and appended to `--output` (bench/RESULTS.md).
+printed and appended to `--output` (bench/results/<UTC date>.md).
 
     .venv/bin/python bench/scale.py --jobs 1000 10000
     .venv/bin/python bench/scale.py --jobs 200 --slots 10 100 --no-output   # a smoke run
@@ -46,6 +46,7 @@ from typing import Any
 import psycopg
 from catalog_file import write_catalog  # bench/ is sys.path[0] when run as a script
 from invoice_reminders import load_queries
+from results_file import today
 from sync_schedules import (
     CATALOG_TEXT,
     CATALOGS,
@@ -76,7 +77,7 @@ from worker.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-DEFAULT_OUTPUT = HERE / "RESULTS.md"
+DEFAULT_OUTPUT = today()
 TASK_QUEUE = Settings.model_fields["temporal_task_queue"].default
 Q = load_queries(HERE / "scale.sql")
 TEMPLATE_DB = "scale_template"

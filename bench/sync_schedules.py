@@ -20,7 +20,7 @@ monthly crons at every hour in eight IANA time zones; `--catalog nightly-dst`: e
 
 It also times, for the record, describing every schedule and listing the managed ones,
 the two kinds of call a re-sync is made of, and the CPU seconds each step cost the client
-and the dev server. A section with the machine, its load, the command and the figures is printed and appended to `--output` (bench/RESULTS.md).
+and the dev server. A section with the machine, its load, the command and the figures is printed and appended to `--output` (bench/results/<UTC date>.md).
 
     .venv/bin/python bench/sync_schedules.py
     .venv/bin/python bench/sync_schedules.py --repeat 3
@@ -57,6 +57,9 @@ from core.payloads import data_converter
 # whatever an (possibly stale) editable install maps.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results_file import append as write_results  # fleet.py and others import it from here
+from results_file import today
+
 from devstack import TemporalDevServer, free_port
 from devstack.temporal import temporal_binary
 from schedules.catalog.compile import compile_schedule
@@ -68,7 +71,7 @@ from schedules.sync.report import SyncReport
 from worker.settings import Settings
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_OUTPUT = HERE / "RESULTS.md"
+DEFAULT_OUTPUT = today()
 TASK_QUEUE = Settings.model_fields["temporal_task_queue"].default
 
 TARGET_FIRST = 60.0  # seconds, first sync of 1,000 schedules
@@ -561,17 +564,6 @@ Checks (every one passed, or there would be no figures):
   the dev server process. Wall time well above their sum is time spent waiting for a
   CPU (other load on the machine) or on I/O.
 """
-
-
-RESULTS_TITLE = "# Benchmark results\n"
-
-
-def write_results(path: Path, section: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        path.write_text(RESULTS_TITLE)
-    with path.open("a") as out:
-        out.write(section)
 
 
 # --- the command line -------------------------------------------------------------------

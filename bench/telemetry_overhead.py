@@ -4,7 +4,7 @@ OpenTelemetry's global providers can be set once per process, so each measuremen
 `bench/invoice_reminders.py --variants job` process, without and with `--telemetry`, in the
 order off, on, on, off, off, on, ... (each pair in both orders, so a trend in the machine's
 load weighs on both sides). The medians, the overhead and every run are appended to
-`--output` (bench/RESULTS.md) as a section with the machine and the command.
+`--output` (bench/results/<UTC date>.md) as a section with the machine and the command.
 
     .venv/bin/python bench/telemetry_overhead.py --pairs 3
 """
@@ -20,6 +20,8 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+
+from results_file import append, today  # bench/ is sys.path[0] when run as a script
 
 HERE = Path(__file__).resolve().parent
 BENCH = HERE / "invoice_reminders.py"
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--invoices", type=int, default=1_000_000)
     parser.add_argument("--pairs", type=int, default=3, help="off/on pairs of runs")
-    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--output", type=Path, default=today())
     parser.add_argument("--no-output", action="store_true")
     args = parser.parse_args(argv)
 
@@ -148,8 +150,7 @@ and Temporal, which other work on the machine moves far less than wall time: {me
 """
     print(section)
     if not args.no_output:
-        with args.output.open("a") as out:
-            out.write(section)
+        append(args.output, section)
         print(f"results appended to {args.output}", file=sys.stderr)
     return 0
 

@@ -29,7 +29,7 @@ the same run.
     .venv/bin/python bench/worker_cost.py            # 5 rounds of 500 runs a side
     .venv/bin/python bench/worker_cost.py --no-output --rounds 1 --runs 100
 
-Results are appended to bench/RESULTS.md.
+Results are appended to bench/results/<UTC date>.md.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ sys.path.insert(0, str(HERE.parent))
 from fleet import SIDES, Fleet, bench_job  # noqa: E402
 from fleet_raw import RawWorkflow, noop  # noqa: E402
 from fleet_seed import SeedActivities, SeedInput, SeedWorkflow  # noqa: E402
+from results_file import today  # noqa: E402
 from sync_schedules import describe_machine, provenance, write_results  # noqa: E402
 
 from activities.begin import BeginInput, WorkOrBegin  # noqa: E402
@@ -277,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=500, help="runs a side and round")
-    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--output", type=Path, default=today())
     parser.add_argument("--no-output", action="store_true", help="print only")
     parser.add_argument(
         "--replay", nargs=2, metavar=("SIDE", "HISTORY"), help="internal: one side's replays"
