@@ -168,7 +168,7 @@ def freeze_startup_heap() -> None:
     that live as long as the process. Every full collection walked all of them, looking for
     garbage among the runs' objects, a small part of the heap: in bursts of runs, a worker's
     full collections took 0.93 ms of CPU a run, 0.54 ms frozen, each a pause of every run
-    the worker holds (bench/RESULTS.md, `bench/fleet.py --gc-probe`). Frozen, they are
+    the worker holds (bench/results/2026-12-03.md, `bench/fleet.py --gc-probe`). Frozen, they are
     skipped; the objects made after are collected as before, and reference counting frees
     the frozen ones as always (only a cycle among them would stay)."""
     gc.collect()
