@@ -14,6 +14,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import ROOT
 
 CLASSES = (
@@ -27,6 +29,7 @@ CLASSES = (
 )
 
 
+@pytest.mark.timeout(1200)  # seven trials in one process: past the default 300 s under load
 def test_one_trial_per_fault_class_gives_no_finding_and_no_wrong_effect():
     done = subprocess.run(
         [sys.executable, "bench/chaos.py", "--trials", "1", "--faults", ",".join(CLASSES)],
