@@ -79,6 +79,10 @@ class WaitInput(BaseModel):
     workflow_id: str
     run_id: str
     began_at: datetime  # when the run began to wait (the workflow's clock)
+    # The workflow's clock at a check (`check_upstream`: a local activity's own times are
+    # its worker's wall clock). The workflow code that sets it runs in the same worker as
+    # the check, so every check has it; None only for a caller outside a workflow.
+    checked_at: datetime | None = None
 
 
 class UpstreamProgress(BaseModel):

@@ -89,7 +89,7 @@ async def catalog_upstream(client: Client, job_id: str) -> Upstream | str:
 @dataclass
 class UpstreamActivities:
     """`check_upstream`, `await_upstream`, `cancel_wait`; built by the worker with its pool
-    (`clock`: the time the deadlines are judged at, a parameter for the tests)."""
+    (`clock`: the time the deadlines are judged at outside an activity, for the tests)."""
 
     pool: AsyncConnectionPool
     clock: Clock = utcnow
@@ -121,8 +121,20 @@ class UpstreamActivities:
                 {"id": cancel.execution_id, "run_id": cancel.run_id, "reason": cancel.reason},
             )
 
+    def _now(self, wait: WaitInput) -> datetime:
+        """The server's time of this check, never this worker's wall clock (a skewed one
+        would skip a slot before its deadline, or after it): a check's is the workflow's
+        clock it carries, a poll's the server's start of its attempt (each retry anew).
+        `clock` only for a caller outside a workflow (tests)."""
+        if not activity.in_activity():
+            return self.clock()
+        info = activity.info()
+        if info.is_local:
+            return wait.checked_at or self.clock()
+        return info.started_time
+
     async def _check(self, wait: WaitInput) -> WaitResult:
-        now = self.clock()
+        now = self._now(wait)
         async with self.pool.connection() as conn:
             found = [await self._progress(conn, wait, dep) for dep in wait.depends_on]
             result = judge(wait, found, now)

@@ -36,7 +36,12 @@ in flight: each must complete once, on the other worker, within its kind's allow
 `clock-ahead` and `clock-behind` (issue 41) run the slot's holder with its wall clock 5
 minutes ahead of or behind the machine's (PostgreSQL's and Temporal's), moved by Debian's
 `faketime` library (`apt-get install faketime`); it is killed at its planned chunk and a
-worker with the true clock takes over and finishes.
+worker with the true clock takes over and finishes. `clock-step` steps the holder's clock
+during its run, as NTP steps one: forward at its planned chunk, back behind the true time a
+chunk later, true again a chunk later (faketime reads the offset from a file the trial
+replaces). `dispatch-skew` runs the runtime dispatcher's worker 5 minutes ahead or behind
+(the plan says which) while 40 runtime slots fire on it and on a worker with the true
+clock: each must run once, none past its kind's allowance.
 """
 
 from __future__ import annotations
@@ -619,6 +624,90 @@ async def clock_behind(trial: Trial) -> Verdict:
     return await skewed_holder(trial, "-5m")
 
 
+class SteppedClock:
+    """A worker's wall clock that the trial steps while it runs, as NTP steps a clock:
+    faketime reads its offset from a file at every call (FAKETIME_TIMESTAMP_FILE with
+    FAKETIME_NO_CACHE), and `step` replaces the file whole (a rename), so no call reads
+    half an offset. The monotonic clock is left alone, as a step leaves it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.step("+0")
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = skewed_clock("+0")
+        del env["FAKETIME"]
+        return env | {"FAKETIME_TIMESTAMP_FILE": str(self.path), "FAKETIME_NO_CACHE": "1"}
+
+    def step(self, offset: str) -> None:
+        fresh = self.path.with_suffix(".new")
+        fresh.write_text(offset + "\n")
+        os.replace(fresh, self.path)
+
+
+async def clock_step(trial: Trial) -> Verdict:
+    """The slot's holder has its clock stepped during its chunked run: at its planned chunk
+    forward by the plan's first step, a chunk later back to the plan's second step behind
+    the true time, a chunk later true again; it finishes the run itself."""
+    clock = SteppedClock(trial.logs / "faketime")
+    insert_invoices(trial.db, 5_000, due=OVERDUE)
+    job = reminders_job()
+    (stepped,) = await trial.start_workers(1, **clock.env)
+    forward, back = trial.plan.step
+    async with registered(trial.client, job, trial.task_queue):
+        await trial.client.get_schedule_handle(job.id).trigger()
+        await trial.held_after_chunks()
+        if trial.holder(job.id) != stepped.pid:
+            raise TrialError("the stepped worker does not hold the slot")
+        for offset in (f"+{forward}m", f"-{back}m", "+0"):
+            clock.step(offset)
+            trial.gate.step()
+            await trial.gate.reached()
+        trial.gate.open()
+        await trial.settled(job.id, 1)
+        findings, note = trial.audit(job.id)
+    v = Verdict(trial.fault, 1, findings, trial.completed(job.id, 1) + trial.reminders_once(5_000))
+    v.error = note
+    return v
+
+
+async def dispatch_skew(trial: Trial) -> Verdict:
+    """The dispatcher's worker runs with its wall clock the plan's `skew` minutes off
+    PostgreSQL's and the server's, and runs runtime slots too, beside a worker with the true
+    clock (of the jobs queue only, so the dispatcher is always the skewed one). Every
+    runtime slot of the minute must run once, and none later than its kind allows."""
+    await runtime_attributes(trial.client, register=True)
+    minute, slots = runtime_schedules(trial, shard=3)
+    job = dispatcher_job(3)
+    await trial.start_workers(1, WORKER_ROLE="all", **skewed_clock(f"{trial.plan.skew:+d}m"))
+    await trial.start_workers(1, WORKER_ROLE="jobs")
+    async with registered(trial.client, job, trial.task_queue):
+        await trial.client.get_schedule_handle(job.id).trigger()
+        await trial.gate.reached()  # the dispatcher has decided: its starts follow
+        await asyncio.sleep(trial.plan.delay)
+        trial.gate.open()
+        await trial.settled(job.id, 1)
+        await eventually(lambda: not runtime_running(trial, slots), 240, "runtime slots settled")
+        findings, note = runtime_audit(trial, minute)
+    problems = trial.completed(job.id, 1) + runtime_once(trial, slots)
+    v = Verdict(trial.fault, slots, findings, problems + runtime_late(trial))
+    v.error = note
+    return v
+
+
+def runtime_late(trial: Trial) -> list[str]:
+    """Runtime slots that began past their kind's allowance after their time, by
+    PostgreSQL's clock: a skewed clock must not make a slot late."""
+    allowance = {name: kind.allowance for name, kind in runtime_kinds().items()}
+    began = trial.db.execute(
+        "SELECT s.kind, e.started_at - e.scheduled_at FROM job_executions e"
+        " JOIN runtime_schedules s ON e.job_name = 'rt-' || s.id"
+    ).fetchall()
+    late = Counter(kind for kind, waited in began if waited and waited > allowance[kind])
+    return [f"{n} {kind} slot(s) began past their allowance" for kind, n in sorted(late.items())]
+
+
 async def rolling(trial: Trial) -> Verdict:
     """Rolling restarts of every worker (SIGTERM, then a new one) during a backfill of the
     6 last nights of invoice-reminders (the catalog's 02:30 London)."""
@@ -957,6 +1046,8 @@ FAULTS: dict[str, Callable[[Trial], Awaitable[Verdict]]] = {
     "runtime-kill": runtime_kill,
     "clock-ahead": clock_ahead,
     "clock-behind": clock_behind,
+    "clock-step": clock_step,
+    "dispatch-skew": dispatch_skew,
 }
 
 

@@ -105,8 +105,11 @@ class UpstreamWait:
         return await self._check(wait)
 
     async def _check(self, wait: WaitInput) -> WaitResult:
+        """A check judged at the workflow's clock (the server's), not its worker's."""
         return await workflow.execute_local_activity_method(
-            UpstreamActivities.check_upstream, wait, **_CHECK
+            UpstreamActivities.check_upstream,
+            wait.model_copy(update={"checked_at": workflow.now()}),
+            **_CHECK,
         )
 
     async def _cancelled(self, wait: WaitInput) -> None:

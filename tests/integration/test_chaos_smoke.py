@@ -5,18 +5,31 @@ fault: a worker SIGKILLed or SIGSTOPped mid-run (`test_faults.py`), a frozen wor
 after a take-over and one absorbing every retry (`test_zombie_attempts.py`), the charge
 step's worker killed and the provider killed with charges on the wire
 (`test_monthly_billing.py`), the runtime dispatcher killed mid-dispatch
-(`test_runtime_faults.py`) and two dispatchers on one shard (`test_runtime_dispatch.py`)."""
+(`test_runtime_faults.py`), two dispatchers on one shard (`test_runtime_dispatch.py`) and a
+worker 5 minutes ahead or behind (`test_skewed_clock.py`). A clock stepped during a run
+(`clock-step`) and a skewed dispatcher (`dispatch-skew`) run here."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import ROOT
 
-CLASSES = ("pg-terminate", "pg-restart", "temporal-restart", "partition", "rolling")
+CLASSES = (
+    "pg-terminate",
+    "pg-restart",
+    "temporal-restart",
+    "partition",
+    "rolling",
+    "clock-step",
+    "dispatch-skew",
+)
 
 
+@pytest.mark.timeout(1200)  # seven trials in one process: past the default 300 s under load
 def test_one_trial_per_fault_class_gives_no_finding_and_no_wrong_effect():
     done = subprocess.run(
         [sys.executable, "bench/chaos.py", "--trials", "1", "--faults", ",".join(CLASSES)],

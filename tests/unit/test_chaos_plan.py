@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from bench.chaos_plan import CHUNKS, DELAY, PAUSE, plan, replay_command, shown
+from bench.chaos_plan import CHUNKS, DELAY, PAUSE, SKEW, STEP, plan, replay_command, shown
 from tests.helpers import ROOT
 
 FAULTS = ["kill", "freeze", "pg-restart", "rolling"]
@@ -42,3 +42,20 @@ def test_plan_only_prints_the_seed_and_its_plan_first_and_runs_nothing():
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     assert done.stdout.splitlines() == shown(42, FAULTS, 3, only=5)
+
+
+def test_the_clock_draws_leave_a_recorded_seeds_plan_as_it_was():
+    """The clock classes' offsets come from a generator of their own: the first trials of
+    the soak's seed 4101, recorded before those classes existed, are drawn as then."""
+    faults = ["kill", "freeze", "zombie", "absorb", "pg-terminate", "pg-restart"]
+    faults.append("temporal-restart")
+    assert shown(4101, faults, 10)[1:3] == [
+        "  #1 absorb: after 3 chunk(s), delay 0.101s, pause 0.358s",
+        "  #2 zombie: after 1 chunk(s), delay 0.104s, pause 0.346s",
+    ]
+    clocks = plan(7, ["clock-step", "dispatch-skew"], 10)
+    assert {t.skew for t in clocks} == set(SKEW)
+    assert all(STEP[0] <= m <= STEP[1] for t in clocks for m in t.step)
+    step, skew = (next(t for t in clocks if t.fault == f) for f in ("clock-step", "dispatch-skew"))
+    assert step.describe().endswith(f"clock stepped +{step.step[0]}m then -{step.step[1]}m")
+    assert skew.describe().endswith(f"clock {skew.skew:+d}m")
