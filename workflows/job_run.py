@@ -84,6 +84,10 @@ BEGIN_RUN_PATCH = "begin-run-local"
 # by such runs, so others carry no marker. Patched in v6; deprecate_patch in v8, removed
 # in v9 (docs/architecture.md).
 CALENDAR_PATCH = "business-calendar"
+# A chunked kind's run begins in its work activity, its first chunk in the transaction that
+# claims the slot (`JobRun.chunked`). Asked only by such runs of `LocalTransactionJobWorkflow`.
+# Patched in v8; deprecate_patch in v9, removed in v10 (docs/architecture.md).
+CHUNKED_BEGIN_PATCH = "chunked-begin"
 
 
 class JobRunWorkflow:
@@ -148,7 +152,13 @@ class JobRunWorkflow:
         claim = self._claim_input(job, scheduled_at, origin)
         # A run that waits for upstream slots claims first and works after the wait: the
         # wait sits between the two (`_run_slot`), so it cannot begin in its work activity.
-        if self._in_work and begins_in_work(job):
+        # A chunked kind's run does since v8: one a v7 worker began with `begin_run` (it
+        # read no `chunked`) replays as it ran, without the patch's marker.
+        if (
+            self._in_work
+            and begins_in_work(job)
+            and (job.one_transaction or workflow.patched(CHUNKED_BEGIN_PATCH))
+        ):
             begin = BeginInput(plan=plan_input, claim=claim, server_now=workflow.now())
             return await self._begin_in_work(job, begin) or await self._begin_run(begin)
         # Every run plans and claims in `begin_run`; runs begun by v7 workers before this
@@ -173,8 +183,9 @@ class JobRunWorkflow:
         own = begin.claim.scheduled_at
         headline = run_headline(job.job_name, own, "", begin.claim.origin or "scheduled")
         workflow.set_current_details(showing(headline, "running"))
-        # No timing beside the plan's: the kind's slot work takes the execution and params.
-        work = WorkOrBegin(begin=begin, params=job.params)
+        # A kind's slot work takes the execution and params; its chunked work, the timing too.
+        timing = job.timing if job.chunked and not job.one_transaction else None
+        work = WorkOrBegin(begin=begin, params=job.params, timing=timing)
         try:
             if self._local_work:
                 # Each attempt runs in the worker that runs the workflow task: one that timed
@@ -206,7 +217,9 @@ class JobRunWorkflow:
         if done.claim is None:
             return Begun(own, done.plan, {})
         first = done.plan.run[0]
-        if done.claim.outcome != "claimed":  # settled: skipped past its deadline
+        # Settled (skipped past its deadline), or a chunked slot whose work goes on from the
+        # progress its first chunk saved: `_run_slot` runs the work activity.
+        if done.claim.outcome != "claimed" or done.more:
             return Begun(own, done.plan, {first: done.claim})
         worked = WorkResult(counts=done.counts, already_completed=done.already_completed)
         return Begun(own, done.plan, {first: done.claim}, {first: worked})
@@ -426,5 +439,6 @@ class JobRunWorkflow:
 
 def begins_in_work(job: JobRun) -> bool:
     """Whether `job`'s runs begin in their work activity: its kind works a slot in one
-    transaction, and a run has no upstream slots to wait for between claim and work."""
-    return job.one_transaction and not job.workflow and not job.depends_on
+    transaction or in chunks (the first in the begin's transaction), and a run has no
+    upstream slots to wait for between claim and work."""
+    return (job.one_transaction or job.chunked) and not job.workflow and not job.depends_on
