@@ -47,7 +47,6 @@ from activities.catchup import (
     planned,
     slot_origin,
 )
-from activities.chunk_gate import pass_chunk_gate
 from activities.chunked import first_chunk, settled
 from activities.executions import (
     Fence,
@@ -180,8 +179,6 @@ async def begin_and_work(
         return BegunWork(plan=not_yet(begin.plan, reason))
     now = begin.server_now
     own, duration, done, more = OwnClaim(None), None, WorkResult(), False
-    if chunked is not None:
-        await pass_chunk_gate(pool, None)  # test-only, before the first chunk as before any
     with db_span("db.begin_and_work", begin.claim):
         try:
             async with pool.connection() as conn, conn.transaction():

@@ -9,13 +9,15 @@ A run has three steps: *begin* (find its slot, plan the slots it covers, claim t
 and the details the Temporal UI shows, worded by `workflows.details`, with what only the
 server can tell a backfilled run, and a mark on a run that did no work: `workflows.run_notes`).
 A run of a kind whose slot work fits in one transaction (`JobRun.one_transaction`) begins in
-its work activity: the plan, the claim and the first slot's work in one transaction.
+its work activity: the plan, the claim and the first slot's work in one transaction. So does
+a run of a kind that works in chunks (`JobRun.chunked`, `ChunkedJobWorkflow`): the plan, the
+claim and the first chunk, the rest of the work in its work activity if any is left.
 
 The logic is `JobRunWorkflow`'s, a plain class; the workflow types that run it are
 declared each in a module of its own (`workflows.scheduled_job.ScheduledJobWorkflow`,
 `workflows.one_transaction.OneTransactionJobWorkflow`, and
 `workflows.local_transaction.LocalTransactionJobWorkflow`, whose work is a local
-activity). A strict sandbox imports a run's workflow module afresh for every run, and
+activity, and `workflows.chunked.ChunkedJobWorkflow`, whose first chunk is). A strict sandbox imports a run's workflow module afresh for every run, and
 `workflow.defn` inspects the class it declares each time (close to half of that import in
 bench/fleet.py's profile): a run declares only its own type, once. Workers take these
 modules as imported once (`worker.run.WORKFLOW_LOGIC`).
@@ -84,27 +86,28 @@ BEGIN_RUN_PATCH = "begin-run-local"
 # by such runs, so others carry no marker. Patched in v6; deprecate_patch in v8, removed
 # in v9 (docs/architecture.md).
 CALENDAR_PATCH = "business-calendar"
-# A chunked kind's run begins in its work activity, its first chunk in the transaction that
-# claims the slot (`JobRun.chunked`). Asked only by such runs of `LocalTransactionJobWorkflow`.
-# Patched in v8; deprecate_patch in v9, removed in v10 (docs/architecture.md).
-CHUNKED_BEGIN_PATCH = "chunked-begin"
 
 
 class JobRunWorkflow:
     """What a run of a scheduled job does, held by the workflow types that run it
-    (`ScheduledJobWorkflow`, `OneTransactionJobWorkflow`, `LocalTransactionJobWorkflow`),
+    (`ScheduledJobWorkflow`, `OneTransactionJobWorkflow`, `LocalTransactionJobWorkflow`,
+    `ChunkedJobWorkflow`),
     which declare only `run` and the signal: `workflow.defn` inspects every member of the
     class it declares, for every run (the sandbox imports the module afresh), so the
     logic's methods live here, out of it."""
 
-    def __init__(self, in_work: bool = False, local_work: bool = False) -> None:
+    def __init__(
+        self, in_work: bool = False, local_work: bool = False, chunked: bool = False
+    ) -> None:
         # Whether a run of a kind whose slot work fits in one transaction begins in its
         # work activity (`activities.begin.begin_and_work`): only the runs of
         # `OneTransactionJobWorkflow` and `LocalTransactionJobWorkflow`, workflow types of
         # their own, so that no run of a type ever changes path and needs no patch marker
         # for it. `local_work`: that activity runs as a local activity (the second type).
+        # `chunked`: a chunked kind's run begins there too (`ChunkedJobWorkflow`).
         self._in_work = in_work
         self._local_work = local_work
+        self._chunked = chunked
         self._upstream = UpstreamWait()  # a slot's wait for its upstream slots
 
     def upstream_settled(self) -> None:
@@ -152,13 +155,8 @@ class JobRunWorkflow:
         claim = self._claim_input(job, scheduled_at, origin)
         # A run that waits for upstream slots claims first and works after the wait: the
         # wait sits between the two (`_run_slot`), so it cannot begin in its work activity.
-        # A chunked kind's run does since v8: one a v7 worker began with `begin_run` (it
-        # read no `chunked`) replays as it ran, without the patch's marker.
-        if (
-            self._in_work
-            and begins_in_work(job)
-            and (job.one_transaction or workflow.patched(CHUNKED_BEGIN_PATCH))
-        ):
+        # A chunked kind's run begins there only as a `ChunkedJobWorkflow`.
+        if self._in_work and begins_in_work(job) and (job.one_transaction or self._chunked):
             begin = BeginInput(plan=plan_input, claim=claim, server_now=workflow.now())
             return await self._begin_in_work(job, begin) or await self._begin_run(begin)
         # Every run plans and claims in `begin_run`; runs begun by v7 workers before this
