@@ -169,9 +169,9 @@ async def begin_and_work(
     take-over order and commits nothing (`take_over_in`). A slot another workflow run holds
     is not touched (`claim_own_in`): nothing commits, and the result says so (`declined`).
 
-    `chunked`: the kind's work in chunks instead of `work` (given the job's `timing`). The transaction does its plan
-    and first chunk, and completes the slot if the work ended there, or saves the progress
-    (`more`). A later attempt of this run that finds the slot running was preceded by one
+    `chunked`: the kind's work in chunks instead of `work` (given the job's `timing`). The
+    transaction does its plan and first chunk, and completes the slot if the work ended
+    there, or saves the progress (`more`). A later attempt of this run that finds the slot running was preceded by one
     that committed the first chunk and whose result was lost: it commits nothing more and
     says `more`, and the work activity's take-over refuses it if it is stale.
     """
