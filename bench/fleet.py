@@ -14,9 +14,10 @@ has one) and run the same number of worker processes:
   empty ledger and payments tables, so
   what is measured is the engine's bookkeeping, not a job's work; the seed side runs the
   same statement. With `--job invoice-reminders`, ours runs the chunked kind of the seeds
-  instead, over `--invoices` overdue invoices (default 100: one chunk of work, the small
-  run of issue 42, planned, claimed, worked and completed in the same one transaction);
-  the seed side still runs the reconcile statement. Its workers run as deploy/ ships them: `WORKER_ROLE=jobs` (the
+  instead (`ChunkedJobWorkflow`), over `--invoices` overdue invoices reminded within the
+  week (default 100: one chunk of work, the small run of issue 42, planned, claimed, worked
+  and completed in one transaction; no message queued, as no relay runs here); the seed
+  side still runs the reconcile statement. Its workers run as deploy/ ships them: `WORKER_ROLE=jobs` (the
   dispatchers are processes of their own), telemetry on (each span made for its trace
   and span ids, which log lines carry, and recorded only when an exporter is configured:
   none is; metrics served on a port), and, like every side's, from compiled bytecode, as
@@ -274,15 +275,17 @@ class Fleet:
             await asyncio.sleep(0.2)
 
     def _insert_invoices(self, count: int) -> None:
-        """`count` unpaid invoices overdue by ten days, for ours' invoice-reminders runs: the
-        first run reminds them, later ones (within the job's week) find none due, each in
-        one chunk of work."""
+        """`count` unpaid invoices overdue by ten days and reminded an hour ago, for ours'
+        invoice-reminders runs: each run does its one chunk (the statement over the whole
+        table) and finds none due within the job's week, so it queues no message, which no
+        outbox-relay runs here to deliver (the audit would report them pending)."""
         due = datetime.now(UTC).date() - timedelta(days=10)
         with psycopg.connect(self.db_url, autocommit=True) as conn:
             conn.execute(
-                "INSERT INTO invoices (invoice_number, customer_email, status, due_date) "
-                "SELECT 'INV-' || n, 'c' || n || '@example.com', 'Unpaid', %s "
-                "FROM generate_series(1, %s) AS n",
+                "INSERT INTO invoices"
+                " (invoice_number, customer_email, status, due_date, last_reminder_at) "
+                "SELECT 'INV-' || n, 'c' || n || '@example.com', 'Unpaid', %s,"
+                " now() - interval '1 hour' FROM generate_series(1, %s) AS n",
                 (due, count),
             )
 
@@ -886,7 +889,7 @@ server CPU per run <= 1.25x raw: {_met(server <= 1.25)} ({server:.2f}x).
 
 Written by `bench/fleet.py` (see its docstring): raw Temporal (one no-op activity), the
 seed's pattern written by hand (`bench/fleet_seed.py`: one activity, one transaction), and
-ours (`LocalTransactionJobWorkflow`, {ours_job(args)}, {telemetry}; the seed
+ours ({ours_job(args)}, {telemetry}; the seed
 side runs nightly-reconcile's statement).
 {pinned}. Command, from the repository root:
 
@@ -903,8 +906,11 @@ workers are idle then); server CPU includes every side's idle polls.
 def ours_job(args) -> str:
     """What ours' side ran (`--job`)."""
     if args.job == BENCH_JOB:
-        return "nightly-reconcile on empty tables"
-    return f"invoice-reminders over {args.invoices} overdue invoices, one chunk of work a run"
+        return "`LocalTransactionJobWorkflow`, nightly-reconcile on empty tables"
+    return (
+        f"`ChunkedJobWorkflow`, invoice-reminders over {args.invoices} overdue invoices "
+        "reminded within the week, one chunk of work a run"
+    )
 
 
 def chunked_target(args, xacts: float) -> str:
