@@ -17,11 +17,16 @@ from the worker.
 
 A run whose kind works its slot in one transaction (`JobKind.slot_work`, `JobRun.one_transaction`)
 needs no `begin_run`: its work activity begins the run itself (`begin_and_work`), planning,
-claiming, taking over, working and completing its first slot in ONE transaction.
+claiming, taking over, working and completing its first slot in ONE transaction. So does a
+run of a kind that works in chunks (`JobKind.chunked`, `JobRun.chunked`): the same
+transaction plans the work and does its first chunk (`activities.chunked.first_chunk`), and
+completes the slot if the work ended there; if not, it saves the progress, and the run's
+work activity goes on from it in fenced chunks, as any chunked attempt that takes over.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -42,7 +47,7 @@ from activities.catchup import (
     planned,
     slot_origin,
 )
-from activities.chunked import settled
+from activities.chunked import first_chunk, settled
 from activities.executions import (
     Fence,
     OwnClaim,
@@ -94,6 +99,14 @@ class BegunWork(WorkResult):
     plan: PlanResult = Field(default_factory=PlanResult)
     claim: ClaimResult | None = None
     declined: str | None = None
+    # A chunked kind's work did not end within its first chunk: that chunk and its progress
+    # committed (or an earlier attempt of this run's committed them), the slot is still
+    # running, and the run's work activity goes on from the saved progress.
+    more: bool = False
+
+
+# A kind's chunked work activity (`JobKind.chunked`): (the slot's work input, params).
+ChunkedWork = Callable[[WorkInput, Any], Awaitable[WorkResult]]
 
 
 def origins(plan: PlanResult, own: datetime) -> list[Origin]:
@@ -138,7 +151,12 @@ class _Declined(Exception):
 
 
 async def begin_and_work(
-    pool: AsyncConnectionPool, begin: BeginInput, work: SlotWork, params: Any
+    pool: AsyncConnectionPool,
+    begin: BeginInput,
+    work: SlotWork | None,
+    params: Any,
+    chunked: ChunkedWork | None = None,
+    timing: Any = None,
 ) -> BegunWork:
     """Plan the run, claim its first slot, take it over, work it, write its outbox rows and
     journal, and complete it: ONE transaction, fenced by the token it raises.
@@ -150,30 +168,50 @@ async def begin_and_work(
     with its work. An older attempt woken late (a frozen worker) is refused by the
     take-over order and commits nothing (`take_over_in`). A slot another workflow run holds
     is not touched (`claim_own_in`): nothing commits, and the result says so (`declined`).
+
+    `chunked`: the kind's work in chunks instead of `work` (given the job's `timing`). The
+    transaction does its plan and first chunk, and completes the slot if the work ended
+    there, or saves the progress (`more`). A later attempt of this run that finds the slot running was preceded by one
+    that committed the first chunk and whose result was lost: it commits nothing more and
+    says `more`, and the work activity's take-over refuses it if it is stale.
     """
     if begin.plan is not None and (reason := future_slot_reason(begin.plan)) is not None:
         return BegunWork(plan=not_yet(begin.plan, reason))
     now = begin.server_now
-    own, duration, done = OwnClaim(None), None, WorkResult()
+    own, duration, done, more = OwnClaim(None), None, WorkResult(), False
     with db_span("db.begin_and_work", begin.claim):
         try:
             async with pool.connection() as conn, conn.transaction():
                 plan, decision = await _plan(conn, begin, now)
                 if plan.run:
                     first = _first(begin, plan)
-                    own = await claim_own_in(conn, first, server_now=begin.server_now, now=now)
+                    own = await claim_own_in(
+                        conn,
+                        first,
+                        server_now=begin.server_now,
+                        now=now,
+                        resumable=chunked is not None,
+                    )
                     if own.claim is None:
                         raise _Declined(
                             f"{first.job_name} at {first.scheduled_at.isoformat()}: another "
                             "workflow run holds the slot"
                         )
-                    if own.claim.outcome == "claimed":
+                    more = own.running
+                    if own.claim.outcome == "claimed" and not more:
                         execution = ExecutionRef(
                             execution_id=own.claim.execution_id,
                             job_name=first.job_name,
                             scheduled_at=first.scheduled_at,
                         )
-                        done, duration = await _work_in(conn, execution, own.fence, work, params)
+                        if chunked is not None:
+                            done, duration, more = await _first_chunk_in(
+                                conn, execution, own.fence, chunked, params, timing
+                            )
+                        else:
+                            done, duration = await _work_in(
+                                conn, execution, own.fence, work, params
+                            )
         except _Declined as declined:
             return BegunWork(declined=str(declined))
     # Committed: counted and logged once.
@@ -183,7 +221,7 @@ async def begin_and_work(
         count_claim(first, own.claim, now)
     if duration is not None:
         record_completed(first.job_name, duration)
-    return BegunWork(plan=plan, claim=own.claim, **done.model_dump())
+    return BegunWork(plan=plan, claim=own.claim, more=more, **done.model_dump())
 
 
 async def _work_in(
@@ -205,6 +243,35 @@ async def _work_in(
     counts = await work(conn, execution, params)
     duration = await fence.complete_journaled(conn, {"counts": counts}, {"counts": counts})
     return WorkResult(counts=counts), duration
+
+
+async def _first_chunk_in(
+    conn: AsyncConnection,
+    execution: ExecutionRef,
+    fence: Fence | None,
+    chunked: ChunkedWork,
+    params: Any,
+    timing: Any,
+) -> tuple[WorkResult, float | None, bool]:
+    """Plan a chunked kind's work and do its first chunk in `conn`'s transaction, taking
+    the slot over first unless the claim did (`fence`); then complete the slot if the work
+    ended, or save the progress and journal the chunk: the result, the run's duration
+    (None unless completed here), and whether work is left (`BegunWork.more`)."""
+    if fence is None:
+        taken = await take_over_in(conn, execution.execution_id)
+        if not isinstance(taken, Fence):
+            return settled(execution, *taken), None, False
+        fence = taken
+        await journal.enter(conn, fence.execution_id, fence.token)
+    work = WorkInput(execution=execution, params=params.model_dump(mode="json"), timing=timing)
+    chunk = await first_chunk(conn, chunked, work, params)
+    counts = chunk.progress["counts"]
+    if not chunk.finished:
+        await fence.save_progress(conn, chunk.progress)
+        await journal.record(conn, fence.execution_id, fence.token, "chunk")
+        return WorkResult(counts=counts), None, True
+    duration = await fence.complete_journaled(conn, chunk.progress, {"counts": counts})
+    return WorkResult(counts=counts), duration, False
 
 
 class BeginActivities(CatchupActivities):

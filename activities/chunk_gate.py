@@ -1,5 +1,9 @@
 """A test-only pause point between the chunks of chunked work (`run_in_chunks`).
 
+It gates the chunks of the work activity, not a run's first chunk, which the transaction
+that begins the run does (`activities.begin.begin_and_work`): a run that the gate holds has
+claimed its slot and committed that chunk, and its work activity has taken the slot over.
+
 Fault tests must signal a worker while its run is still working, at a point they choose,
 not at one they hope for. With `WORKER_TEST_CHUNK_GATE=<key>` (read once by the worker at
 start-up), every attempt waits before each chunk while another PostgreSQL session holds

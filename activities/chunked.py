@@ -8,6 +8,12 @@ progress, so nothing is done twice and a stale attempt commits nothing.
 Work that fits in one transaction (`run_in_one_transaction`) pays for none of that: the
 attempt takes the slot over, works, writes its outbox rows, journals and completes in one
 transaction, fenced by the token it raised in it.
+
+Nor does a chunked run whose work ends within its first chunk: the engine runs the kind's
+work for its first chunk only (`first_chunk`) inside the transaction that begins the run
+(`activities.begin.begin_and_work`), which then completes the slot, or saves the progress
+that the work activity's fenced chunks resume from. The kind's code is the same on both
+paths: it hands `run_in_chunks` its plan and step, and the engine decides where they run.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -25,7 +33,7 @@ from temporalio.exceptions import ApplicationError
 from activities import journal
 from activities.chunk_gate import pass_chunk_gate
 from activities.executions import Fence, take_over, take_over_in
-from activities.models import ExecutionRef, WorkResult
+from activities.models import ExecutionRef, WorkInput, WorkResult
 from activities.telemetry import db_span, fenced_span, record_completed, record_run
 
 Progress = dict[str, Any]
@@ -123,6 +131,48 @@ async def run_in_one_transaction(
     return WorkResult(counts=progress["counts"])
 
 
+@dataclass
+class FirstChunk:
+    """The first chunk of a chunked run, worked in the transaction that begins the run
+    (`conn`): the progress after it, and whether the work finished in it."""
+
+    conn: AsyncConnection
+    progress: Progress | None = None
+    finished: bool = False
+
+
+# Set while the engine runs a kind's chunked work for its first chunk only (`first_chunk`).
+_first_chunk: ContextVar[FirstChunk | None] = ContextVar("first_chunk", default=None)
+
+
+def works_in_chunks(method: Callable) -> bool:
+    """Whether a kind's work activity is written on `run_in_chunks` (it calls it): the
+    engine may then run its first chunk in the transaction that begins a run."""
+    code = getattr(method, "__code__", None)
+    return code is not None and "run_in_chunks" in code.co_names
+
+
+async def first_chunk(
+    conn: AsyncConnection, method: Callable, work: WorkInput, params: Any
+) -> FirstChunk:
+    """Run a kind's chunked work (`method`, written on `run_in_chunks`) for its plan and
+    first chunk only, in `conn`'s transaction, which the caller fenced and commits: the
+    progress after that chunk, and whether the work is finished."""
+    first = FirstChunk(conn)
+    token = _first_chunk.set(first)
+    try:
+        await method(work, params)
+    finally:
+        _first_chunk.reset(token)
+    if first.progress is None:
+        raise ApplicationError(
+            f"{work.execution.job_name}: its work did not run through run_in_chunks",
+            type="NotChunked",
+            non_retryable=True,
+        )
+    return first
+
+
 async def run_in_chunks(
     pool: AsyncConnectionPool,
     execution: ExecutionRef,
@@ -133,8 +183,14 @@ async def run_in_chunks(
     """Run `step` in fenced transactions until it reports the work finished.
 
     `plan` fixes the work's bounds once, on the first attempt, so retries cover the same
-    rows. Progress must hold a `counts` dict; it becomes the result.
+    rows. Progress must hold a `counts` dict; it becomes the result. Called by the engine
+    for a run's first chunk (`first_chunk`): the plan and one step, in the transaction
+    that begins the run, and nothing else.
     """
+    first = _first_chunk.get()
+    if first is not None:
+        first.progress, first.finished = await step(first.conn, await plan(first.conn))
+        return WorkResult(counts=first.progress["counts"])
     fence = await begin_attempt(pool, execution)
     if isinstance(fence, WorkResult):
         return fence

@@ -334,10 +334,18 @@ class OwnClaim:
     claim: ClaimResult | None
     fence: Fence | None = None
     inserted: bool = False
+    # A running row of this run, found by a `resumable` claim: an earlier attempt committed
+    # the run's first chunk and its progress (`activities.begin`); the work goes on from it.
+    running: bool = False
 
 
 async def claim_own_in(
-    conn: AsyncConnection, claim: ClaimInput, *, server_now: datetime, now: datetime
+    conn: AsyncConnection,
+    claim: ClaimInput,
+    *,
+    server_now: datetime,
+    now: datetime,
+    resumable: bool = False,
 ) -> OwnClaim:
     """`claim_in` inside the transaction of the work itself (`activities.begin`), where
     only this workflow run's own row may be touched.
@@ -355,6 +363,9 @@ async def claim_own_in(
     completion and its counts). A row of this run in any other state was written after
     this activity ended, by the run's `begin_run` (it declined, or failed for good): this
     attempt is one the server has given up on, and is refused (`StaleAttemptError`).
+    Unless `resumable` (a chunked kind's begin, which commits its first chunk with the
+    slot still running): a running row of this run is then passed on (`running`), and the
+    caller commits nothing more; the work activity's take-over decides who goes on.
     """
     attempt = Attempt.current()
     taking = {"holder": holder_name()} | (attempt.params() if attempt else _NO_ATTEMPT)
@@ -374,6 +385,8 @@ async def claim_own_in(
         return OwnClaim(ClaimResult(execution_id=row["id"], outcome="claimed"))
     if status == "skipped":
         return OwnClaim(ClaimResult(execution_id=row["id"], outcome="skipped", reason=row["error"]))
+    if resumable and status == "running":
+        return OwnClaim(ClaimResult(execution_id=row["id"], outcome="claimed"), running=True)
     raise StaleAttemptError(
         f"execution {row['id']}: this workflow run claimed it after this activity ended "
         f"(status {status})"

@@ -28,6 +28,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.begin import BegunWork, WorkOrBegin, begin_and_work
+from activities.chunked import works_in_chunks
 from activities.heartbeat import heartbeating
 from activities.lifetime import RUNTIME_RETRY_INTERVAL, RUNTIME_WORK_LIMIT, work_bound
 from activities.models import ExecutionRef, WorkInput, WorkResult
@@ -92,6 +93,16 @@ class JobKind:
         if not self.description:
             told = (self.workflow or work).__doc__ or ""
             object.__setattr__(self, "description", told.strip().partition("\n")[0])
+
+    @property
+    def chunked(self) -> bool:
+        """Whether the kind's work activity is written on `run_in_chunks` (the engine reads
+        it from the method, no field to set): a run then plans, claims and does its first
+        chunk in one transaction, and completes there if its work ended
+        (`activities.begin.begin_and_work`, `JobRun.chunked`)."""
+        if self.activity is None or self.slot_work is not None:
+            return False
+        return works_in_chunks(getattr(self.owner, self.activity))
 
     @property
     def workflow_name(self) -> str | None:
@@ -211,6 +222,7 @@ def work_activity(
     kind whose params name a tenant's resources (`owns`) runs its `slot_work` under their
     check, in the slot's one transaction (`activities.runtime.run_slot`)."""
     checked = owned_work(slot_work, owns) if slot_work is not None and owns else None
+    chunked = kind.chunked
 
     async def run(work: WorkOrBegin) -> WorkResult:
         begin = getattr(work, "begin", None)  # a plain WorkInput, called in-process: none
@@ -223,9 +235,12 @@ def work_activity(
             if checked is not None:
                 return await heartbeating(run_slot(pool, work, checked, params))
             return await heartbeating(method(work, params))
-        if slot_work is None:  # a kind that works in chunks now: begin as other runs do
-            return BegunWork(declined=f"kind {kind.name} does not work its slot in one transaction")
-        return await begin_and_work(pool, begin, slot_work, parse_params(kind, work))
+        params = parse_params(kind, work)
+        if slot_work is not None:
+            return await begin_and_work(pool, begin, slot_work, params)
+        if chunked:  # its first chunk in the begin's transaction, the rest in chunks
+            return await begin_and_work(pool, begin, None, params, method, work.timing)
+        return BegunWork(declined=f"kind {kind.name} works neither in one transaction nor chunks")
 
     run.__name__ = run.__qualname__ = kind.activity
     run.__doc__ = method.__doc__

@@ -30,6 +30,7 @@ from worker.scrubbing import ScrubbingInterceptor
 from worker.settings import Settings
 from worker.telemetry import Telemetry, worker_telemetry
 from workflows import (
+    ChunkedJobWorkflow,
     LocalTransactionJobWorkflow,
     OneTransactionJobWorkflow,
     ScheduledJobWorkflow,
@@ -80,6 +81,7 @@ PASSTHROUGH = (
 # (`workflow_runner(strict=True)`), every run path of them, before a release.
 WORKFLOW_LOGIC = (
     "workflows.local_transaction",
+    "workflows.chunked",
     "workflows.one_transaction",
     "workflows.scheduled_job",
     "workflows.runtime_run",
@@ -131,6 +133,7 @@ def fleet_workflows() -> list[type]:
     return [
         ScheduledJobWorkflow,
         LocalTransactionJobWorkflow,
+        ChunkedJobWorkflow,
         OneTransactionJobWorkflow,
         RuntimeRunWorkflow,
         RuntimeBatchWorkflow,

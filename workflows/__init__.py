@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 from workflows.models import JobRun, JobRunResult, RetrySettings, StepOptions, WorkflowJobInput
 
 if TYPE_CHECKING:
+    from workflows.chunked import ChunkedJobWorkflow
     from workflows.local_transaction import LocalTransactionJobWorkflow
     from workflows.one_transaction import OneTransactionJobWorkflow
     from workflows.scheduled_job import ScheduledJobWorkflow, workflow_for
     from workflows.steps import JobSteps
 
 _LAZY = {
+    "ChunkedJobWorkflow": "workflows.chunked",
     "ScheduledJobWorkflow": "workflows.scheduled_job",
     "OneTransactionJobWorkflow": "workflows.one_transaction",
     "LocalTransactionJobWorkflow": "workflows.local_transaction",
@@ -29,6 +31,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "ChunkedJobWorkflow",
     "JobRun",
     "JobRunResult",
     "JobSteps",

@@ -9,13 +9,15 @@ A run has three steps: *begin* (find its slot, plan the slots it covers, claim t
 and the details the Temporal UI shows, worded by `workflows.details`, with what only the
 server can tell a backfilled run, and a mark on a run that did no work: `workflows.run_notes`).
 A run of a kind whose slot work fits in one transaction (`JobRun.one_transaction`) begins in
-its work activity: the plan, the claim and the first slot's work in one transaction.
+its work activity: the plan, the claim and the first slot's work in one transaction. So does
+a run of a kind that works in chunks (`JobRun.chunked`, `ChunkedJobWorkflow`): the plan, the
+claim and the first chunk, the rest of the work in its work activity if any is left.
 
 The logic is `JobRunWorkflow`'s, a plain class; the workflow types that run it are
 declared each in a module of its own (`workflows.scheduled_job.ScheduledJobWorkflow`,
 `workflows.one_transaction.OneTransactionJobWorkflow`, and
 `workflows.local_transaction.LocalTransactionJobWorkflow`, whose work is a local
-activity). A strict sandbox imports a run's workflow module afresh for every run, and
+activity, and `workflows.chunked.ChunkedJobWorkflow`, whose first chunk is). A strict sandbox imports a run's workflow module afresh for every run, and
 `workflow.defn` inspects the class it declares each time (close to half of that import in
 bench/fleet.py's profile): a run declares only its own type, once. Workers take these
 modules as imported once (`worker.run.WORKFLOW_LOGIC`).
@@ -88,19 +90,24 @@ CALENDAR_PATCH = "business-calendar"
 
 class JobRunWorkflow:
     """What a run of a scheduled job does, held by the workflow types that run it
-    (`ScheduledJobWorkflow`, `OneTransactionJobWorkflow`, `LocalTransactionJobWorkflow`),
+    (`ScheduledJobWorkflow`, `OneTransactionJobWorkflow`, `LocalTransactionJobWorkflow`,
+    `ChunkedJobWorkflow`),
     which declare only `run` and the signal: `workflow.defn` inspects every member of the
     class it declares, for every run (the sandbox imports the module afresh), so the
     logic's methods live here, out of it."""
 
-    def __init__(self, in_work: bool = False, local_work: bool = False) -> None:
+    def __init__(
+        self, in_work: bool = False, local_work: bool = False, chunked: bool = False
+    ) -> None:
         # Whether a run of a kind whose slot work fits in one transaction begins in its
         # work activity (`activities.begin.begin_and_work`): only the runs of
         # `OneTransactionJobWorkflow` and `LocalTransactionJobWorkflow`, workflow types of
         # their own, so that no run of a type ever changes path and needs no patch marker
         # for it. `local_work`: that activity runs as a local activity (the second type).
+        # `chunked`: a chunked kind's run begins there too (`ChunkedJobWorkflow`).
         self._in_work = in_work
         self._local_work = local_work
+        self._chunked = chunked
         self._upstream = UpstreamWait()  # a slot's wait for its upstream slots
 
     def upstream_settled(self) -> None:
@@ -148,7 +155,8 @@ class JobRunWorkflow:
         claim = self._claim_input(job, scheduled_at, origin)
         # A run that waits for upstream slots claims first and works after the wait: the
         # wait sits between the two (`_run_slot`), so it cannot begin in its work activity.
-        if self._in_work and begins_in_work(job):
+        # A chunked kind's run begins there only as a `ChunkedJobWorkflow`.
+        if self._in_work and begins_in_work(job) and (job.one_transaction or self._chunked):
             begin = BeginInput(plan=plan_input, claim=claim, server_now=workflow.now())
             return await self._begin_in_work(job, begin) or await self._begin_run(begin)
         # Every run plans and claims in `begin_run`; runs begun by v7 workers before this
@@ -173,8 +181,9 @@ class JobRunWorkflow:
         own = begin.claim.scheduled_at
         headline = run_headline(job.job_name, own, "", begin.claim.origin or "scheduled")
         workflow.set_current_details(showing(headline, "running"))
-        # No timing beside the plan's: the kind's slot work takes the execution and params.
-        work = WorkOrBegin(begin=begin, params=job.params)
+        # A kind's slot work takes the execution and params; its chunked work, the timing too.
+        timing = job.timing if job.chunked and not job.one_transaction else None
+        work = WorkOrBegin(begin=begin, params=job.params, timing=timing)
         try:
             if self._local_work:
                 # Each attempt runs in the worker that runs the workflow task: one that timed
@@ -206,7 +215,9 @@ class JobRunWorkflow:
         if done.claim is None:
             return Begun(own, done.plan, {})
         first = done.plan.run[0]
-        if done.claim.outcome != "claimed":  # settled: skipped past its deadline
+        # Settled (skipped past its deadline), or a chunked slot whose work goes on from the
+        # progress its first chunk saved: `_run_slot` runs the work activity.
+        if done.claim.outcome != "claimed" or done.more:
             return Begun(own, done.plan, {first: done.claim})
         worked = WorkResult(counts=done.counts, already_completed=done.already_completed)
         return Begun(own, done.plan, {first: done.claim}, {first: worked})
@@ -426,5 +437,6 @@ class JobRunWorkflow:
 
 def begins_in_work(job: JobRun) -> bool:
     """Whether `job`'s runs begin in their work activity: its kind works a slot in one
-    transaction, and a run has no upstream slots to wait for between claim and work."""
-    return job.one_transaction and not job.workflow and not job.depends_on
+    transaction or in chunks (the first in the begin's transaction), and a run has no
+    upstream slots to wait for between claim and work."""
+    return (job.one_transaction or job.chunked) and not job.workflow and not job.depends_on

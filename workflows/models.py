@@ -85,6 +85,12 @@ class JobRun(BaseModel):
     # plans the run, claims its first slot and works it in that transaction, no `begin_run`
     # (`activities.begin.begin_and_work`). Absent from inputs a sync before v6 wrote.
     one_transaction: bool = False
+    # The kind works in fenced chunks (`JobKind.chunked`, read by the engine from its work):
+    # the work activity plans the run, claims its first slot and does its first chunk in
+    # one transaction, completing the slot there if its work ended; else the work goes on
+    # from the saved progress in the work activity's fenced chunks (`ChunkedJobWorkflow`,
+    # which sync starts for such jobs). Absent from inputs a sync before v7-chunked wrote.
+    chunked: bool = False
     params: dict[str, Any] = Field(default_factory=dict)
     start_to_close_seconds: float = Field(default=3600.0, gt=0)
     heartbeat_seconds: float | None = Field(default=60.0, gt=0)

@@ -59,14 +59,19 @@ class ScheduledJobWorkflow:
 
 def workflow_for(job: JobRun) -> Any:
     """The workflow run method that runs `job`: `LocalTransactionJobWorkflow` for a job
-    whose runs begin in their work activity (which it runs as a local activity), else
+    whose runs begin in their work activity (which it runs as a local activity),
+    `ChunkedJobWorkflow` for a chunked kind's job whose runs begin so, else
     `ScheduledJobWorkflow`. `OneTransactionJobWorkflow` (the same work through the server)
     is no longer started: workers keep it for the runs that schedules synced before v7
     start. Called by the clients that start runs (sync, the bench), never in a workflow:
     its import is here so that a run of this type does not import the other types'
     modules."""
-    if begins_in_work(job):
+    if begins_in_work(job) and job.one_transaction:
         from workflows.local_transaction import LocalTransactionJobWorkflow
 
         return LocalTransactionJobWorkflow.run
+    if begins_in_work(job):
+        from workflows.chunked import ChunkedJobWorkflow
+
+        return ChunkedJobWorkflow.run
     return ScheduledJobWorkflow.run

@@ -109,6 +109,7 @@ def job_run(
         activity=job.activity,
         workflow=job.workflow,
         one_transaction=job.one_transaction,
+        chunked=job.chunked,
         params=job.params,
         start_to_close_seconds=job.timeout.total_seconds(),
         heartbeat_seconds=job.heartbeat.total_seconds() if job.heartbeat else None,

@@ -247,6 +247,12 @@ class JobSpec(BaseModel):
         return kinds()[self.kind].slot_work is not None
 
     @property
+    def chunked(self) -> bool:
+        """Whether the kind works in fenced chunks (`JobKind.chunked`): a run does its first
+        chunk in the transaction that begins it (`JobRun.chunked`)."""
+        return kinds()[self.kind].chunked
+
+    @property
     def lifetime(self) -> timedelta:
         """How long a run of this job may live, its workflow execution timeout:
         `max_run_time`, or what the fields let a run take at the longest

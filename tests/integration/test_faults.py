@@ -58,21 +58,23 @@ async def test_worker_killed_mid_run_another_replica_finishes(
     job = invoice_job(chunk_size=1000, **TAKEOVER)
     async with registered(client, job, task_queue):
         await client.get_schedule_handle(job.id).trigger()
-        await gate.reached()  # planned, before its first chunk
+        await gate.reached()  # the first chunk done with the claim, before the second
+        assert chunks_done(db, job.id) == 1
         for _ in range(3):
             gate.step()
             await gate.reached()
-        assert chunks_done(db, job.id) == 3
+        assert chunks_done(db, job.id) == 4
         victim = holder_pid(db, job.id)
         assert victim in {w.pid for w in workers}
         os.kill(victim, signal.SIGKILL)
         gate.open()
 
         row = await completed(db, job.id)
-        assert row["attempt"] >= 2, "a second attempt must have taken over"
+        # Token 1 the begin's, 2 the work activity's, a third the retry's.
+        assert row["attempt"] >= 3, "a second attempt of the work must have taken over"
         assert row["holder"] is None and holder_pid is not None
         assert row["result"]["counts"]["reminded"] == total
-        # The retry resumed after the third chunk: it did not start again from the first.
+        # The retry resumed after the fourth chunk: it did not start again from the first.
         assert row["result"]["counts"]["chunks"] == 20
         assert_each_invoice_reminded_once(db, total)
 
@@ -92,21 +94,23 @@ async def test_paused_worker_with_a_stale_token_commits_nothing(
         gate.step()
         await gate.reached()
         paused_pid = holder_pid(db, job.id)
+        (held,) = executions(db, job.id)
         paused = next(w for w in workers if w.pid == paused_pid)
         paused.signal(signal.SIGSTOP)
         try:
             gate.open()
             row = await completed(db, job.id)
-            assert row["attempt"] >= 2 and holder_pid is not None
+            assert row["attempt"] > held["attempt"] and holder_pid is not None
             assert row["holder"] is None
             assert_each_invoice_reminded_once(db, total)
         finally:
             paused.signal(signal.SIGCONT)
 
-        # The paused attempt wakes up holding token 1. Either its next chunk is refused by
-        # the fence, or its heartbeat learns first that the attempt timed out; both ways it
-        # must commit nothing.
-        wait_for_text(paused.log, ("attempt 1 is stale", "Activity cancelled"), timeout=60)
+        # The paused attempt wakes up holding its token (2: the begin's transaction claimed
+        # with 1). Either its next chunk is refused by the fence, or its heartbeat learns
+        # first that the attempt timed out; both ways it must commit nothing.
+        stale = f"attempt {held['attempt']} is stale"
+        wait_for_text(paused.log, (stale, "Activity cancelled"), timeout=60)
         (after,) = executions(db, job.id)
         assert after["status"] == "completed" and after["attempt"] == row["attempt"]
         assert after["result"] == row["result"]
@@ -130,9 +134,10 @@ async def test_sigterm_drains_the_running_activity_and_exits_zero(
         gate.open()  # the in-flight activity goes on while the worker drains
         assert worker.process.wait(60) == 0
         (row,) = executions(db, job.id)
-        # It finished inside the grace period: no retry was needed.
+        # It finished inside the grace period: no retry was needed (token 1 the begin's,
+        # which did the first chunk, 2 the work activity's).
         assert row["status"] == "completed"
-        assert row["attempt"] == 1
+        assert row["attempt"] == 2
         assert row["result"]["counts"]["chunks"] == 12
         assert_each_invoice_reminded_once(db, total)
 

@@ -96,8 +96,9 @@ async def test_a_frozen_holder_of_the_row_lock_never_costs_the_run_its_retries(
             finally:
                 frozen.signal(signal.SIGCONT)
 
-        # Two attempts: the frozen one, and the one that waited it out and finished.
-        assert done["attempt"] == 2
+        # Three tokens: the begin's (which did the first chunk with the claim), the frozen
+        # attempt's, and the one that waited it out and finished.
+        assert done["attempt"] == 3
         history = await run.fetch_history()
         started = [
             e.activity_task_started_event_attributes.attempt
@@ -118,7 +119,7 @@ async def test_a_frozen_holder_of_the_row_lock_never_costs_the_run_its_retries(
         wait_for_text(
             frozen.log,
             (
-                "attempt 1 is stale",
+                "attempt 2 is stale",
                 "Activity cancelled",
                 "terminating connection",
                 "consuming input failed",
@@ -126,5 +127,5 @@ async def test_a_frozen_holder_of_the_row_lock_never_costs_the_run_its_retries(
             timeout=60,
         )
         (after,) = executions(db, job.id)
-        assert after["attempt"] == 2 and after["result"] == done["result"]
+        assert after["attempt"] == 3 and after["result"] == done["result"]
         assert outbox_count(db) == total

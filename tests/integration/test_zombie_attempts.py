@@ -30,7 +30,7 @@ from tests.integration.jobs import (
     registered,
 )
 from worker.run import workflow_runner
-from workflows import ScheduledJobWorkflow
+from workflows import ChunkedJobWorkflow, ScheduledJobWorkflow
 
 OVERDUE = date.today() - timedelta(days=10)
 HEARTBEAT = timedelta(seconds=3)
@@ -102,11 +102,11 @@ async def test_a_frozen_worker_woken_after_a_takeover_never_takes_the_slot_back(
     )
     async with registered(client, job, task_queue):
         await client.get_schedule_handle(job.id).trigger()
-        await gate.reached()  # attempt 1 took the slot over and planned
+        await gate.reached()  # the begin did the first chunk, the work activity took over
         gate.step()
         await gate.reached()
         row = the_row(db, job.id)
-        assert holder_pid(row) == frozen.pid and row["attempt"] == 1
+        assert holder_pid(row) == frozen.pid and row["attempt"] == 2
         run = client.get_workflow_handle(row["workflow_id"])
         frozen.signal(signal.SIGSTOP)
         try:
@@ -218,7 +218,7 @@ async def test_a_frozen_worker_absorbing_every_retry_does_not_fail_the_run(
 
         # The new series' path replays: a worker restarted mid-run would carry it on.
         replayer = Replayer(
-            workflows=[ScheduledJobWorkflow, *kind_workflows()],
+            workflows=[ChunkedJobWorkflow, ScheduledJobWorkflow, *kind_workflows()],
             workflow_runner=workflow_runner(),
             data_converter=data_converter,
         )

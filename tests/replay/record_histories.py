@@ -161,6 +161,14 @@ async def scenarios(rec: Recorder) -> None:
     night = (now - timedelta(days=1)).replace(hour=2, minute=30, second=0)
     await rec.backfill(reminders.id, night, name="invoice-reminders-completed")
     await rec.backfill(reminders.id, night, name="invoice-reminders-already-completed")
+    # A chunked run whose work ends within its first chunk: plan, claim, chunk and
+    # completion in the one local activity that begins it (the run above has three chunks:
+    # its first in that activity, the others in its work activity).
+    one_chunk = reminders.model_copy(
+        update={"id": "replay-reminders-one-chunk", "params": {"chunk_size": 1000}}
+    )
+    await rec.create(one_chunk)
+    await rec.backfill(one_chunk.id, night, name="invoice-reminders-one-chunk")
 
     # A backfill of four past hours under overlap Skip (the Web UI dialog's default): the
     # server runs the first and skips the three others; the run notes them in its details.

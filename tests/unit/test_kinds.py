@@ -84,3 +84,25 @@ def test_every_declared_runtime_kind_is_timed_and_the_audit_reads_its_allowance(
         assert kind.heartbeat < kind.allowance and kind.heartbeat < kind.timeout
         assert allowance_of(name) == kind.allowance
     assert allowance_of("a-kind-no-worker-knows") == DEFAULT_ALLOWANCE
+
+
+def test_the_engine_reads_from_the_work_whether_a_kind_works_in_chunks():
+    # No field: a kind whose work method hands its plan and step to `run_in_chunks`.
+    chunked = {name for name, kind in kinds().items() if kind.chunked}
+    assert chunked == {"card-settlement", "hourly-sync", "invoice-reminders", "weekly-cleanup"}
+    assert not kinds()["nightly-reconcile"].chunked  # its slot fits in one transaction
+    assert not kinds()["monthly-billing"].chunked  # a workflow of steps
+    assert not JobKind("k", _Work, activity="annotated").chunked
+
+
+def test_a_chunked_job_runs_as_chunked_job_workflow():
+    from schedules.catalog.compile import job_run
+    from schedules.catalog.model import default_catalog
+    from workflows import ChunkedJobWorkflow, LocalTransactionJobWorkflow, workflow_for
+
+    catalog = default_catalog()
+    reminders = job_run(catalog["invoice-reminders"])
+    assert reminders.chunked and not reminders.one_transaction
+    assert workflow_for(reminders) == ChunkedJobWorkflow.run
+    reconcile = job_run(catalog["nightly-reconcile"].model_copy(update={"depends_on": []}))
+    assert workflow_for(reconcile) == LocalTransactionJobWorkflow.run

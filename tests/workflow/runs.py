@@ -18,6 +18,7 @@ from tests.workflow.stand_ins import WORK, StandIns
 from timing import Timing
 from worker.run import workflow_runner
 from workflows import (
+    ChunkedJobWorkflow,
     JobRun,
     JobRunResult,
     LocalTransactionJobWorkflow,
@@ -61,6 +62,7 @@ async def stand_in_worker(
             ScheduledJobWorkflow,
             OneTransactionJobWorkflow,
             LocalTransactionJobWorkflow,
+            ChunkedJobWorkflow,
             BatchStepsWorkflow,
         ],
         activities=[*stand_ins.activities(), *more],

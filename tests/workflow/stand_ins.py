@@ -47,12 +47,15 @@ class StandIns:
     hang_first_series: bool = False  # the first work attempt never returns
     took_over: bool = False  # attempt_took_over's answer
     declines: bool = False  # work given the run's begin declines it (another run's slot)
+    # Work given the run's begin does a first chunk and leaves more (a chunked kind's).
+    more: bool = False
     fail_step: str | None = None  # a step that fails for good
     hang_step: str | None = None  # a step that runs until cancelled
     skips: BackfillSkips | None = None  # backfill_skips' answer
     skips_fail: bool = False  # backfill_skips cannot reach the server
     outcome_registered: bool = True  # outcome_attribute's answer
     calls: list[tuple[str, Any]] = field(default_factory=list)
+    work_local: list[bool] = field(default_factory=list)  # each work call: a local activity?
     notes: list[tuple[str, Any]] = field(default_factory=list)  # the run notes' calls
     started: asyncio.Event = field(default_factory=asyncio.Event)  # hang_step has begun
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
@@ -120,6 +123,7 @@ class StandIns:
         """The slot's work; given the run's begin (a one-transaction kind), the begin too,
         as `begin_and_work` does: `("begin_in_work", begin)` then the claim it makes."""
         self.calls.append((WORK, activity.info().activity_id))
+        self.work_local.append(activity.info().is_local)
         if self.hang_first_series and len(self.of(WORK)) == 1:
             await asyncio.Event().wait()  # a frozen worker: the server times it out
         if work.begin is None:
@@ -130,6 +134,8 @@ class StandIns:
         begun = self._begin(work.begin)
         if begun.claim is None or begun.claim.outcome != "claimed":
             return BegunWork(plan=begun.plan, claim=begun.claim)
+        if self.more:
+            return BegunWork(plan=begun.plan, claim=begun.claim, counts={"sent": 1}, more=True)
         done = self._work(work)
         return BegunWork(plan=begun.plan, claim=begun.claim, **done.model_dump())
 

@@ -15,7 +15,14 @@ from activities.catchup import PlanResult
 from activities.models import STALE_ATTEMPT, WorkResult
 from tests.workflow.runs import SLOT, job, run_to_end
 from tests.workflow.stand_ins import WORK, StandIns
-from workflows import LocalTransactionJobWorkflow, OneTransactionJobWorkflow, RetrySettings
+from workflows import (
+    ChunkedJobWorkflow,
+    LocalTransactionJobWorkflow,
+    OneTransactionJobWorkflow,
+    RetrySettings,
+    ScheduledJobWorkflow,
+    workflow_for,
+)
 
 HOUR = timedelta(hours=1)
 
@@ -226,6 +233,43 @@ async def test_a_one_transaction_run_whose_work_fails_records_its_claim_and_fail
     assert stand_ins.names()[-3:] == ["begin_run", "claim", "record_failure"]
     (failure,) = stand_ins.of("record_failure")
     assert failure.error == "the mail server refused"
+
+
+# A kind that works in chunks (`JobRun.chunked`): its run (`ChunkedJobWorkflow`) begins in
+# the work activity too, a local activity that does the first chunk in the claim's
+# transaction. A `LocalTransactionJobWorkflow` given such a job begins with begin_run.
+async def test_a_chunked_run_whose_work_ends_in_its_first_chunk_is_one_local_activity(
+    workflow_env,
+):
+    stand_ins = StandIns()
+    run = job(chunked=True)
+    assert workflow_for(run) == ChunkedJobWorkflow.run  # what sync starts
+    result = await run_to_end(workflow_env, stand_ins, run)
+    assert (result.outcome, result.counts) == ("completed", {"sent": 3})
+    assert stand_ins.names() == [WORK, "begin_in_work", "claim"]
+    assert stand_ins.work_local == [True], "the first chunk runs in the workflow task"
+
+
+async def test_a_chunked_run_with_more_work_goes_on_in_its_work_activity(workflow_env):
+    stand_ins = StandIns(more=True)
+    run = job(chunked=True)
+    result = await run_to_end(workflow_env, stand_ins, run)
+    # The first chunk committed with the claim; the work activity, through the server (it
+    # heartbeats), resumes from the saved progress and completes the slot.
+    assert (result.outcome, result.counts) == ("completed", {"sent": 3})
+    assert stand_ins.names() == [WORK, "begin_in_work", "claim", WORK]
+    assert stand_ins.work_local == [True, False]
+
+
+async def test_a_chunked_run_of_another_type_begins_with_begin_run(workflow_env):
+    stand_ins = StandIns()
+    run = job(chunked=True)
+    result = await run_to_end(workflow_env, stand_ins, run, workflow=ScheduledJobWorkflow.run)
+    assert result.outcome == "completed"
+    assert stand_ins.names() == ["begin_run", "claim", WORK]
+    stand_ins = StandIns()
+    await run_to_end(workflow_env, stand_ins, run, workflow=LocalTransactionJobWorkflow.run)
+    assert stand_ins.names() == ["begin_run", "claim", WORK]
 
 
 async def test_a_one_transaction_run_starts_a_new_series_without_asking(workflow_env):
