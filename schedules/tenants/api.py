@@ -20,7 +20,12 @@ import schedules.tenants.edits as edits
 import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
-from core.errors import ConflictError, InvalidScheduleError, ScheduleNotFoundError
+from core.errors import (
+    ConflictError,
+    InvalidScheduleError,
+    ScheduleNotFoundError,
+    StaleVersionError,
+)
 from schedules.tenants.fires import next_fire_at
 from schedules.tenants.model import (
     DEFINITION_FIELDS,
@@ -118,10 +123,11 @@ def _same_or_conflict(existing: Schedule, new: Definition) -> Schedule:
     )
 
 
-async def get(db: Database, schedule_id: int) -> Schedule:
-    """The schedule `schedule_id` (a deleted one too: `deleted_at` says so)."""
+async def get(db: Database, schedule_id: int, *, tenant: str | None = None) -> Schedule:
+    """The schedule `schedule_id` (a deleted one too: `deleted_at` says so); given a
+    `tenant`, only if it is that tenant's (`store.by_id`)."""
     async with store.transaction(db) as conn:
-        return await store.by_id(conn, schedule_id)
+        return await store.by_id(conn, schedule_id, tenant=tenant)
 
 
 async def find(db: Database, tenant: str, name: str) -> Schedule:
@@ -147,7 +153,7 @@ async def _live_locked(
             f"deleted at {utc_text(current.deleted_at)}"
         )
     if expected_version is not None and current.version != expected_version:
-        raise ConflictError(
+        raise StaleVersionError(
             f"runtime schedule {schedule_id}: expected version {expected_version}, but the "
             f"current version is {current.version} (by {current.updated_by or 'unknown'} at "
             f"{utc_text(current.updated_at)}); read it again and retry"
