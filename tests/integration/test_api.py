@@ -7,7 +7,8 @@ import json
 
 import psycopg
 
-from tests.helpers.api import LiveApi
+from api.settings import ApiSettings
+from tests.helpers.api import LiveApi, serving
 
 WEEKLY = {
     "name": "weekly-report",
@@ -193,3 +194,15 @@ async def test_malformed_oversized_and_wrong_type_bodies_are_4xx(api: LiveApi):
         assert huge.status_code == 413 and huge.headers["content-type"] == PROBLEM
         assert http.get("/v1/schedules/99999999999999999999").status_code == 422
     assert changes_by(api.database_url) == []
+
+
+async def test_a_key_over_its_rate_is_429_with_retry_after(database_url):
+    limited = ApiSettings(database_url=database_url, api_rate_per_second=0.01, api_rate_burst=2)
+    async with serving(limited) as live:
+        with live.client(await live.key("acme")) as http:
+            assert [http.get("/v1/schedules").status_code for _ in range(2)] == [200, 200]
+            refused = http.get("/v1/schedules")
+            assert refused.status_code == 429 and refused.headers["content-type"] == PROBLEM
+            assert int(refused.headers["Retry-After"]) >= 1
+        with live.client(await live.key("acme")) as other:  # another key: its own bucket
+            assert other.get("/v1/schedules").status_code == 200
