@@ -8,6 +8,7 @@ import json
 import psycopg
 
 from api.settings import ApiSettings
+from devstack.ports import free_port
 from tests.helpers.api import LiveApi, serving
 
 WEEKLY = {
@@ -206,3 +207,16 @@ async def test_a_key_over_its_rate_is_429_with_retry_after(database_url):
             assert int(refused.headers["Retry-After"]) >= 1
         with live.client(await live.key("acme")) as other:  # another key: its own bucket
             assert other.get("/v1/schedules").status_code == 200
+
+
+async def test_without_postgresql_it_lives_is_not_ready_and_answers_503(database_url):
+    away = f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere"
+    async with serving(ApiSettings(database_url=away, database_connect_timeout_seconds=2)) as live:
+        with live.client("sjk_1_whatever") as http:
+            assert http.get("/healthz").status_code == 200
+            for path in ("/readyz", "/v1/schedules"):
+                answer = http.get(path)
+                assert answer.status_code == 503, answer.text
+                assert answer.headers["content-type"] == PROBLEM
+                assert answer.json()["detail"].startswith("PostgreSQL is unavailable")
+                assert "postgres@" not in answer.text
