@@ -220,3 +220,19 @@ async def test_without_postgresql_it_lives_is_not_ready_and_answers_503(database
                 assert answer.headers["content-type"] == PROBLEM
                 assert answer.json()["detail"].startswith("PostgreSQL is unavailable")
                 assert "postgres@" not in answer.text
+
+
+async def test_a_text_no_schedule_can_hold_is_refused_naming_it(api: LiveApi):
+    """Found by schemathesis: a NUL in a filter reached PostgreSQL, which refuses it (500)."""
+    with api.client(await api.key(None)) as http:
+        for path, params in [
+            ("/v1/schedules", {"kind": "a\x00b"}),
+            ("/v1/schedules", {"tenant": "a\x00b"}),
+            ("/v1/schedules/by-name/a%00b", {"tenant": "acme"}),
+            ("/v1/export", {"tenant": "a\x00b"}),
+        ]:
+            answer = http.get(path, params=params)
+            assert answer.status_code == 422, (path, answer.text)
+            assert "printable characters, got 'a\\x00b'" in answer.json()["detail"]
+        applied = http.put("/v1/schedules", params={"tenant": "a\x00b"}, json={"schedules": []})
+        assert applied.status_code == 422
