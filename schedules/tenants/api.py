@@ -5,7 +5,8 @@ Every function takes `db`, a connection string or the caller's psycopg `AsyncCon
 pass a fixed one). Each write commits with its change-log row in one transaction, and
 raises the schedule's `version`; an update names the version it read. Nothing is written
 when a request is refused (`core.errors`: invalid input, quota, not found: exit 2; a
-conflict: exit 1).
+conflict: exit 1). A call on a schedule id takes `tenant` too (the HTTP API's keys): given,
+another tenant's schedule is not found, in the words of an id that does not exist.
 """
 
 from __future__ import annotations
