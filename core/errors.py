@@ -86,6 +86,11 @@ class ConflictError(RuntimeScheduleError):
     exit_code = 1
 
 
+class StaleVersionError(ConflictError):
+    """A write named a version of the schedule that is no longer the current one (the
+    HTTP API answers it 412, a precondition that failed)."""
+
+
 def first_line(exc: BaseException, empty: str | None = None) -> str:
     """The first line of `exc`'s message (not scrubbed of secrets: callers redact it);
     `empty` when it has none (default: the exception's type name)."""

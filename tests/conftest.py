@@ -8,10 +8,12 @@ ones. Fixtures and hooks only: helpers live in `tests/helpers/`, which test modu
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from api.settings import ApiSettings
+from tests.helpers.api import LiveApi, serving
 from tests.integration.chunk_gate import ChunkGate
 
 # The servers and workers (the package's plugin, which users get too); the wheel and its
@@ -43,3 +45,10 @@ def gate(database_url: str) -> Iterator[ChunkGate]:
     gate = ChunkGate(database_url)
     yield gate
     gate.close()
+
+
+@pytest.fixture
+async def api(database_url: str) -> AsyncIterator[LiveApi]:
+    """The HTTP API serving the test's database on a free port (`tests/helpers/api.py`)."""
+    async with serving(ApiSettings(database_url=database_url)) as live:
+        yield live

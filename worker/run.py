@@ -21,10 +21,10 @@ from activities.run_notes import RunNotesActivities
 from activities.runtime import RuntimeActivities
 from activities.steps import StepsActivities
 from activities.upstream import UpstreamActivities
-from core.sql import queries
 from jobs import kind_activities, kind_workflows, runtime_work
 from worker.client import connect
 from worker.migrate import apply_migrations
+from worker.pool import connection_pool
 from worker.release import release_waiters
 from worker.scrubbing import ScrubbingInterceptor
 from worker.settings import Settings
@@ -38,7 +38,6 @@ from workflows import (
 from workflows.runtime_run import RuntimeBatchWorkflow, RuntimeRunWorkflow
 
 logger = logging.getLogger(__name__)
-_Q = queries("worker.sql", "pool")
 
 
 # Modules workflow code may use as they are outside Temporal's sandbox instead of importing
@@ -203,19 +202,7 @@ async def _serve(settings: Settings, stop: asyncio.Event | None, telemetry: Tele
     else:  # the database answers before the worker polls, or it stops saying where it is
         await (await AsyncConnection.connect(conninfo)).close()
     client = await connect(settings, interceptors=telemetry.interceptors, runtime=telemetry.runtime)
-    idle_ms = int(settings.database_idle_in_transaction_timeout_seconds * 1000)
-
-    async def configure(conn: AsyncConnection) -> None:
-        await conn.execute(_Q["configure"], {"idle_ms": str(idle_ms)})
-        await conn.commit()
-
-    async with AsyncConnectionPool(
-        conninfo,
-        min_size=1,
-        max_size=settings.database_pool_size,
-        configure=configure,
-        open=False,
-    ) as pool:
+    async with connection_pool(settings) as pool:
         # Bounded like each connection: one attempt and a retry, then the worker gives up.
         await pool.wait(timeout=2 * settings.database_connect_timeout_seconds)
         workers = [build_worker(client, settings, pool, q) for q in settings.task_queues()]

@@ -8,7 +8,7 @@ import os
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import httpx
 import psycopg
@@ -260,6 +260,8 @@ class Settings(BaseSettings):
         return ",".join(f"{h}:{p}" for h, p in zip(hosts, ports, strict=False))
 
 
+S = TypeVar("S", bound=Settings)
+
 _SECRET_FIELDS = {
     "database_url",
     "temporal_api_key",
@@ -310,15 +312,16 @@ def register_secrets(environ: dict[str, str] | None = None) -> None:
     redact.add_url_secrets(env.get("WEBHOOK_URL"))
 
 
-def load_settings() -> Settings:
+def load_settings(cls: type[S] = Settings) -> S:  # type: ignore[assignment]
     """Read the settings from the environment, or raise one readable `SettingsError`.
 
     The error names each bad variable and, except for secrets, its value (at most 200
-    characters of it). The secrets are registered with `core.redact` first.
+    characters of it). The secrets are registered with `core.redact` first. `cls`: a
+    process's own settings on top of these (the API's, `api.settings`).
     """
     register_secrets()
     try:
-        return Settings()
+        return cls()
     except ValidationError as exc:
         problems = []
         for err in exc.errors():

@@ -5,7 +5,8 @@ Every function takes `db`, a connection string or the caller's psycopg `AsyncCon
 pass a fixed one). Each write commits with its change-log row in one transaction, and
 raises the schedule's `version`; an update names the version it read. Nothing is written
 when a request is refused (`core.errors`: invalid input, quota, not found: exit 2; a
-conflict: exit 1).
+conflict: exit 1). A call on a schedule id takes `tenant` too (the HTTP API's keys): given,
+another tenant's schedule is not found, in the words of an id that does not exist.
 """
 
 from __future__ import annotations
@@ -20,10 +21,18 @@ import schedules.tenants.edits as edits
 import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
-from core.errors import ConflictError, InvalidScheduleError, ScheduleNotFoundError
+from core.errors import (
+    ConflictError,
+    InvalidScheduleError,
+    ScheduleNotFoundError,
+    StaleVersionError,
+)
+from core.text import unprintable
+from schedules.catalog.problems import short
 from schedules.tenants.fires import next_fire_at
 from schedules.tenants.model import (
     DEFINITION_FIELDS,
+    MAX_TEXT,
     TIMING_FIELDS,
     Definition,
     Schedule,
@@ -118,14 +127,28 @@ def _same_or_conflict(existing: Schedule, new: Definition) -> Schedule:
     )
 
 
-async def get(db: Database, schedule_id: int) -> Schedule:
-    """The schedule `schedule_id` (a deleted one too: `deleted_at` says so)."""
+async def get(db: Database, schedule_id: int, *, tenant: str | None = None) -> Schedule:
+    """The schedule `schedule_id` (a deleted one too: `deleted_at` says so); given a
+    `tenant`, only if it is that tenant's (`store.by_id`)."""
     async with store.transaction(db) as conn:
-        return await store.by_id(conn, schedule_id)
+        return await store.by_id(conn, schedule_id, tenant=tenant)
+
+
+def searched(field: str, value: str | None) -> str | None:
+    """A text to look for (a tenant, a name, a kind): what is stored is printable text of
+    at most `MAX_TEXT` characters, so anything else (a NUL, which PostgreSQL refuses) is
+    one `InvalidScheduleError` line naming the field and the value."""
+    if value is not None and (len(value) > MAX_TEXT or unprintable(value) is not None):
+        raise InvalidScheduleError(
+            f"{field}: must be at most {MAX_TEXT} printable characters, got {short(value)}"
+        )
+    return value
 
 
 async def find(db: Database, tenant: str, name: str) -> Schedule:
     """The live schedule of `tenant` named `name`, or `ScheduleNotFoundError`."""
+    searched("tenant", tenant)
+    searched("name", name)
     async with store.transaction(db) as conn:
         found = await store.live_by_name(conn, tenant, name)
     if found is None:
@@ -134,11 +157,17 @@ async def find(db: Database, tenant: str, name: str) -> Schedule:
 
 
 async def _live_locked(
-    conn: Any, schedule_id: int, expected_version: int | None, *, deleted_ok: bool = False
+    conn: Any,
+    schedule_id: int,
+    expected_version: int | None,
+    *,
+    deleted_ok: bool = False,
+    tenant: str | None = None,
 ) -> Schedule:
     """The schedule, locked, if live and at `expected_version` (when given); a deleted one
-    is refused, unless `deleted_ok` (then returned as it is, whatever its version)."""
-    current = await store.by_id(conn, schedule_id, lock=True)
+    is refused, unless `deleted_ok` (then returned as it is, whatever its version). Given
+    a `tenant`, another tenant's is not found (`store.by_id`)."""
+    current = await store.by_id(conn, schedule_id, lock=True, tenant=tenant)
     if current.deleted_at is not None and deleted_ok:
         return current
     if current.deleted_at is not None:
@@ -147,7 +176,7 @@ async def _live_locked(
             f"deleted at {utc_text(current.deleted_at)}"
         )
     if expected_version is not None and current.version != expected_version:
-        raise ConflictError(
+        raise StaleVersionError(
             f"runtime schedule {schedule_id}: expected version {expected_version}, but the "
             f"current version is {current.version} (by {current.updated_by or 'unknown'} at "
             f"{utc_text(current.updated_at)}); read it again and retry"
@@ -165,6 +194,7 @@ async def _change(
     decide: Callable[[Schedule], Schedule | None],
     *,
     deleted_ok: bool = False,
+    tenant: str | None = None,
 ) -> Outcome:
     """One write of a live schedule (or a deleted one, `deleted_ok`): locked (at
     `expected_version` when given), its new state from `decide` (None: nothing to change),
@@ -173,7 +203,9 @@ async def _change(
     schedules that depend on it (`schedules.tenants.dependencies`), under the tenant's lock."""
     checked_by(by)
     async with store.transaction(db) as conn:
-        current = await _live_locked(conn, schedule_id, expected_version, deleted_ok=deleted_ok)
+        current = await _live_locked(
+            conn, schedule_id, expected_version, deleted_ok=deleted_ok, tenant=tenant
+        )
         new = decide(current)
         if new is None:
             return Outcome(current, changed=False)
@@ -200,6 +232,7 @@ async def update(
     *,
     by: str = "",
     quotas: Quotas | None = None,
+    tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Outcome:
     """Change fields of a schedule (`UPDATABLE`), if its version is still `expected_version`
@@ -235,7 +268,9 @@ async def update(
             )
         return new
 
-    return await _change(db, schedule_id, expected_version, "update", by, now, updated)
+    return await _change(
+        db, schedule_id, expected_version, "update", by, now, updated, tenant=tenant
+    )
 
 
 async def pause(
@@ -245,6 +280,7 @@ async def pause(
     *,
     by: str = "",
     expected_version: int | None = None,
+    tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Outcome:
     """Pause a schedule, saying why: no slot of it is dispatched while it is paused (the
@@ -256,7 +292,9 @@ async def pause(
             return None
         return current.model_copy(update={"paused": True, "note": note, "paused_by": by})
 
-    return await _change(db, schedule_id, expected_version, "pause", by, clock(), paused)
+    return await _change(
+        db, schedule_id, expected_version, "pause", by, clock(), paused, tenant=tenant
+    )
 
 
 async def resume(
@@ -265,6 +303,7 @@ async def resume(
     *,
     by: str = "",
     expected_version: int | None = None,
+    tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Outcome:
     """Lift a pause. Fire times that passed while paused do not run: the next slot is the
@@ -278,7 +317,9 @@ async def resume(
         update = {"paused": False, "note": "", "paused_by": None, "next_fire_at": next_at}
         return current.model_copy(update=update)
 
-    return await _change(db, schedule_id, expected_version, "resume", by, now, resumed)
+    return await _change(
+        db, schedule_id, expected_version, "resume", by, now, resumed, tenant=tenant
+    )
 
 
 async def delete(
@@ -287,6 +328,7 @@ async def delete(
     *,
     by: str = "",
     expected_version: int | None = None,
+    tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Outcome:
     """Soft-delete a schedule: no later slot is dispatched, a run in flight goes on, and
@@ -299,8 +341,9 @@ async def delete(
         return current.model_copy(update={"deleted_at": now, "next_fire_at": None})
 
     return await _change(
-        db, schedule_id, expected_version, "delete", by, now, deleted, deleted_ok=True
-    )
+        db, schedule_id, expected_version, "delete", by, now, deleted, deleted_ok=True,
+        tenant=tenant,
+    )  # fmt: skip
 
 
 async def list_schedules(
@@ -318,6 +361,8 @@ async def list_schedules(
     slot is at or before now and not paused. Page on with `after=page.next_after`."""
     if not 1 <= limit <= 10_000:
         raise InvalidScheduleError(f"limit: must be from 1 to 10000, got {limit}")
+    searched("tenant", tenant)
+    searched("kind", kind)
     params = {
         "tenant": tenant,
         "kind": kind,

@@ -149,11 +149,15 @@ async def live_by_name(conn: AsyncConnection, tenant: str, name: str) -> Schedul
     return Schedule.of_row(row) if row else None
 
 
-async def by_id(conn: AsyncConnection, schedule_id: int, *, lock: bool = False) -> Schedule:
+async def by_id(
+    conn: AsyncConnection, schedule_id: int, *, lock: bool = False, tenant: str | None = None
+) -> Schedule:
     """The schedule `schedule_id` (deleted ones too), locked for update if asked; or
-    `ScheduleNotFoundError`."""
+    `ScheduleNotFoundError`. Given a `tenant`, another tenant's schedule is not found,
+    in the very words of an id that does not exist (the HTTP API's tenancy: a tenant
+    cannot even learn that the id exists)."""
     row = await one(conn, "lock_by_id" if lock else "by_id", {"id": schedule_id})
-    if row is None:
+    if row is None or (tenant is not None and row["tenant"] != tenant):
         raise ScheduleNotFoundError(f"no runtime schedule has id {schedule_id}")
     return Schedule.of_row(row)
 

@@ -1,0 +1,1 @@
+"""One router per resource; each route a few lines over one library call."""
