@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse
 from api import problems
 from api.deps import Conn
 from api.limits import BodyLimits, RateLimiter
-from api.routes import schedules
+from api.routes import actions, bulk, schedules
 from api.schemas import components
 from api.settings import ApiSettings
 from worker.pool import connection_pool
@@ -51,6 +51,8 @@ def create_app(settings: ApiSettings) -> FastAPI:
     app.add_middleware(BodyLimits, max_bytes=settings.api_max_body_bytes)
     problems.install(app)
     app.include_router(schedules.router)
+    app.include_router(actions.router)
+    app.include_router(bulk.router)
     app.add_api_route("/healthz", healthz, methods=["GET"], tags=["health"])
     app.add_api_route("/readyz", readyz, methods=["GET"], tags=["health"], responses=_READY)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
