@@ -12,7 +12,7 @@ Where things go (the api/ README):
 
 The lifespan opens the connection pool the worker uses (`worker.pool`), with the same
 settings (`DATABASE_URL`, `DATABASE_POOL_SIZE`, ...); it does not wait for the database:
-`/readyz` says whether it answers, `/healthz` only that the process serves.
+`/readyz` says whether it answers (503 when not), `/healthz` only that the process serves.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def create_app(settings: ApiSettings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with connection_pool(settings) as pool:
+        # A request waits for a free connection no longer than a connection may take.
+        wait = float(settings.database_connect_timeout_seconds)
+        async with connection_pool(settings, timeout=wait) as pool:
             app.state.pool = pool
             yield
 

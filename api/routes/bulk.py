@@ -19,6 +19,7 @@ from api.routes.common import PROBLEMS, json_object, schema, tenant_of
 from api.schemas import body
 from schedules import tenants
 from schedules.tenants import Quotas
+from schedules.tenants.api import searched
 
 router = APIRouter(prefix="/v1", tags=["bulk"], responses=PROBLEMS)
 TENANT = Annotated[str | None, Query(description="operator keys: the tenant")]
@@ -66,7 +67,7 @@ async def apply_schedules(
 async def export_schedules(caller: Authorized, pool: Pool, tenant: TENANT = None) -> Response:
     """The tenant's live schedules (an operator's key: every tenant's, or `tenant`'s) as
     JSON Lines, the format `python -m schedules tenants import` reads."""
-    owner = tenant_of(caller, tenant)
+    owner = searched("tenant", tenant_of(caller, tenant))  # refused before the stream starts
 
     async def lines() -> AsyncIterator[str]:
         # Its own connection: the stream outlives the request's dependencies.

@@ -26,9 +26,12 @@ from core.errors import (
     ScheduleNotFoundError,
     StaleVersionError,
 )
+from core.text import unprintable
+from schedules.catalog.problems import short
 from schedules.tenants.fires import next_fire_at
 from schedules.tenants.model import (
     DEFINITION_FIELDS,
+    MAX_TEXT,
     TIMING_FIELDS,
     Definition,
     Schedule,
@@ -130,8 +133,21 @@ async def get(db: Database, schedule_id: int, *, tenant: str | None = None) -> S
         return await store.by_id(conn, schedule_id, tenant=tenant)
 
 
+def searched(field: str, value: str | None) -> str | None:
+    """A text to look for (a tenant, a name, a kind): what is stored is printable text of
+    at most `MAX_TEXT` characters, so anything else (a NUL, which PostgreSQL refuses) is
+    one `InvalidScheduleError` line naming the field and the value."""
+    if value is not None and (len(value) > MAX_TEXT or unprintable(value) is not None):
+        raise InvalidScheduleError(
+            f"{field}: must be at most {MAX_TEXT} printable characters, got {short(value)}"
+        )
+    return value
+
+
 async def find(db: Database, tenant: str, name: str) -> Schedule:
     """The live schedule of `tenant` named `name`, or `ScheduleNotFoundError`."""
+    searched("tenant", tenant)
+    searched("name", name)
     async with store.transaction(db) as conn:
         found = await store.live_by_name(conn, tenant, name)
     if found is None:
@@ -344,6 +360,8 @@ async def list_schedules(
     slot is at or before now and not paused. Page on with `after=page.next_after`."""
     if not 1 <= limit <= 10_000:
         raise InvalidScheduleError(f"limit: must be from 1 to 10000, got {limit}")
+    searched("tenant", tenant)
+    searched("kind", kind)
     params = {
         "tenant": tenant,
         "kind": kind,

@@ -23,10 +23,24 @@ from activities.runtime_models import slot_workflow_id as workflow_id
 from core.errors import InvalidScheduleError, ScheduleNotFoundError
 from schedules.tenants.api import utc_text
 from schedules.tenants.fires import FireTime, due_time, next_fire_times
-from schedules.tenants.model import Schedule, checked_by
+from schedules.tenants.model import FIRST_YEAR, LAST_YEAR, Schedule, checked_by
 from schedules.tenants.store import Database
 
 MAX_BACKFILL = 1000
+
+
+def checked_time(name: str, value: datetime) -> datetime:
+    """A time a caller gives (a slot, a bound): with its UTC offset, in the years jobs run
+    in (as the CLI's times, `schedules.catalog.times.parse_time`); else one
+    `InvalidScheduleError` line naming `name` and the value."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidScheduleError(f"{name}: must name its UTC offset, got {value.isoformat()}")
+    if not FIRST_YEAR <= value.year <= LAST_YEAR:
+        raise InvalidScheduleError(
+            f"{name}: {value.isoformat()} is outside the years {FIRST_YEAR} to {LAST_YEAR} "
+            "that jobs run in"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -140,6 +154,7 @@ async def backfill(
     records nothing: its `would_run` names the slots it would record, `already` those
     recorded before."""
     checked_by(by)
+    start, end = checked_time("start", start), checked_time("end", end)
     now = clock()
     if start >= end:
         raise InvalidScheduleError(f"start: {utc_text(start)} is not before end {utc_text(end)}")
@@ -231,6 +246,7 @@ async def explain(
 ) -> Explanation:
     """Whether `slot` is a fire time of the schedule, whether a start was decided for it
     (an intent), what the ledger recorded, and the verdict."""
+    slot = checked_time("slot", slot)
     now = clock()
     async with store.transaction(db) as conn:
         schedule = await store.by_id(conn, schedule_id, tenant=tenant)
@@ -341,6 +357,7 @@ async def runs(
     tenant: str | None = None,
 ) -> list[dict[str, Any]]:
     """The schedule's ledger rows (`job_executions`), newest slot first."""
+    before = None if before is None else checked_time("before", before)
     async with store.transaction(db) as conn:
         await store.by_id(conn, schedule_id, tenant=tenant)
         return await store.all_rows(

@@ -7,7 +7,9 @@ import json
 
 import psycopg
 
-from tests.helpers.api import LiveApi
+from api.settings import ApiSettings
+from devstack.ports import free_port
+from tests.helpers.api import LiveApi, serving
 
 WEEKLY = {
     "name": "weekly-report",
@@ -193,3 +195,44 @@ async def test_malformed_oversized_and_wrong_type_bodies_are_4xx(api: LiveApi):
         assert huge.status_code == 413 and huge.headers["content-type"] == PROBLEM
         assert http.get("/v1/schedules/99999999999999999999").status_code == 422
     assert changes_by(api.database_url) == []
+
+
+async def test_a_key_over_its_rate_is_429_with_retry_after(database_url):
+    limited = ApiSettings(database_url=database_url, api_rate_per_second=0.01, api_rate_burst=2)
+    async with serving(limited) as live:
+        with live.client(await live.key("acme")) as http:
+            assert [http.get("/v1/schedules").status_code for _ in range(2)] == [200, 200]
+            refused = http.get("/v1/schedules")
+            assert refused.status_code == 429 and refused.headers["content-type"] == PROBLEM
+            assert int(refused.headers["Retry-After"]) >= 1
+        with live.client(await live.key("acme")) as other:  # another key: its own bucket
+            assert other.get("/v1/schedules").status_code == 200
+
+
+async def test_without_postgresql_it_lives_is_not_ready_and_answers_503(database_url):
+    away = f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere"
+    async with serving(ApiSettings(database_url=away, database_connect_timeout_seconds=2)) as live:
+        with live.client("sjk_1_whatever") as http:
+            assert http.get("/healthz").status_code == 200
+            for path in ("/readyz", "/v1/schedules"):
+                answer = http.get(path)
+                assert answer.status_code == 503, answer.text
+                assert answer.headers["content-type"] == PROBLEM
+                assert answer.json()["detail"].startswith("PostgreSQL is unavailable")
+                assert "postgres@" not in answer.text
+
+
+async def test_a_text_no_schedule_can_hold_is_refused_naming_it(api: LiveApi):
+    """Found by schemathesis: a NUL in a filter reached PostgreSQL, which refuses it (500)."""
+    with api.client(await api.key(None)) as http:
+        for path, params in [
+            ("/v1/schedules", {"kind": "a\x00b"}),
+            ("/v1/schedules", {"tenant": "a\x00b"}),
+            ("/v1/schedules/by-name/a%00b", {"tenant": "acme"}),
+            ("/v1/export", {"tenant": "a\x00b"}),
+        ]:
+            answer = http.get(path, params=params)
+            assert answer.status_code == 422, (path, answer.text)
+            assert "printable characters, got 'a\\x00b'" in answer.json()["detail"]
+        applied = http.put("/v1/schedules", params={"tenant": "a\x00b"}, json={"schedules": []})
+        assert applied.status_code == 422
