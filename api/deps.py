@@ -12,11 +12,11 @@ from psycopg_pool import AsyncConnectionPool
 from api.settings import ApiSettings
 
 
-def pool(request: Request) -> AsyncConnectionPool:
+async def pool(request: Request) -> AsyncConnectionPool:
     return request.app.state.pool
 
 
-def settings(request: Request) -> ApiSettings:
+async def settings(request: Request) -> ApiSettings:
     return request.app.state.settings
 
 

@@ -1,7 +1,8 @@
 """`make run`: the whole system on the embedded local stack, stopped cleanly by Ctrl-C.
 
 Starts PostgreSQL and the Temporal dev server (state in `.dev/`), applies migrations,
-loads demo invoices once, syncs the schedules and runs worker replicas.
+loads demo invoices once, syncs the schedules, runs worker replicas and serves the HTTP API
+(`python -m api serve`) with a key for the demo tenant (devstack/api.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import psycopg
 from core.errors import SchedulerError
 from core.queues import task_queue
 from core.sql import queries
+from devstack.api import DEMO_TENANT, ApiProcess, demo_key
 from devstack.demo import load_demo_data, seed_weekly_reports
 from devstack.mailsink import MailSink
 from devstack.payments import PaymentProviderServer
@@ -44,6 +46,7 @@ UI_PORT = 8233
 SMTP_PORT = 8025  # the default SMTP_PORT: the workers mail the sink without configuration
 PAYMENTS_PORT = 8090  # the default PAYMENTS_URL's port: monthly-billing charges it
 WEBHOOK_PORT = 8091  # the webhook receiver the workers' WEBHOOK_URL points at
+API_PORT = 8088  # the default API_PORT of `python -m api serve`
 
 logger = logging.getLogger("devstack")
 _Q = queries("devstack.sql", "devstack")
@@ -87,6 +90,7 @@ class LocalStack:
         smtp_port: int = SMTP_PORT,
         payments_port: int = PAYMENTS_PORT,
         webhook_port: int = WEBHOOK_PORT,
+        api_port: int = API_PORT,
     ):
         self.state = state
         self.mail = MailSink(smtp_port, directory=state / "mail", keep=False)
@@ -99,6 +103,8 @@ class LocalStack:
             temporal_port, ui_port, state / "temporal.db", state / "logs" / "temporal.log"
         )
         self.workers: list[subprocess.Popen] = []
+        self.api = ApiProcess(api_port)
+        self.api_key = ""
 
     def settings(self) -> Settings:
         return Settings(
@@ -147,6 +153,12 @@ class LocalStack:
             "DATABASE_URL": settings.database_url.get_secret_value(),
             "PYTHONUNBUFFERED": "1",
         }
+        # Before the workers: `workers ready` is the stack's last line, the API is up by then.
+        self.api.start(env)
+        self.api_key, new = await demo_key(settings.database_url.get_secret_value(), self.state)
+        kept = "created now" if new else f"kept in {self.state / 'api-key'}"
+        _say(f"HTTP API on {self.api.url} (docs: {self.api.url}/docs)")
+        _say(f"API key of the demo tenant {DEMO_TENANT} ({kept}): {self.api_key}")
         readies = []
         # The replicas run every job; one more process runs only the runtime schedules'
         # dispatchers, on their own task queue, so a herd's work never starves a tick.
@@ -166,6 +178,7 @@ class LocalStack:
         )
 
     def stop(self) -> None:
+        self.api.stop()
         for proc in self.workers:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -201,6 +214,7 @@ def _instructions(stack: LocalStack) -> str:
   See the outbox:    {db_env}{bin_dir}/python -m worker outbox
   Read the mail:     {bin_dir}/python -m devstack.mailsink --dir {stack.mail.directory}
   Webhooks received: {bin_dir}/python -m devstack.webhooks --dir {stack.webhooks.directory}
+  HTTP API:          curl -H "Authorization: Bearer $(cat {stack.state / "api-key"})" {stack.api.url}/v1/schedules
 {_metrics_line(stack.replicas)}  Ctrl-C stops everything; the next `make run` reuses the state in {stack.state}.
 """
 
@@ -221,6 +235,7 @@ def _ports(args: argparse.Namespace) -> list[tuple[str, str, int]]:
         ("--smtp-port", "the SMTP mail sink", args.smtp_port),
         ("--payments-port", "the payment provider", args.payments_port),
         ("--webhook-port", "the webhook receiver", args.webhook_port),
+        ("--api-port", "the HTTP API", args.api_port),
     ]
 
 
@@ -247,6 +262,7 @@ async def main(args: argparse.Namespace) -> int:
         args.smtp_port,
         args.payments_port,
         args.webhook_port,
+        args.api_port,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -287,6 +303,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--webhook-port", type=int, default=WEBHOOK_PORT, help="the webhook receiver's port"
     )
+    parser.add_argument("--api-port", type=int, default=API_PORT, help="the HTTP API's port")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     try:

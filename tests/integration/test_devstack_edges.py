@@ -16,11 +16,12 @@ from tests.helpers import ROOT, wait_for_text
 
 
 def devstack(state, ports: list[int]) -> list[str]:
-    pg, temporal, ui, smtp, payments, webhooks = ports
+    pg, temporal, ui, smtp, payments, webhooks, api = ports
     return [
         *(sys.executable, "-m", "devstack", f"--state={state}"),
         *(f"--pg-port={pg}", f"--temporal-port={temporal}", f"--ui-port={ui}"),
         *(f"--smtp-port={smtp}", f"--payments-port={payments}", f"--webhook-port={webhooks}"),
+        f"--api-port={api}",
     ]
 
 
@@ -34,7 +35,7 @@ def test_a_state_directory_another_stack_holds_is_refused_in_one_line(service_tm
     holder.start()
     try:
         second = subprocess.run(
-            devstack(state, [free_port() for _ in range(6)]),
+            devstack(state, [free_port() for _ in range(7)]),
             cwd=ROOT,
             env=clean_env(),
             capture_output=True,
@@ -77,7 +78,7 @@ def test_ctrl_c_while_the_stack_starts_stops_it_there(service_tmp, tmp_path):
     stopped. Now it stops where it is: in a blocking step (initdb, pg_ctl) or an awaited
     one (the Temporal dev server's start), and stops what had started."""
     state = service_tmp / f"interrupted-{free_port()}"
-    ports = [free_port() for _ in range(6)]
+    ports = [free_port() for _ in range(7)]
 
     first = tmp_path / "first.log"
     assert interrupted_at(state, first, ports, "starting PostgreSQL") == 130

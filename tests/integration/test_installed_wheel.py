@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
 import tomllib
 import uuid
 import zipfile
 from datetime import date, timedelta
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 from temporalio.service import RPCError
 
 from devstack import free_port
-from tests.helpers import ROOT, TEMPLATE_DB
+from tests.helpers import ROOT, TEMPLATE_DB, assert_eventually
 from tests.helpers.wheel import InstalledWheel, run, tracked
 from tests.helpers.worker import WorkerProcess, settings_env
 from tests.integration.jobs import insert_invoices
@@ -192,3 +195,62 @@ async def test_the_installed_package_migrates_syncs_runs_and_audits(
             except RPCError:
                 pass
     assert stopped == 0, worker.log.read_text()[-3000:]  # drained on SIGTERM, exit 0
+
+
+async def test_the_installed_api_serves_keys_and_schedules_over_http(
+    python, outside, settings, db, tmp_path
+):
+    """The API as deployed runs it (deploy/k8s's `python -m api serve`, compose's `api`):
+    from the wheel's venv, outside the checkout; a key made with the installed `python -m
+    api keys create`; a schedule created and read over HTTP, its change authored by the key."""
+    port = free_port()
+    env = installed_env(settings, API_PORT=str(port))
+    created = run([python, "-m", "api", "keys", "create", "--tenant", "acme"], cwd=outside, env=env)
+    key = created.stdout.strip().splitlines()[-1]
+    assert created.stdout.startswith("created key ") and key.startswith("sjk_"), created.stdout
+    (customer,) = db.execute(
+        "INSERT INTO customers (tenant, name, email, timezone) "
+        "VALUES ('acme', 'Acme', 'ops@acme.example', 'Europe/London') RETURNING id"
+    ).fetchone()
+    log = tmp_path / "api.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [python, "-m", "api", "serve"], cwd=outside, env=env, stdout=out, stderr=out
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+
+        async def ready():
+            assert server.poll() is None, log.read_text()
+            try:
+                assert httpx.get(f"{base}/readyz", timeout=5).status_code == 200
+            except httpx.TransportError as exc:
+                raise AssertionError(f"not serving yet: {exc}") from None
+
+        await assert_eventually(ready, timeout=60)
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as http:
+            made = http.post(
+                "/v1/schedules",
+                json={
+                    "name": "weekly",
+                    "kind": "weekly-report",
+                    "cron": "0 8 * * 1",
+                    "timezone": "Europe/London",
+                    "params": {"customer_id": customer},
+                },
+            )
+            assert made.status_code == 201, made.text
+            read = http.get(made.headers["Location"])
+            assert read.status_code == 200 and read.json() == made.json()
+            assert (read.json()["tenant"], read.json()["version"]) == ("acme", 1)
+    finally:
+        server.terminate()
+        stopped = server.wait(30)
+    # uvicorn shuts down on SIGTERM (requests finished, the pool closed), then raises the
+    # signal again, as a process killed by it would end.
+    assert stopped in (0, -signal.SIGTERM), log.read_text()[-3000:]
+    assert "Application shutdown complete" in log.read_text(), log.read_text()[-3000:]
+    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+    key_id = key.split("_")[1]
+    changes = db.execute("SELECT action, by FROM runtime_schedule_changes").fetchall()
+    assert changes == [("create", f"api-key:{key_id}")]

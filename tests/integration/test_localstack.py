@@ -4,24 +4,34 @@ for it (`<!-- runnable on make run: ... -->`, tests/helpers/docs.py) run on it a
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import urllib.request
 from datetime import UTC, datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import httpx
 import psycopg
+import pytest
 
 from devstack import free_port
+from devstack.api import DEMO_TENANT
 from devstack.temporal import temporal_binary
 from schedules.catalog.model import load_catalog
 from tests.helpers import ROOT, assert_eventually, wait_for_text
 from tests.helpers.docs import marked
 
+# Two starts of the whole stack (PostgreSQL, Temporal, the workers, the API), the docs'
+# walks and an audit: on a loaded 2-core machine more than the default 300 s.
+pytestmark = pytest.mark.timeout(600)
+
 
 def start_stack(state, log, ports) -> subprocess.Popen:
-    pg, temporal, ui, smtp, payments, webhooks = ports
+    pg, temporal, ui, smtp, payments, webhooks, api = ports
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
     with log.open("wb") as out:
         return subprocess.Popen(
@@ -36,6 +46,7 @@ def start_stack(state, log, ports) -> subprocess.Popen:
                 f"--smtp-port={smtp}",
                 f"--payments-port={payments}",
                 f"--webhook-port={webhooks}",
+                f"--api-port={api}",
             ],
             cwd=ROOT,
             env=env | {"PYTHONUNBUFFERED": "1"},
@@ -77,17 +88,50 @@ def run_docs_blocks(state, tmp_path, env: dict[str, str]) -> None:
         assert "Traceback" not in done.stderr, f"{block.where}:\n{done.stderr}"
 
 
+def demo_key(log: str, how: str) -> str:
+    """The demo tenant's key as `make run` printed it, `how` it came (created, kept)."""
+    (key,) = re.findall(
+        rf"API key of the demo tenant {DEMO_TENANT} \({re.escape(how)}\): (\S+)", log
+    )
+    return key
+
+
+def run_api_walkthrough(tmp_path, env: dict[str, str]) -> str:
+    """docs/api.md's ```bash blocks, in order, in one bash (a reader's terminal: a variable
+    one block sets, the next reads), with this venv first on PATH (the page's `source
+    .venv/bin/activate`); the output."""
+    blocks = re.findall(
+        r"^```bash\n(.*?)^```$", (ROOT / "docs" / "api.md").read_text(), re.M | re.S
+    )
+    assert len(blocks) >= 8, blocks
+    for tool in ("curl", "jq"):
+        assert shutil.which(tool), f"docs/api.md's walkthrough needs {tool}: install it"
+    path = f"{Path(sys.executable).parent}:{env.get('PATH', os.defpath)}"
+    done = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + "\n".join(blocks)],
+        cwd=tmp_path,
+        env=env | {"PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"docs/api.md:\n{done.stdout}\n{done.stderr}"
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stdout
+
+
 def interrupt(proc: subprocess.Popen) -> int:
     proc.send_signal(signal.SIGINT)
     return proc.wait(90)
 
 
 async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_path, service_tmp):
-    ports = tuple(free_port() for _ in range(6))
+    ports = tuple(free_port() for _ in range(7))
     # The stack's state holds its PostgreSQL data: outside pytest's directories (conftest).
     state, log = service_tmp / f"dev-{ports[0]}", tmp_path / "run.log"
     db_url = f"postgresql://postgres@127.0.0.1:{ports[0]}/scheduled_jobs"
     address = f"127.0.0.1:{ports[1]}"
+    api_url = f"http://127.0.0.1:{ports[6]}"
 
     first_sync = datetime.now(UTC)  # no later than the first start's sync
     stack = start_stack(state, log, ports)
@@ -97,6 +141,15 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
         assert f"webhook receiver on http://127.0.0.1:{ports[5]}/hooks" in log.read_text()
         with urllib.request.urlopen(f"http://127.0.0.1:{ports[2]}/", timeout=10) as page:
             assert page.status == 200
+        # The HTTP API serves, and the demo tenant's key it printed reads that tenant's
+        # schedules (one weekly report each); the key is the one kept in the state.
+        assert f"HTTP API on {api_url}" in log.read_text()
+        key = demo_key(log.read_text(), "created now")
+        assert (state / "api-key").read_text().strip() == key
+        assert (state / "api-key").stat().st_mode & 0o077 == 0, "readable by its owner only"
+        listed = httpx.get(f"{api_url}/v1/schedules", headers={"Authorization": f"Bearer {key}"})
+        assert listed.status_code == 200, listed.text
+        assert [s["tenant"] for s in listed.json()["schedules"]] == [DEMO_TENANT]
         listed = subprocess.run(
             [temporal_binary(), "schedule", "list", "--address", address],
             capture_output=True,
@@ -193,6 +246,12 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
         run_docs_blocks(
             state, tmp_path, reader_env | {"TEMPORAL_ADDRESS": address, "DATABASE_URL": db_url}
         )
+        # docs/api.md's curl walkthrough, as written, in one shell: its triggered run is
+        # among those the audit below judges.
+        walkthrough = run_api_walkthrough(
+            tmp_path, reader_env | {"SCHEDULES_API_URL": api_url, "DATABASE_URL": db_url}
+        )
+        assert "412" in walkthrough.splitlines(), walkthrough  # the stale If-Match
 
         # Meanwhile the whole catalog ran live beside the trigger (card-settlement every
         # minute, outbox-relay every 30 s, the others at their times if one came): the
@@ -221,6 +280,8 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
     try:
         wait_for_text(log2, "workers ready", timeout=120)
         second_sync = datetime.now(UTC)  # no earlier than the second start's sync
+        wait_for_text(log2, f"API key of the demo tenant {DEMO_TENANT}", timeout=120)
+        assert demo_key(log2.read_text(), f"kept in {state / 'api-key'}") == key
         text = log2.read_text()
         assert "migrations applied: 0 new" in text
         if local_years(first_sync) == local_years(second_sync):

@@ -28,6 +28,7 @@ import pytest
 import yaml
 from psycopg.conninfo import conninfo_to_dict
 
+from api.settings import ApiSettings
 from devstack.temporal import temporal_binary
 from tests.unit.deploy_checks import dev_server_versions, help_probe
 from worker.settings import Settings
@@ -48,6 +49,7 @@ SERVICES = {
     "audit",
     "worker",
     "dispatcher",
+    "api",
     "mailpit",
     "webhook",
     "payments",
@@ -56,8 +58,10 @@ SERVICES = {
 }
 # `audit` is an on-demand one-shot (profile `audit`): `docker compose run --rm audit`.
 ONE_SHOT = {"temporal-schema", "temporal-namespace", "migrate", "audit"}
-APP_SERVICES = ("migrate", "worker", "dispatcher", "audit")
+APP_SERVICES = ("migrate", "worker", "dispatcher", "audit", "api")
 SETTINGS_VARS = frozenset(name.upper() for name in Settings.model_fields)
+# The API reads the worker's settings and its own (api/settings.py).
+API_SETTINGS_VARS = frozenset(name.upper() for name in ApiSettings.model_fields)
 # Variables an app container may set that Settings does not read (a library's own, such as
 # OTEL_* once telemetry exports). None yet: every app variable is a Settings field.
 NON_SETTINGS_VARS: frozenset[str] = frozenset()
@@ -127,12 +131,13 @@ def env(service: str) -> dict[str, str]:
 
 def settings_of(service: str, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """The Settings a container of `service` would build, from its environment alone."""
-    for name in SETTINGS_VARS:
+    for name in API_SETTINGS_VARS:
         monkeypatch.delenv(name, raising=False)
     variables = env(service)
     passed_through = [name for name, value in variables.items() if value is None]
     assert not passed_through, f"{service} takes {passed_through} from the host: give values"
-    return Settings(**{name.lower(): value for name, value in variables.items()})
+    read = ApiSettings if service == "api" else Settings
+    return read(**{name.lower(): value for name, value in variables.items()})
 
 
 def command_lines(service: str) -> list[list[str]]:
@@ -263,7 +268,8 @@ def test_a_missing_password_stops_interpolation():
 def test_app_services_set_only_settings_variables(service):
     names = set(env(service))
     assert names, f"{service} sets no environment"
-    unknown = names - SETTINGS_VARS - NON_SETTINGS_VARS
+    known = API_SETTINGS_VARS if service == "api" else SETTINGS_VARS
+    unknown = names - known - NON_SETTINGS_VARS
     assert not unknown, f"{service} sets {sorted(unknown)}, which Settings does not read"
     assert all(name == name.upper() for name in names)
 
@@ -542,6 +548,17 @@ def test_worker_healthcheck_is_the_health_command(monkeypatch):
     assert settings_of("worker", monkeypatch).worker_identity is None
 
 
+def test_the_api_serves_on_its_published_port_and_is_ready_when_its_database_is(monkeypatch):
+    api = services()["api"]
+    assert api["command"] == ["python", "-m", "api", "serve"]
+    settings = settings_of("api", monkeypatch)
+    assert settings.api_host == "0.0.0.0", "other containers and the host reach it"
+    assert api["ports"] == [f"127.0.0.1:{settings.api_port}:{settings.api_port}"]
+    probe = " ".join(api["healthcheck"]["test"])
+    assert f"http://127.0.0.1:{settings.api_port}/readyz" in probe
+    assert "migrate" in api["depends_on"], "no request before the schema is there"
+
+
 @pytest.mark.parametrize(("text", "expected"), [("45s", 45), ("1m30s", 90), ("1h", 3600)])
 def test_seconds_reads_compose_durations(text, expected):
     assert seconds(text) == expected
@@ -568,8 +585,9 @@ def test_postgres_has_connections_for_everyone(monkeypatch):
     temporal = env("temporal")
     temporal_conns = 4 * (int(temporal["SQL_MAX_CONNS"]) + int(temporal["SQL_VIS_MAX_CONNS"]))
     worker_conns = sum(
-        services()[name]["deploy"]["replicas"] * settings_of(name, monkeypatch).database_pool_size
-        for name in ("worker", "dispatcher")
+        services()[name].get("deploy", {}).get("replicas", 1)
+        * settings_of(name, monkeypatch).database_pool_size
+        for name in ("worker", "dispatcher", "api")
     )
     migrate_conns, superuser_reserved = 1, 3
     needed = temporal_conns + worker_conns + migrate_conns + superuser_reserved

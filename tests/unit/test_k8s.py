@@ -26,6 +26,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from api.app import create_app
+from api.settings import ApiSettings
 from tests.unit.deploy_checks import dev_server_versions, help_probe, temporal_binary
 from worker.settings import Settings
 
@@ -58,11 +60,14 @@ NAMESPACE = "scheduled-jobs"
 SECRET = "scheduled-jobs-secrets"
 WORKER = "scheduled-jobs-worker"
 DISPATCHER = "scheduled-jobs-dispatcher"
+API = "scheduled-jobs-api"
 # Kinds that come from CRDs, with what they are checked against instead of a schema.
 CUSTOM_KINDS = {"ScaledObject", "TriggerAuthentication", "ServiceMonitor", "PrometheusRule"}
 WORKLOAD_KINDS = {"Deployment", "Job", "CronJob"}
 
 SETTINGS_VARS = frozenset(name.upper() for name in Settings.model_fields)
+# The API's container reads the worker's settings and its own (api/settings.py).
+API_SETTINGS_VARS = frozenset(name.upper() for name in ApiSettings.model_fields)
 SECRET_SETTINGS = {
     "DATABASE_URL",
     "APP_DATABASE_PASSWORD",
@@ -97,6 +102,8 @@ REQUIRED_IN_DISPATCHER = REQUIRED_EVERYWHERE | {
     "WORKER_ROLE",
     "WORKER_GRACEFUL_SHUTDOWN_SECONDS",
 }
+# ... and the API where it listens (every interface of its pod, the port its Service targets).
+REQUIRED_IN_API = REQUIRED_EVERYWHERE | {"API_HOST", "API_PORT", "LOG_FORMAT"}
 # Values standing in for the Secret's keys when building Settings from a container's env.
 SECRET_STAND_INS = {
     "DATABASE_URL": "postgresql://scheduled_jobs_app:pw@db.example.com:5432/scheduled_jobs",
@@ -125,6 +132,7 @@ KEDA_TEMPORAL_METADATA = {
     "tlsServerName",
 }
 KEDA_TEMPORAL_AUTH = {"apiKey", "ca", "cert", "key", "keyPassword"}
+DB = "postgresql://scheduled_jobs_app:pw@db.example.com:5432/scheduled_jobs"
 _EXACT_TAG = re.compile(r"^\d+\.\d+\.\d+$")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
@@ -212,9 +220,14 @@ def environment(objects, container) -> dict[str, str | dict]:
     return env
 
 
+def settings_class(container) -> type[Settings]:
+    """What the container's process reads its settings into: the API's, or the worker's."""
+    return ApiSettings if container["name"] == "api" else Settings
+
+
 def settings_from(objects, container, monkeypatch) -> Settings:
     """The Settings the container builds, its secret keys given stand-in values."""
-    for name in SETTINGS_VARS:
+    for name in API_SETTINGS_VARS:
         monkeypatch.delenv(name, raising=False)
     values = {}
     for name, value in environment(objects, container).items():
@@ -222,7 +235,7 @@ def settings_from(objects, container, monkeypatch) -> Settings:
             values[name.lower()] = SECRET_STAND_INS[value["secretKeyRef"]["key"]]
         else:
             values[name.lower()] = value
-    return Settings(**values)
+    return settings_class(container)(**values)
 
 
 def worker_container(objects) -> dict[str, Any]:
@@ -328,8 +341,8 @@ def test_images_are_pinned_to_an_exact_version_or_digest(objects):
 def test_long_running_containers_have_all_three_probes_on_the_health_command(objects):
     health = ["python", "-m", "worker", "health"]
     for workload, _spec, container in containers(objects):
-        if workload["kind"] != "Deployment":
-            continue
+        if workload["kind"] != "Deployment" or workload["metadata"]["name"] == API:
+            continue  # the API answers HTTP probes: test_the_api_is_probed_over_http
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
             assert container[probe]["exec"]["command"] == health, (
                 label(workload, container),
@@ -364,7 +377,7 @@ def test_every_command_is_a_real_entry_point(workdir):
     for container in every:
         commands.add(tuple(container["command"]))
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-            if probe in container:
+            if "exec" in container.get(probe, {}):
                 commands.add(tuple(container[probe]["exec"]["command"]))
     for command in sorted(commands):
         assert command[:2] == ("python", "-m"), command
@@ -378,16 +391,19 @@ def test_every_command_is_a_real_entry_point(workdir):
 def test_containers_set_only_settings_variables(objects):
     for workload, _spec, container in containers(objects):
         names = set(environment(objects, container))
-        unknown = names - SETTINGS_VARS
+        known = API_SETTINGS_VARS if settings_class(container) is ApiSettings else SETTINGS_VARS
+        unknown = names - known
         assert not unknown, f"{label(workload, container)} sets {sorted(unknown)}, unread"
 
 
 def test_every_setting_a_deploy_needs_is_set(objects):
     for workload, _spec, container in containers(objects):
         names = set(environment(objects, container))
-        needed = {WORKER: REQUIRED_IN_WORKER, DISPATCHER: REQUIRED_IN_DISPATCHER}.get(
-            workload["metadata"]["name"], REQUIRED_EVERYWHERE
-        )
+        needed = {
+            WORKER: REQUIRED_IN_WORKER,
+            DISPATCHER: REQUIRED_IN_DISPATCHER,
+            API: REQUIRED_IN_API,
+        }.get(workload["metadata"]["name"], REQUIRED_EVERYWHERE)
         assert needed <= names, f"{label(workload, container)} lacks {sorted(needed - names)}"
 
 
@@ -451,7 +467,9 @@ def test_mtls_files_are_mounted_where_the_settings_point(workdir, monkeypatch):
     objects = rendered("temporal-cloud+mtls", workdir)
     for workload, spec, container in containers(objects):
         settings = settings_from(objects, container, monkeypatch)
-        if container["name"] == "migrate":  # migrations talk to PostgreSQL only
+        if container["name"] in ("migrate", "api"):  # they talk to PostgreSQL only
+            mounted = {m["mountPath"] for m in container.get("volumeMounts", [])}
+            assert "/etc/temporal-tls" not in mounted or container["name"] == "migrate"
             continue
         mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
         volumes = {v["name"]: v for v in spec["volumes"]}
@@ -544,6 +562,71 @@ def test_the_dispatchers_run_in_workers_of_their_own(objects, monkeypatch):
     assert budget["maxUnavailable"] == 1
     worker_pods = one(objects, "Deployment", WORKER)["spec"]["selector"]["matchLabels"]
     assert worker_pods.items() - pod_template(dispatcher)["metadata"]["labels"].items()
+
+
+# --- the HTTP API: Deployment, Service, budget, probes, network -------------------------
+
+
+def api_container(objects) -> dict[str, Any]:
+    (container,) = pod_spec(one(objects, "Deployment", API))["containers"]
+    return container
+
+
+def test_the_api_serves_on_the_port_its_service_targets(objects, monkeypatch):
+    deployment = one(objects, "Deployment", API)
+    container = api_container(objects)
+    assert container["command"] == ["python", "-m", "api", "serve"]
+    settings = settings_from(objects, container, monkeypatch)
+    assert settings.api_host == "0.0.0.0", "the Service reaches the pod on its own address"
+    (port,) = container["ports"]
+    assert (port["name"], port["containerPort"]) == ("http", settings.api_port)
+    service = one(objects, "Service", API)
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert "clusterIP" not in service["spec"], "load-balanced, not headless"
+    (service_port,) = service["spec"]["ports"]
+    assert service_port["targetPort"] == "http"
+    # Its own pods: neither the workers' Service nor their autoscaler counts them.
+    worker_pods = one(objects, "Deployment", WORKER)["spec"]["selector"]["matchLabels"]
+    assert worker_pods.items() - pod_template(deployment)["metadata"]["labels"].items()
+
+
+def test_the_api_is_probed_over_http(objects):
+    container = api_container(objects)
+    paths = {
+        probe: (container[probe]["httpGet"]["path"], container[probe]["httpGet"]["port"])
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe")
+    }
+    # Liveness asks only whether the process serves: a database outage takes the pods out
+    # of the Service (readiness), it does not restart them.
+    assert paths == {
+        "startupProbe": ("/healthz", "http"),
+        "readinessProbe": ("/readyz", "http"),
+        "livenessProbe": ("/healthz", "http"),
+    }
+    routes = set(create_app(ApiSettings(database_url=DB)).openapi()["paths"])
+    assert {"/healthz", "/readyz"} <= routes
+
+
+def test_two_api_replicas_and_a_drain_takes_one_at_a_time(objects):
+    deployment = one(objects, "Deployment", API)
+    assert deployment["spec"]["replicas"] == 2
+    rolling = deployment["spec"]["strategy"]["rollingUpdate"]
+    assert rolling["maxUnavailable"] == 0 and rolling["maxSurge"] >= 1
+    budget = one(objects, "PodDisruptionBudget", API)["spec"]
+    assert budget["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert budget["maxUnavailable"] == 1
+
+
+def test_the_api_takes_requests_on_its_http_port_only(objects):
+    policy = one(objects, "NetworkPolicy", API)["spec"]
+    pods = one(objects, "Deployment", API)["spec"]["selector"]["matchLabels"]
+    assert policy["podSelector"]["matchLabels"] == pods
+    assert policy["policyTypes"] == ["Ingress"], "egress stays the fleet's policy"
+    (ingress,) = policy["ingress"]
+    assert [(p["port"], p["protocol"]) for p in ingress["ports"]] == [("http", "TCP")]
+    # From this namespace, and from the namespaces labelled as the API's clients; no
+    # rule without a `from` (which would admit the whole internet through a LoadBalancer).
+    assert ingress["from"] and all(peer for peer in ingress["from"])
 
 
 # --- migrate + sync, check ---------------------------------------------------------------
@@ -678,7 +761,7 @@ def test_the_hpa_fallback_scales_on_cpu(workdir):
 
 
 def test_the_network_policy_admits_only_scrapes_and_lets_out_only_what_is_used(objects):
-    policy = one(objects, "NetworkPolicy")["spec"]
+    policy = one(objects, "NetworkPolicy", NAMESPACE)["spec"]
     assert policy["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "scheduled-jobs"}
     assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
     (ingress,) = policy["ingress"]
@@ -692,7 +775,7 @@ def test_the_network_policy_admits_only_scrapes_and_lets_out_only_what_is_used(o
 
 
 def test_self_hosted_temporal_is_reached_in_its_own_namespace_only(workdir):
-    policy = one(rendered("self-hosted", workdir), "NetworkPolicy")["spec"]
+    policy = one(rendered("self-hosted", workdir), "NetworkPolicy", NAMESPACE)["spec"]
     (temporal,) = [r for r in policy["egress"] if {p["port"] for p in r["ports"]} == {7233}]
     (peer,) = temporal["to"]
     assert peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "temporal"}
