@@ -64,6 +64,7 @@ class NoticeWebhookTransport:
             raise DeliveryError(f"tenant {tenant!r} has no notice webhook now", permanent=True)
         url, secret = row
         redact.add_url_secrets(url)  # a receiver may echo its request line back
+        redact.add_secret(secret)  # never sent; scrubbed all the same
         return url, secret
 
     async def send(self, message: OutboxMessage) -> None:

@@ -8,6 +8,7 @@ keeps each notice exactly once."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -24,6 +25,11 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 from standardwebhooks import Webhook, WebhookVerificationError
 
+import jobs
+from activities.kinds import build_runtime_kinds
+from activities.runtime import RuntimeActivities
+from activities.runtime_models import BatchInput, batch_workflow_id
+from core.errors import ScheduleNotFoundError
 from devstack import free_port
 from devstack.mailsink import MailSink
 from jobs.outbox_relay.activities import Relay, RelayConfig
@@ -43,6 +49,8 @@ from tests.integration.runtime import (
     settled,
     tick_all,
 )
+from tests.integration.test_runtime_batch import as_attempt
+from tests.integration.test_runtime_dispatch import customer
 from tests.integration.test_runtime_schedules_cli import cli, one_error_line
 
 pytestmark = pytest.mark.timeout(240)
@@ -122,6 +130,11 @@ def receiver() -> Iterator[Receiver]:
 RELAY_PROCESS = """
 import asyncio, sys
 from psycopg_pool import AsyncConnectionPool
+import jobs
+from core.errors import ScheduleNotFoundError
+from activities.kinds import build_runtime_kinds
+from activities.runtime import RuntimeActivities
+from activities.runtime_models import BatchInput, batch_workflow_id
 from jobs.outbox_relay.activities import Relay, RelayConfig
 from jobs.outbox_relay.transports import SmtpConfig
 
@@ -331,8 +344,49 @@ async def test_a_runtime_schedules_failure_reaches_its_tenant_by_email_and_webho
 
     cleared = cli(database_url, "notify", "clear", "acme")
     assert cleared.stdout.strip() == "acme: no more notices"
-    gone = cli(database_url, "notify", "show", "acme")
-    assert gone.returncode == 2 and one_error_line(gone) == (
-        "error: tenant 'acme' has no notice channels"
-    )
+    with pytest.raises(ScheduleNotFoundError, match=r"^tenant 'acme' has no notice channels$"):
+        await tenants.notices(database_url, "acme")
     await audit_clean(database_url, client, task_queue, NOW, NOW + timedelta(minutes=1), late=LATE)
+
+
+async def test_a_batchs_failed_slot_queues_its_notices_in_the_batchs_transaction(db, database_url):
+    """A runtime kind run in batches: the slot that fails alone (its customer moved to
+    another tenant) queues its failed and paused notices with its failure; the others,
+    completed, queue none. (The batch activity is run directly: no Temporal run, so the
+    audit has nothing to judge; test_runtime_tenancy does the same.)"""
+    fresh_ids(db)
+    minute = datetime.now(UTC).replace(second=0, microsecond=0)
+    cids = [customer(db, f"t{i}", "UTC") for i in range(2)]
+    once = {"next_fire_at": minute, "timing_since": minute, "end_at": minute}
+    ids = [
+        insert_schedule(db, tenant=f"t{i}", name="weekly", kind="weekly-report",
+                        cron="* * * * *", timezone="UTC", params={"customer_id": cid}, **once)
+        for i, cid in enumerate(cids)
+    ]  # fmt: skip
+    for i in range(2):
+        await tenants.set_notices(database_url, f"t{i}", emails=[f"ops@t{i}.test"])
+    await tenants.set_pause_after_failures(database_url, ids[1], 1, by="test")
+    db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (cids[1],))
+    batch_id = batch_workflow_id(ids[0], minute)
+    db.execute(
+        "INSERT INTO runtime_dispatch_intents (schedule_id, scheduled_at, workflow_id, origin)"
+        " SELECT unnest(%s::bigint[]), %s, %s, 'scheduled'",
+        (ids, minute, batch_id),
+    )
+    kind = jobs.runtime_kinds()["weekly-report"]
+    batched = {kind.name: dataclasses.replace(kind, batch=True)}
+    async with AsyncConnectionPool(database_url, min_size=1, max_size=2, open=False) as pool:
+        work = build_runtime_kinds(jobs.kinds().values(), batched, pool)
+        done = await as_attempt(batch_id, "run-1", 1).run(
+            RuntimeActivities(pool, work).run_runtime_batch, BatchInput(batch_id=batch_id)
+        )
+    assert (done.completed, done.failed) == (1, 1)
+    queued = db.execute(
+        "SELECT payload->>'schedule', payload->>'event', payload->>'to', payload->>'slot'"
+        " FROM outbox_messages WHERE type = 'NoticeEmail' ORDER BY 2"
+    ).fetchall()
+    when = minute.isoformat().replace("+00:00", "Z")
+    assert queued == [
+        (f"rt-{ids[1]}", "failed", "ops@t1.test", when),
+        (f"rt-{ids[1]}", "paused", "ops@t1.test", when),
+    ]
