@@ -28,24 +28,25 @@ _RUNTIME = re.compile(r"^rt-([0-9]+)$")
 
 async def auto_pause_in(
     conn: AsyncConnection, job_name: str, catalog_limit: int | None = None
-) -> bool:
+) -> str | None:
     """After a slot of `job_name` was recorded failed in `conn`'s transaction: pause its
     schedule if that failure is its K-th in a row (a runtime schedule's K is on its row; a
-    catalog job's is `catalog_limit`). True when it paused it."""
+    catalog job's is `catalog_limit`). The pause's note when it paused it, else None."""
     runtime = _RUNTIME.match(job_name)
     if runtime is not None:
         params = {"id": int(runtime[1]), "job": job_name}
         cur = await conn.execute(_Q["auto_pause_runtime"], params)
-        return await cur.fetchone() is not None
+        row = await cur.fetchone()
+        return row[1] if row is not None else None
     if catalog_limit is None:
-        return False
+        return None
     cur = await conn.execute(_Q["catalog_streak"], {"job": job_name, "k": catalog_limit})
     if (row := await cur.fetchone()) is None:
-        return False
+        return None
     note = row[0]
     await conn.execute(_Q["record_auto_pause"], {"job": job_name, "note": note})
     await pause_schedule(job_name, note)
-    return True
+    return note
 
 
 async def pause_schedule(schedule_id: str, note: str) -> None:

@@ -22,6 +22,7 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import notices
 from activities.auto_pause import auto_pause_in
 from activities.heartbeat import heartbeating
 from activities.models import (
@@ -270,8 +271,9 @@ class ExecutionActivities:
     @traced("db.record_failure")
     async def record_failure(self, failure: FailureInput) -> None:
         """Mark the execution failed, unless another workflow run has taken it over; a
-        runtime schedule failing its K-th slot in a row is paused in the same transaction
-        (`activities.auto_pause`)."""
+        schedule failing its K-th slot in a row is paused in the same transaction
+        (`activities.auto_pause`), and the notices of both are queued in it
+        (`activities.notices`)."""
         params = {
             "id": failure.execution_id,
             "run_id": failure.run_id,
@@ -280,7 +282,8 @@ class ExecutionActivities:
         async with self.pool.connection() as conn, conn.transaction():
             row = await (await conn.execute(_Q["fail"], params)).fetchone()
             if row is not None:
-                await auto_pause_in(conn, row[0], failure.pause_after_failures)
+                note = await auto_pause_in(conn, row[0], failure.pause_after_failures)
+                await notices.failed_in(conn, row[0], row[1], params["error"], note, failure.notify)
         record_failed(row[0] if row else None)
 
 

@@ -87,6 +87,9 @@ class FailureInput(BaseModel):
     # A catalog job's `pause_after_failures` (issue 40): its schedule is paused once this
     # failure is the K-th in a row. A runtime schedule's is on its row.
     pause_after_failures: int | None = None
+    # A catalog job's `notify` (issue 40): the tenant whose channels get its notices. A
+    # runtime schedule's go to its own tenant's.
+    notify: str | None = None
 
 
 class AttemptQuery(BaseModel):

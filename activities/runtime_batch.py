@@ -36,7 +36,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from temporalio import activity
 
-from activities import journal
+from activities import journal, notices
 from activities.auto_pause import auto_pause_in
 from activities.executions import (
     Attempt,
@@ -256,7 +256,8 @@ class Batch:
                 {"id": execution_id, "run_id": self.who.run_id, "error": error},
             )
             if await cur.fetchone() is not None:
-                await auto_pause_in(self.conn, slot.job)
+                note = await auto_pause_in(self.conn, slot.job)
+                await notices.failed_in(self.conn, slot.job, slot.at, error, note)
 
     def record_metrics(self) -> None:
         """After the commit, so each is counted once: the claims' lateness, completions."""

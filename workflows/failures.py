@@ -57,6 +57,7 @@ async def fail_run(
     job_name: str = "",
     slot: datetime | None = None,
     pause_after_failures: int | None = None,
+    notify: str | None = None,
 ) -> NoReturn:
     """End a run on its work's failure, visibly: the slot is recorded failed (only if this
     run still holds it) through the workflow's own bookkeeping activity, then the run
@@ -71,6 +72,7 @@ async def fail_run(
                 run_id=workflow.info().run_id,
                 error=message(err),
                 pause_after_failures=pause_after_failures,
+                notify=notify,
             ),
         )
     when = slot.isoformat() if slot is not None else "its slot"

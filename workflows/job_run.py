@@ -380,7 +380,13 @@ class JobRunWorkflow:
         # A workflow job has settled its execution already (compensated or failed);
         # this marks only what is still running under this run.
         await fail_run(
-            execution, err, self._bookkeeping, job.job_name, slot, job.pause_after_failures
+            execution,
+            err,
+            self._bookkeeping,
+            job.job_name,
+            slot,
+            job.pause_after_failures,
+            job.notify,
         )
 
     async def _work(

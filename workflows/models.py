@@ -114,6 +114,8 @@ class JobRun(BaseModel):
     depends_on: list[Dependency] = Field(default_factory=list)
     # Pause the schedule after this many consecutive failed slots (issue 40; None: never).
     pause_after_failures: int | None = None
+    # The tenant whose notice channels get this job's notices (issue 40; None: none).
+    notify: str | None = None
 
 
 class SlotRun(SlotOutcome):

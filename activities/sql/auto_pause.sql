@@ -46,7 +46,7 @@ SELECT id, 'auto', 'pause',
        jsonb_build_object('paused', false, 'next_fire_at', next_fire_at),
        jsonb_build_object('paused', true, 'note', note, 'paused_by', 'auto')
 FROM paused
-RETURNING schedule_id
+RETURNING schedule_id, after ->> 'note' AS note
 
 -- name: catalog_streak
 -- A catalog job's K latest finished slots since its last recorded resume, if all failed

@@ -126,7 +126,7 @@ SELECT seconds FROM done
 UPDATE job_executions
 SET status = 'failed', finished_at = now(), error = %(error)s, holder = NULL
 WHERE id = %(id)s AND status = 'running' AND run_id = %(run_id)s
-RETURNING job_name
+RETURNING job_name, scheduled_at
 
 -- name: forget_steps
 -- A compensated slot starts over: its steps' effects were undone, so each runs again.

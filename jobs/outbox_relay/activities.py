@@ -37,8 +37,10 @@ from temporalio import activity
 from activities.chunked import begin_attempt, fenced
 from activities.executions import holder_name
 from activities.models import WorkInput, WorkResult
+from activities.notices import NOTICE_EMAIL, NOTICE_TYPES, NOTICE_WEBHOOK
 from activities.telemetry import record_completed
 from core.sql import queries
+from jobs.outbox_relay.notices import NoticeWebhookTransport
 from jobs.outbox_relay.transports import (
     DeliveryError,
     OutboxMessage,
@@ -150,24 +152,36 @@ class Relay:
         self._slots = asyncio.Semaphore(config.concurrency)
         self._email: Transport | None = None
         self._webhook: Transport | None = None
+        self._notices: Transport | None = None
 
     async def __aenter__(self) -> Relay:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for transport in (self._email, self._webhook):
+        for transport in self._transports:
             if transport is not None:
                 await transport.close()
-        self._email = self._webhook = None
+        self._email = self._webhook = self._notices = None
+
+    @property
+    def _transports(self) -> tuple[Transport | None, ...]:
+        return (self._email, self._webhook, self._notices)
 
     @property
     def only_types(self) -> list[str] | None:
-        """The types this relay may claim: all, or only email types without a webhook."""
-        return None if self.config.webhook is not None else sorted(self.config.email_types)
+        """The types this relay may claim: all, or without a webhook only email types and
+        notices (which go to each tenant's own webhook)."""
+        if self.config.webhook is not None:
+            return None
+        return sorted(self.config.email_types | NOTICE_TYPES)
 
     def _transport(self, message_type: str) -> Transport:
         config = self.config
-        if message_type in config.email_types:
+        if message_type == NOTICE_WEBHOOK:
+            if self._notices is None:
+                self._notices = NoticeWebhookTransport(self.pool, config.concurrency)
+            return self._notices
+        if message_type in config.email_types or message_type == NOTICE_EMAIL:
             if self._email is None:
                 self._email = SmtpTransport(config.smtp, config.concurrency)
             return self._email
@@ -182,7 +196,7 @@ class Relay:
         if self.config.webhook is not None:
             return 0
         async with self.pool.connection() as conn:
-            cur = await conn.execute(_Q["waiting"], {"types": sorted(self.config.email_types)})
+            cur = await conn.execute(_Q["waiting"], {"types": self.only_types})
             return sum(n for _, n in await cur.fetchall())
 
     async def run_batch(self, batch_size: int | None = None) -> RelayCounts:
@@ -190,7 +204,7 @@ class Relay:
         batch = await self._claim(batch_size or self.config.batch_size)
         if not batch.messages:
             return RelayCounts()
-        for transport in (self._email, self._webhook):
+        for transport in self._transports:
             if transport is not None:
                 transport.begin_batch()
         deadline = max(self.config.lease_seconds - LEASE_MARGIN_SECONDS, 1.0)

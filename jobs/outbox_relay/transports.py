@@ -312,7 +312,7 @@ class WebhookConfig:
 
 
 # Client errors a receiver may stop answering with on its own: retried.
-_RETRYABLE_4XX = frozenset({408, 409, 425, 429})
+RETRYABLE_4XX = frozenset({408, 409, 425, 429})
 
 
 def webhook_body(message: OutboxMessage) -> dict[str, Any]:
@@ -368,7 +368,7 @@ class WebhookTransport:
         raise DeliveryError(
             f"webhook answered HTTP {status} {response.reason_phrase}"
             + (f": {detail}" if detail else ""),
-            permanent=400 <= status < 500 and status not in _RETRYABLE_4XX,
+            permanent=400 <= status < 500 and status not in RETRYABLE_4XX,
         )
 
     async def close(self) -> None:

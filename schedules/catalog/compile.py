@@ -71,7 +71,12 @@ TIMING_FIELDS = (
 # without a calendar read as they did before calendars existed.
 OPTIONAL_TIMING_FIELDS = (*CALENDAR_FIELDS, "on_early_close")
 # Fields the memo keeps only when set: entries without them read as before they existed.
-OPTIONAL_ENTRY_FIELDS = (*OPTIONAL_TIMING_FIELDS, "max_run_time", "pause_after_failures")
+OPTIONAL_ENTRY_FIELDS = (
+    *OPTIONAL_TIMING_FIELDS,
+    "max_run_time",
+    "pause_after_failures",
+    "notify",
+)
 
 
 def alert_after(job: JobSpec, now: datetime) -> timedelta | None:
@@ -125,6 +130,7 @@ def job_run(
         timing_pending=timing_pending,
         depends_on=[dep.dependency() for dep in job.depends_on],
         pause_after_failures=job.pause_after_failures,
+        notify=job.notify,
     )
 
 
@@ -239,7 +245,8 @@ def schedule_digest(schedule: Schedule) -> str:
         "run": run.model_dump(
             mode="json",
             exclude={"timing_since"}
-            | ({"pause_after_failures"} if run.pause_after_failures is None else set()),
+            | ({"pause_after_failures"} if run.pause_after_failures is None else set())
+            | ({"notify"} if run.notify is None else set()),
         ),
         "memo": action.memo,
         "spec": schedule.spec,

@@ -136,6 +136,9 @@ class JobSpec(BaseModel):
     alert_grace: Duration = timedelta(minutes=15)
     # Pause the schedule after this many consecutive failed slots (issue 40; None: never).
     pause_after_failures: int | None = Field(default=None, ge=1, le=1000)
+    # The tenant whose notice channels (`schedules tenants notify set`) get this job's
+    # notices of failed, auto-paused, lost and late slots (docs/notices.md).
+    notify: str | None = None
     # Upstream jobs whose slots must complete before each slot's work (docs/dependencies.md).
     depends_on: list[DependencySpec] = Field(default_factory=list)
 
@@ -174,6 +177,14 @@ class JobSpec(BaseModel):
         # that can never finish for timeout: leave the key out instead (heartbeat: 1m).
         if value is not None and value <= timedelta(0):
             raise ValueError("must be longer than 0s")
+        return value
+
+    @field_validator("notify")
+    @classmethod
+    def _tenant(cls, value: str | None) -> str | None:
+        # The tenant of `schedules tenants notify set TENANT`: a name as tenants have.
+        if value is not None and not (value.strip() and len(value) <= 200 and value.isprintable()):
+            raise ValueError(f"must name a tenant (1 to 200 printable characters), got {value!r}")
         return value
 
     @field_validator("max_missed")

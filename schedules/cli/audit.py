@@ -24,6 +24,7 @@ from schedules.audit.format import render, utc
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import load_catalog
 from schedules.cli import context as cli
+from schedules.notices import notify_findings
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +35,8 @@ DESCRIPTION = (
     "visibility for a window of scheduled times and print every finding, one line "
     "each with its kind, job, slot (UTC and the job's local time) and witnesses, then "
     "a summary line. Its fire times are computed independently of the engine's. "
-    "Read-only."
+    "Read-only, unless --notify: then each lost or late slot not recorded before is "
+    "recorded and its owner's notices queued (docs/notices.md)."
 )
 EXIT_AUDIT = (
     "exit codes: 0 no finding (inconclusive ones alone included); 1 at least one finding; "
@@ -158,6 +160,11 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
         action="store_false",
         help="judge the catalog's jobs only, not the runtime schedules",
     )
+    parser.add_argument(
+        "--notify",
+        action="store_true",
+        help="record each lost or late slot found (once) and queue its owner's notices",
+    )
     cli.add_json(parser, help="JSON Lines: one object a line")
     cli.add_timeout(
         parser,
@@ -214,6 +221,9 @@ async def _audit(args: argparse.Namespace, ctx: cli.Context) -> int:
     )
     zones = {j.id: j.timezone for j in jobs} | report.zones
     print(render(report.findings, facts(report, args.settle), zones, args.json))
+    if args.notify:
+        new = await notify_findings(cli.database_url(ctx), report.findings, by_id, args.timeout)
+        print(f"notices: {new} new lost or late slot(s) recorded", file=sys.stderr)
     return report.exit_code
 
 

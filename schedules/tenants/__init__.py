@@ -33,6 +33,7 @@ from schedules.tenants.limits import (
     set_pause_after_failures,
 )
 from schedules.tenants.model import SHARDS, Definition, Schedule
+from schedules.tenants.notices import NoticeChannels, clear_notices, notices, set_notices
 from schedules.tenants.quota import Quotas
 from schedules.tenants.slots import (
     Explanation,
@@ -52,6 +53,7 @@ __all__ = [
     "Explanation",
     "FireTime",
     "ImportReport",
+    "NoticeChannels",
     "Outcome",
     "Page",
     "Quotas",
@@ -63,6 +65,7 @@ __all__ = [
     "backfill",
     "changes",
     "clear_limits",
+    "clear_notices",
     "create",
     "delete",
     "explain",
@@ -76,6 +79,7 @@ __all__ = [
     "next_fire_at",
     "next_fire_times",
     "next_times",
+    "notices",
     "pause",
     "paused_text",
     "register_kind",
@@ -84,6 +88,7 @@ __all__ = [
     "runtime_kind",
     "runtime_kinds",
     "set_limits",
+    "set_notices",
     "set_pause_after_failures",
     "trigger",
     "update",

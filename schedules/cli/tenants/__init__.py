@@ -4,7 +4,7 @@ operations as the Python API (`schedules.tenants`).
 One command with subcommands, each a function `run(args, ctx)` configured by the module
 that holds it: `write` (create, update, pause, resume, delete), `read` (show, list, next,
 explain, runs), `slots` (trigger, backfill), `bulk` (import, export), `limits` (a
-tenant's dispatch limits: set, show, clear).
+tenant's dispatch limits: set, show, clear), `notify` (where a tenant's notices go).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from schedules.cli.context import Context, command
-from schedules.cli.tenants import bulk, limits, read, slots, write
+from schedules.cli.tenants import bulk, limits, notify, read, slots, write
 from schedules.cli.tenants.common import EXIT_CODES
 
 NAME = "tenants"
@@ -23,7 +23,7 @@ DESCRIPTION = (
     "(--by, default the login name) in the schedule's change log."
 )
 # In the order `tenants --help` lists them.
-GROUPS = (write, read, slots, bulk, limits)
+GROUPS = (write, read, slots, bulk, limits, notify)
 
 
 def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
