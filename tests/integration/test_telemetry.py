@@ -97,7 +97,7 @@ async def test_a_schedule_started_run_is_one_trace_from_workflow_to_postgres(
 
             async def run_spans():
                 finished = spans.get_finished_spans()
-                assert "CompleteWorkflow:ScheduledJobWorkflow" in [s.name for s in finished]
+                assert "CompleteWorkflow:ChunkedJobWorkflow" in [s.name for s in finished]
                 return finished
 
             finished = await assert_eventually(run_spans, timeout=30)
@@ -106,7 +106,7 @@ async def test_a_schedule_started_run_is_one_trace_from_workflow_to_postgres(
     (root,) = [
         s
         for s in finished
-        if s.name == "RunWorkflow:ScheduledJobWorkflow"
+        if s.name == "RunWorkflow:ChunkedJobWorkflow"
         and s.attributes["temporalWorkflowID"] == workflow_id
     ]
     trace_id = root.context.trace_id
@@ -118,27 +118,20 @@ async def test_a_schedule_started_run_is_one_trace_from_workflow_to_postgres(
     # The schedule started it with no trace context: the trace is derived from the run.
     assert format(trace_id, "032x") == run_trace_id(workflow_id, row["run_id"])
     assert root.parent.is_remote and root.parent.span_id not in ids
-    for name in (
-        # The run begins (plan and claim) in one local activity.
-        "StartActivity:begin_run",
-        "RunActivity:begin_run",
-        "db.begin_run",
-        "db.claim_execution",
-        "StartActivity:send_invoice_reminders",
-        "RunActivity:send_invoice_reminders",
-        "db.take_over",
-        "CompleteWorkflow:ScheduledJobWorkflow",
-    ):
+    # The run begins in its work activity, a local one (plan, claim and the first chunk of
+    # 10 in one transaction), then the work activity through the server takes over.
+    for name in ("db.begin_and_work", "db.take_over", "CompleteWorkflow:ChunkedJobWorkflow"):
         assert len(by_name[name]) == 1, " ".join(sorted(by_name))
-    # Planning, then 3 chunks of 10, the last of which also completes the row.
+    for name in ("StartActivity:send_invoice_reminders", "RunActivity:send_invoice_reminders"):
+        assert len(by_name[name]) == 2, " ".join(sorted(by_name))
+    # The 2 chunks of 10 left, the last of which also completes the row.
     fenced = by_name["db.fenced_transaction"]
-    assert len(fenced) == 1 + 3
+    assert len(fenced) == 2
 
     def parent_name(span):
         return ids[span.parent.span_id].name
 
-    assert parent_name(by_name["db.claim_execution"][0]) == "db.begin_run"
-    assert parent_name(by_name["db.begin_run"][0]) == "RunActivity:begin_run"
+    assert parent_name(by_name["db.begin_and_work"][0]) == "RunActivity:send_invoice_reminders"
     db_work = [*fenced, by_name["db.take_over"][0]]
     assert {parent_name(s) for s in db_work} == {"RunActivity:send_invoice_reminders"}
     labels = {
@@ -146,11 +139,10 @@ async def test_a_schedule_started_run_is_one_trace_from_workflow_to_postgres(
         "scheduled_at": row["scheduled_at"].isoformat(),
         "execution_id": row["id"],
     }
-    claim = by_name["db.claim_execution"][0]
-    for span in [claim, *db_work]:
+    for span in db_work:
         assert {k: span.attributes[k] for k in labels} == labels
-    for span in fenced:
-        assert span.attributes["attempt"] == row["attempt"] == 1
+    for span in fenced:  # token 1 was the begin's
+        assert span.attributes["attempt"] == row["attempt"] == 2
     # Ids, times and counts only: no customer data on any span.
     for span in in_trace:
         assert not any("@" in str(v) for v in span.attributes.values()), span.name
@@ -295,7 +287,8 @@ async def test_the_worker_serves_job_outbox_and_sdk_metrics_and_logs_json(
     assert claimed["scheduled_at"] == row["scheduled_at"].isoformat()
     assert claimed["workflow_id"] == row["workflow_id"]
     assert claimed["execution_id"] == row["id"]
-    assert claimed["activity_type"] == "begin_run" and claimed["attempt"] == 1
+    # Claimed by the work activity that begins the run (a chunked kind's, run locally).
+    assert claimed["activity_type"] == "send_invoice_reminders" and claimed["attempt"] == 1
     assert len(claimed["trace_id"]) == 32 and len(claimed["span_id"]) == 16
     # No exporter: spans are not recorded, yet the line carries the run's own trace id.
     assert claimed["trace_id"] == run_trace_id(row["workflow_id"], row["run_id"])
@@ -340,7 +333,9 @@ async def test_the_worker_exports_one_trace_per_run_over_otlp_when_asked(
         OTEL_BSP_SCHEDULE_DELAY="100",
         OTEL_SERVICE_NAME="jobs-under-test",
     )
-    job = invoice_job()
+    # Two chunks: the begin does the first, the work activity (its take-over labelled with
+    # the execution) the second.
+    job = invoice_job(chunk_size=5)
     async with registered(client, job, task_queue):
         await client.get_schedule_handle(job.id).trigger()
         (row,) = await assert_eventually(completed(db), timeout=60)
@@ -359,16 +354,16 @@ async def test_the_worker_exports_one_trace_per_run_over_otlp_when_asked(
                     for scope_spans in resource_spans.scope_spans:
                         spans.extend(scope_spans.spans)
             names = {s.name for s in spans}
-            assert {"CompleteWorkflow:ScheduledJobWorkflow", "db.fenced_transaction"} <= names
+            assert {"CompleteWorkflow:ChunkedJobWorkflow", "db.begin_and_work"} <= names
             return spans, services
 
         spans, services = await assert_eventually(exported, timeout=30)
     assert services == {"jobs-under-test"}
-    (root,) = [s for s in spans if s.name == "RunWorkflow:ScheduledJobWorkflow"]
+    (root,) = [s for s in spans if s.name == "RunWorkflow:ChunkedJobWorkflow"]
     run = [s for s in spans if s.trace_id == root.trace_id]
-    assert {"db.claim_execution", "RunActivity:send_invoice_reminders"} <= {s.name for s in run}
+    assert {"db.take_over", "RunActivity:send_invoice_reminders"} <= {s.name for s in run}
     assert len(run) == len(spans)
-    claim = next(s for s in run if s.name == "db.claim_execution")
+    claim = next(s for s in run if s.name == "db.take_over")
     attributes = {a.key: a.value for a in claim.attributes}
     assert attributes["execution_id"].int_value == row["id"]
     assert attributes["job"].string_value == JOB
