@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse
 from api import problems
 from api.deps import Conn
 from api.limits import BodyLimits, RateLimiter
+from api.pages import install as install_pages
 from api.routes import schedules
 from api.schemas import components
 from api.settings import ApiSettings
@@ -51,6 +52,7 @@ def create_app(settings: ApiSettings) -> FastAPI:
     app.add_middleware(BodyLimits, max_bytes=settings.api_max_body_bytes)
     problems.install(app)
     app.include_router(schedules.router)
+    install_pages(app)  # the operator's dashboard, /ui (api/pages)
     app.add_api_route("/healthz", healthz, methods=["GET"], tags=["health"])
     app.add_api_route("/readyz", readyz, methods=["GET"], tags=["health"], responses=_READY)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
