@@ -12,7 +12,7 @@ Where things go (the api/ README):
 
 The lifespan opens the connection pool the worker uses (`worker.pool`), with the same
 settings (`DATABASE_URL`, `DATABASE_POOL_SIZE`, ...); it does not wait for the database:
-`/readyz` says whether it answers, `/healthz` only that the process serves.
+`/readyz` says whether it answers (503 when not), `/healthz` only that the process serves.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from api import problems
 from api.deps import Conn
 from api.limits import BodyLimits, RateLimiter
 from api.pages import install as install_pages
-from api.routes import schedules
+from api.routes import actions, bulk, schedules
 from api.schemas import components
 from api.settings import ApiSettings
 from worker.pool import connection_pool
@@ -42,7 +42,9 @@ def create_app(settings: ApiSettings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with connection_pool(settings) as pool:
+        # A request waits for a free connection no longer than a connection may take.
+        wait = float(settings.database_connect_timeout_seconds)
+        async with connection_pool(settings, timeout=wait) as pool:
             app.state.pool = pool
             yield
 
@@ -52,6 +54,8 @@ def create_app(settings: ApiSettings) -> FastAPI:
     app.add_middleware(BodyLimits, max_bytes=settings.api_max_body_bytes)
     problems.install(app)
     app.include_router(schedules.router)
+    app.include_router(actions.router)
+    app.include_router(bulk.router)
     install_pages(app)  # the operator's dashboard, /ui (api/pages)
     app.add_api_route("/healthz", healthz, methods=["GET"], tags=["health"])
     app.add_api_route("/readyz", readyz, methods=["GET"], tags=["health"], responses=_READY)

@@ -31,3 +31,4 @@ async def connection(
 
 Conn = Annotated[AsyncConnection, Depends(connection)]
 Settings = Annotated[ApiSettings, Depends(settings)]
+Pool = Annotated[AsyncConnectionPool, Depends(pool)]

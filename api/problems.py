@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core import redact
@@ -146,8 +148,18 @@ async def _on_http(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(status, CODES.get(status, "error"), detail, exc.headers)
 
 
+async def _on_database(request: Request, exc: Exception) -> JSONResponse:
+    """PostgreSQL away (or no pooled connection free in time): 503, worth a retry."""
+    reason = first_line(exc, "no connection") if not isinstance(exc, PoolTimeout) else "busy"
+    return problem_response(
+        503, "unavailable", f"PostgreSQL is unavailable: {reason}", {"Retry-After": "1"}
+    )
+
+
 def install(app: FastAPI) -> None:
     """Answer every error the app raises as problem+json."""
+    app.add_exception_handler(psycopg.OperationalError, _on_database)
+    app.add_exception_handler(PoolTimeout, _on_database)
     app.add_exception_handler(SchedulerError, _on_library)
     app.add_exception_handler(Problem, _on_problem)
     app.add_exception_handler(RequestValidationError, _on_validation)

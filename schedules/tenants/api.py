@@ -26,9 +26,12 @@ from core.errors import (
     ScheduleNotFoundError,
     StaleVersionError,
 )
+from core.text import unprintable
+from schedules.catalog.problems import short
 from schedules.tenants.fires import next_fire_at
 from schedules.tenants.model import (
     DEFINITION_FIELDS,
+    MAX_TEXT,
     TIMING_FIELDS,
     Definition,
     Schedule,
@@ -130,8 +133,21 @@ async def get(db: Database, schedule_id: int, *, tenant: str | None = None) -> S
         return await store.by_id(conn, schedule_id, tenant=tenant)
 
 
+def searched(field: str, value: str | None) -> str | None:
+    """A text to look for (a tenant, a name, a kind): what is stored is printable text of
+    at most `MAX_TEXT` characters, so anything else (a NUL, which PostgreSQL refuses) is
+    one `InvalidScheduleError` line naming the field and the value."""
+    if value is not None and (len(value) > MAX_TEXT or unprintable(value) is not None):
+        raise InvalidScheduleError(
+            f"{field}: must be at most {MAX_TEXT} printable characters, got {short(value)}"
+        )
+    return value
+
+
 async def find(db: Database, tenant: str, name: str) -> Schedule:
     """The live schedule of `tenant` named `name`, or `ScheduleNotFoundError`."""
+    searched("tenant", tenant)
+    searched("name", name)
     async with store.transaction(db) as conn:
         found = await store.live_by_name(conn, tenant, name)
     if found is None:
@@ -140,11 +156,17 @@ async def find(db: Database, tenant: str, name: str) -> Schedule:
 
 
 async def _live_locked(
-    conn: Any, schedule_id: int, expected_version: int | None, *, deleted_ok: bool = False
+    conn: Any,
+    schedule_id: int,
+    expected_version: int | None,
+    *,
+    deleted_ok: bool = False,
+    tenant: str | None = None,
 ) -> Schedule:
     """The schedule, locked, if live and at `expected_version` (when given); a deleted one
-    is refused, unless `deleted_ok` (then returned as it is, whatever its version)."""
-    current = await store.by_id(conn, schedule_id, lock=True)
+    is refused, unless `deleted_ok` (then returned as it is, whatever its version). Given
+    a `tenant`, another tenant's is not found (`store.by_id`)."""
+    current = await store.by_id(conn, schedule_id, lock=True, tenant=tenant)
     if current.deleted_at is not None and deleted_ok:
         return current
     if current.deleted_at is not None:
@@ -171,6 +193,7 @@ async def _change(
     decide: Callable[[Schedule], Schedule | None],
     *,
     deleted_ok: bool = False,
+    tenant: str | None = None,
 ) -> Outcome:
     """One write of a live schedule (or a deleted one, `deleted_ok`): locked (at
     `expected_version` when given), its new state from `decide` (None: nothing to change),
@@ -179,7 +202,9 @@ async def _change(
     schedules that depend on it (`schedules.tenants.dependencies`), under the tenant's lock."""
     checked_by(by)
     async with store.transaction(db) as conn:
-        current = await _live_locked(conn, schedule_id, expected_version, deleted_ok=deleted_ok)
+        current = await _live_locked(
+            conn, schedule_id, expected_version, deleted_ok=deleted_ok, tenant=tenant
+        )
         new = decide(current)
         if new is None:
             return Outcome(current, changed=False)
@@ -206,6 +231,7 @@ async def update(
     *,
     by: str = "",
     quotas: Quotas | None = None,
+    tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Outcome:
     """Change fields of a schedule (`UPDATABLE`), if its version is still `expected_version`
@@ -241,7 +267,9 @@ async def update(
             )
         return new
 
-    return await _change(db, schedule_id, expected_version, "update", by, now, updated)
+    return await _change(
+        db, schedule_id, expected_version, "update", by, now, updated, tenant=tenant
+    )
 
 
 async def pause(
@@ -251,6 +279,7 @@ async def pause(
     *,
     by: str = "",
     expected_version: int | None = None,
+    tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Outcome:
     """Pause a schedule, saying why: no slot of it is dispatched while it is paused (the
@@ -262,7 +291,9 @@ async def pause(
             return None
         return current.model_copy(update={"paused": True, "note": note, "paused_by": by})
 
-    return await _change(db, schedule_id, expected_version, "pause", by, clock(), paused)
+    return await _change(
+        db, schedule_id, expected_version, "pause", by, clock(), paused, tenant=tenant
+    )
 
 
 async def resume(
@@ -271,6 +302,7 @@ async def resume(
     *,
     by: str = "",
     expected_version: int | None = None,
+    tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Outcome:
     """Lift a pause. Fire times that passed while paused do not run: the next slot is the
@@ -284,7 +316,9 @@ async def resume(
         update = {"paused": False, "note": "", "paused_by": None, "next_fire_at": next_at}
         return current.model_copy(update=update)
 
-    return await _change(db, schedule_id, expected_version, "resume", by, now, resumed)
+    return await _change(
+        db, schedule_id, expected_version, "resume", by, now, resumed, tenant=tenant
+    )
 
 
 async def delete(
@@ -293,6 +327,7 @@ async def delete(
     *,
     by: str = "",
     expected_version: int | None = None,
+    tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Outcome:
     """Soft-delete a schedule: no later slot is dispatched, a run in flight goes on, and
@@ -305,8 +340,9 @@ async def delete(
         return current.model_copy(update={"deleted_at": now, "next_fire_at": None})
 
     return await _change(
-        db, schedule_id, expected_version, "delete", by, now, deleted, deleted_ok=True
-    )
+        db, schedule_id, expected_version, "delete", by, now, deleted, deleted_ok=True,
+        tenant=tenant,
+    )  # fmt: skip
 
 
 async def list_schedules(
@@ -324,6 +360,8 @@ async def list_schedules(
     slot is at or before now and not paused. Page on with `after=page.next_after`."""
     if not 1 <= limit <= 10_000:
         raise InvalidScheduleError(f"limit: must be from 1 to 10000, got {limit}")
+    searched("tenant", tenant)
+    searched("kind", kind)
     params = {
         "tenant": tenant,
         "kind": kind,

@@ -19,7 +19,7 @@ import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
 from activities.executions import Clock, utcnow
 from core.errors import InvalidScheduleError
-from schedules.tenants.api import as_definition
+from schedules.tenants.api import as_definition, searched
 from schedules.tenants.fires import next_fire_at
 from schedules.tenants.model import (
     DEFINITION_FIELDS,
@@ -87,6 +87,7 @@ async def apply(
     `dry_run` reports what would change and writes nothing.
     """
     checked_by(by)
+    searched("tenant", tenant)
     wanted = _desired(tenant, desired)
     quotas = quotas or Quotas.from_environment()
     for new in wanted.values():

@@ -24,6 +24,7 @@ from activities.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, QuotaError
 from schedules.catalog.problems import short
 from schedules.progress import QUIET, Progress
+from schedules.tenants.api import searched
 from schedules.tenants.model import (
     SHARDS,
     Definition,
@@ -252,6 +253,7 @@ async def export(
     db: Database, *, tenant: str | None = None, page: int = 1000
 ) -> AsyncIterator[dict]:
     """Every live schedule (of `tenant`, if given) as the object `import` reads, by id."""
+    searched("tenant", tenant)
     after = 0
     async with store.transaction(db) as conn:
         while True:

@@ -23,10 +23,24 @@ from activities.runtime_models import slot_workflow_id as workflow_id
 from core.errors import InvalidScheduleError, ScheduleNotFoundError
 from schedules.tenants.api import utc_text
 from schedules.tenants.fires import FireTime, due_time, next_fire_times
-from schedules.tenants.model import Schedule, checked_by
+from schedules.tenants.model import FIRST_YEAR, LAST_YEAR, Schedule, checked_by
 from schedules.tenants.store import Database
 
 MAX_BACKFILL = 1000
+
+
+def checked_time(name: str, value: datetime) -> datetime:
+    """A time a caller gives (a slot, a bound): with its UTC offset, in the years jobs run
+    in (as the CLI's times, `schedules.catalog.times.parse_time`); else one
+    `InvalidScheduleError` line naming `name` and the value."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidScheduleError(f"{name}: must name its UTC offset, got {value.isoformat()}")
+    if not FIRST_YEAR <= value.year <= LAST_YEAR:
+        raise InvalidScheduleError(
+            f"{name}: {value.isoformat()} is outside the years {FIRST_YEAR} to {LAST_YEAR} "
+            "that jobs run in"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -45,8 +59,8 @@ class Requested:
     would_run: list[datetime] = field(default_factory=list)
 
 
-async def _live(conn: Any, schedule_id: int) -> Schedule:
-    found = await store.by_id(conn, schedule_id)
+async def _live(conn: Any, schedule_id: int, tenant: str | None = None) -> Schedule:
+    found = await store.by_id(conn, schedule_id, tenant=tenant)
     if found.deleted_at is not None:
         raise ScheduleNotFoundError(f"runtime schedule {schedule_id} was deleted")
     return found
@@ -88,6 +102,7 @@ async def trigger(
     by: str = "",
     client: Any = None,
     task_queue: str | None = None,
+    tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Requested:
     """Run the schedule once now (slot: now, to the second), as a `manual` run, paused or
@@ -98,7 +113,7 @@ async def trigger(
     checked_by(by)
     now = clock().replace(microsecond=0)
     async with store.transaction(db) as conn:
-        schedule = await _live(conn, schedule_id)
+        schedule = await _live(conn, schedule_id, tenant)
         await ownership.refuse(conn, [("", schedule)])  # what it names may have moved
         recorded, already = await _record(conn, schedule, [now], "manual", now, by)
         if recorded:
@@ -130,6 +145,7 @@ async def backfill(
     dry_run: bool = False,
     by: str = "",
     limit: int = MAX_BACKFILL,
+    tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Requested:
     """Run the schedule's fire times in `[start, end)` again, as `backfill` runs: each is
@@ -138,6 +154,7 @@ async def backfill(
     records nothing: its `would_run` names the slots it would record, `already` those
     recorded before."""
     checked_by(by)
+    start, end = checked_time("start", start), checked_time("end", end)
     now = clock()
     if start >= end:
         raise InvalidScheduleError(f"start: {utc_text(start)} is not before end {utc_text(end)}")
@@ -147,7 +164,7 @@ async def backfill(
             "times only, the dispatcher runs the others at their time"
         )
     async with store.transaction(db) as conn:
-        schedule = await _live(conn, schedule_id)
+        schedule = await _live(conn, schedule_id, tenant)
         await ownership.refuse(conn, [("", schedule)])  # what it names may have moved
         # The slots whose fire times (where a business calendar moved them) fall in range.
         fires = schedule.timing.fires(start, end, limit=limit + 1)
@@ -177,17 +194,22 @@ async def backfill(
 
 
 async def next_times(
-    db: Database, schedule_id: int, count: int = 10, *, clock: Clock = utcnow
+    db: Database,
+    schedule_id: int,
+    count: int = 10,
+    *,
+    tenant: str | None = None,
+    clock: Clock = utcnow,
 ) -> tuple[Schedule, list[FireTime]]:
     """The schedule's next `count` fire times after now (or after the timing in force
     began, if later), each with its DST note."""
-    schedule = await _get(db, schedule_id)
+    schedule = await _get(db, schedule_id, tenant)
     return schedule, next_fire_times(schedule, max(clock(), schedule.timing_since), count)
 
 
-async def _get(db: Database, schedule_id: int) -> Schedule:
+async def _get(db: Database, schedule_id: int, tenant: str | None = None) -> Schedule:
     async with store.transaction(db) as conn:
-        return await store.by_id(conn, schedule_id)
+        return await store.by_id(conn, schedule_id, tenant=tenant)
 
 
 @dataclass(frozen=True)
@@ -215,13 +237,19 @@ class Explanation:
 
 
 async def explain(
-    db: Database, schedule_id: int, slot: datetime, *, clock: Clock = utcnow
+    db: Database,
+    schedule_id: int,
+    slot: datetime,
+    *,
+    tenant: str | None = None,
+    clock: Clock = utcnow,
 ) -> Explanation:
     """Whether `slot` is a fire time of the schedule, whether a start was decided for it
     (an intent), what the ledger recorded, and the verdict."""
+    slot = checked_time("slot", slot)
     now = clock()
     async with store.transaction(db) as conn:
-        schedule = await store.by_id(conn, schedule_id)
+        schedule = await store.by_id(conn, schedule_id, tenant=tenant)
         intent = await store.one(conn, "intent_at", {"id": schedule_id, "slot": slot})
         execution = await store.one(
             conn, "execution_at", {"job": ledger_name(schedule_id), "slot": slot}
@@ -321,11 +349,17 @@ def paused_text(schedule: Schedule) -> str:
 
 
 async def runs(
-    db: Database, schedule_id: int, *, limit: int = 20, before: datetime | None = None
+    db: Database,
+    schedule_id: int,
+    *,
+    limit: int = 20,
+    before: datetime | None = None,
+    tenant: str | None = None,
 ) -> list[dict[str, Any]]:
     """The schedule's ledger rows (`job_executions`), newest slot first."""
+    before = None if before is None else checked_time("before", before)
     async with store.transaction(db) as conn:
-        await store.by_id(conn, schedule_id)
+        await store.by_id(conn, schedule_id, tenant=tenant)
         return await store.all_rows(
             conn, "runs", {"job": ledger_name(schedule_id), "limit": limit, "before": before}
         )
