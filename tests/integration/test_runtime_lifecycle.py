@@ -134,6 +134,11 @@ async def test_a_trigger_given_a_client_starts_at_once_and_is_found_by_tenant(
     assert attributes.get(TENANT_ATTRIBUTE) == "acme"
     assert attributes.get(SCHEDULE_ATTRIBUTE) == "now"
     assert attributes.get(KIND_ATTRIBUTE) == "test-noop"
+    # The Temporal UI's summary and details of the run (issue 39, item 5).
+    slot = done.recorded[0].scheduled_at
+    assert await described.static_summary() == f"acme/now: {slot:%Y-%m-%d %H:%M:%S} UTC (manual)"
+    details = await described.static_details()
+    assert f"- schedule: now (runtime schedule {made.id}, kind test-noop)" in details
 
 
 async def test_tenants_trigger_on_the_command_line_starts_the_run_and_waits_for_it(
