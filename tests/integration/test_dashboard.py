@@ -5,8 +5,9 @@ backfill a past range whose preview lists N slots and see exactly those N run (c
 `job_executions`), the audit clean. The walk saves a screenshot of each page to
 docs/images/ (docs/dashboard.md shows them), so they stay current.
 
-Without a browser: a tenant's key opens no page, and each form posted without its CSRF
-token is refused with nothing written.
+Without a browser: a tenant's key opens no page, each form posted without its CSRF token
+is refused with nothing written, and a reverse proxy's identity header is believed from
+the trusted proxy's address only.
 
 The dispatcher is the test's (`tests/integration/runtime.py`): it ticks when the test
 says, so no schedule fires on its own; both schedules of the walk are paused from their
@@ -24,9 +25,10 @@ import httpx
 import pytest
 from playwright.async_api import Page, async_playwright
 
+from api.settings import ApiSettings
 from schedules import tenants
 from tests.helpers import ROOT, assert_eventually
-from tests.helpers.api import LiveApi
+from tests.helpers.api import LiveApi, serving
 from tests.integration.runtime import audit_clean, dispatcher, fresh_ids, settled, tick_all
 from tests.integration.test_web_ui import ARTIFACTS, CHROMIUM_FLAGS
 
@@ -248,3 +250,19 @@ def _written(db, sid: int) -> tuple:
         " (SELECT count(*) FROM runtime_dispatch_intents WHERE schedule_id = %(id)s)",
         {"id": sid},
     ).fetchone()
+
+
+async def test_a_trusted_proxys_header_signs_in_and_no_other_address_is_believed(database_url):
+    for proxy, believed in (("127.0.0.1", True), ("192.0.2.1", False)):
+        settings = ApiSettings(
+            database_url=database_url,
+            api_proxy_user_header="X-Forwarded-User",
+            api_trusted_proxy=proxy,
+        )
+        async with serving(settings) as live:
+            with httpx.Client(base_url=live.url, timeout=30) as web:
+                answer = web.get("/ui/schedules", headers={"X-Forwarded-User": "alice"})
+        if believed:
+            assert answer.status_code == 200 and "proxy:alice" in answer.text
+        else:
+            assert (answer.status_code, answer.headers["location"]) == (303, "/ui/login")
