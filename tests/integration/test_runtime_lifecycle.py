@@ -167,3 +167,16 @@ async def test_tenants_trigger_on_the_command_line_starts_the_run_and_waits_for_
     assert marked is not None
     start = row["scheduled_at"] - timedelta(minutes=1)
     await audit_clean(database_url, client, task_queue, start, start + timedelta(minutes=3))
+
+
+async def test_a_schedule_created_paused_loses_no_slot_in_the_audit(
+    db, database_url, client, task_queue
+):
+    """Created with `paused: true` two hours ago (the test's clock), it never ran: its
+    fire times since are excused by the pause its creation opened, not reported lost."""
+    fresh_ids(db)
+    data = every_minute("born-paused") | {"paused": True, "note": "waiting for sign-off"}
+    made = (await tenants.create(database_url, data, clock=clock(at(0, 30)))).schedule
+    assert made.paused
+    assert slot_rows(db, made.id) == []
+    await audit_clean(database_url, client, task_queue, at(0), at(30))
