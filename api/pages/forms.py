@@ -102,9 +102,10 @@ async def pause(request: Request, conn: Conn, schedule_id: int) -> Response:
 
 @router.post("/schedules/{schedule_id}/resume")
 async def resume(request: Request, conn: Conn, schedule_id: int) -> Response:
-    who, _ = await _checked(request, conn)
+    who, form = await _checked(request, conn)
+    note = form.get("note", "").strip() or None  # optional: why it is resumed
     try:
-        await tenants.resume(conn, schedule_id, by=who.author)
+        await tenants.resume(conn, schedule_id, note=note, by=who.author)
     except SchedulerError as exc:
         return _refused(request, str(exc))
     return _back(schedule_id)

@@ -134,10 +134,11 @@ async def walk_schedule(page: Page, march_id: int) -> None:
     verdict = await page.inner_text("#verdict")
     assert "paused by ops:alice (ledger migration): not run" in verdict, verdict
     await shot(page, "schedule")
+    await page.fill("#resume input[name=note]", "migration done")
     await page.click("#resume button")
     await page.wait_for_selector("#active")
     changes = await page.inner_text("#changes")
-    assert re.search(r"api-key:\d+\s+resume", changes), changes
+    assert re.search(r"api-key:\d+\s+resume: migration done", changes), changes
 
 
 async def _count(rows, n: int) -> None:
@@ -219,7 +220,7 @@ async def test_each_form_without_its_csrf_token_is_refused_and_writes_nothing(
     }
     forms = {
         f"/ui/schedules/{sid}/pause": {"note": "csrf"},
-        f"/ui/schedules/{sid}/resume": {},
+        f"/ui/schedules/{sid}/resume": {"note": "csrf"},
         f"/ui/schedules/{sid}/trigger": {},
         f"/ui/schedules/{sid}/backfill": range_,
         "/ui/logout": {},
