@@ -10,7 +10,7 @@ attributes (keywords `schedules sync` registers) when the namespace has them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
@@ -36,6 +36,7 @@ from activities.runtime_models import (
     BatchRun,
     RuntimeRun,
 )
+from timing.zones import zone
 
 RUN_WORKFLOW = "RuntimeRunWorkflow"
 BATCH_WORKFLOW = "RuntimeBatchWorkflow"
@@ -54,6 +55,7 @@ class Intent:
     tenant: str
     name: str
     kind: str
+    timezone: str = "UTC"  # the schedule's zone: the slot's local time in the run's summary
 
 
 async def start_intent(
@@ -88,10 +90,38 @@ async def start_intent(
             execution_timeout=BATCH_LIFETIME if batch else RUNTIME_RUN_LIFETIME,
             search_attributes=TypedSearchAttributes(pairs) if attributes else None,
             priority=Priority.default if batch else Priority(fairness_key=fairness_key(intent)),
+            static_summary=None if batch else run_summary(intent),
+            static_details=None if batch else run_details(intent),
         )
     except WorkflowAlreadyStartedError:
         return False
     return True
+
+
+def run_summary(intent: Intent) -> str:
+    """The run's one line in the Temporal UI: `acme/nightly: 2026-03-08 03:00 EDT (backfill)`,
+    as a catalog run's summary names its job (issue 39, item 5). Cut to the UI's 400 bytes."""
+    line = f"{intent.tenant}/{intent.name}: {_local(intent)} ({intent.origin})"
+    return line if len(line.encode()) <= 400 else line.encode()[:397].decode(errors="ignore") + "…"
+
+
+def run_details(intent: Intent) -> str:
+    """The run's details in the Temporal UI (Markdown): tenant, schedule, kind, the slot
+    in the schedule's zone and in UTC, its origin. The counts are the run's result."""
+    slot_utc = intent.scheduled_at.astimezone(UTC).isoformat(timespec="seconds")
+    return "\n".join(
+        [
+            f"- tenant: {intent.tenant}",
+            f"- schedule: {intent.name} (runtime schedule {intent.schedule_id}, kind {intent.kind})",
+            f"- slot: {_local(intent)} in {intent.timezone} ({slot_utc.replace('+00:00', 'Z')})",
+            f"- origin: {intent.origin}",
+        ]
+    )[:20_000]
+
+
+def _local(intent: Intent) -> str:
+    local = intent.scheduled_at.astimezone(zone(intent.timezone))
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
 
 
 def fairness_key(intent: Intent) -> str:

@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse
 from api import problems
 from api.deps import Conn
 from api.limits import BodyLimits, RateLimiter
+from api.pages import install as install_pages
 from api.routes import actions, bulk, schedules
 from api.schemas import components
 from api.settings import ApiSettings
@@ -55,6 +56,7 @@ def create_app(settings: ApiSettings) -> FastAPI:
     app.include_router(schedules.router)
     app.include_router(actions.router)
     app.include_router(bulk.router)
+    install_pages(app)  # the operator's dashboard, /ui (api/pages)
     app.add_api_route("/healthz", healthz, methods=["GET"], tags=["health"])
     app.add_api_route("/readyz", readyz, methods=["GET"], tags=["health"], responses=_READY)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

@@ -50,6 +50,8 @@ class RateLimiter:
 # The methods whose body the API reads; each takes JSON only.
 _WITH_BODY = {"POST", "PUT", "PATCH"}
 _JSON_TYPES = ("application/json", "application/merge-patch+json")
+# The dashboard's forms (api/pages) post HTML forms, under /ui/ only.
+_FORM_TYPES = (*_JSON_TYPES, "application/x-www-form-urlencoded")
 
 
 class BodyLimits:
@@ -70,7 +72,8 @@ class BodyLimits:
             await self._too_large(scope, receive, send)
             return
         media = headers.get("content-type", "").split(";")[0].strip().lower()
-        if (length not in ("", "0") or "transfer-encoding" in headers) and media not in _JSON_TYPES:
+        types = _FORM_TYPES if scope["path"].startswith("/ui/") else _JSON_TYPES
+        if (length not in ("", "0") or "transfer-encoding" in headers) and media not in types:
             shown = media or "none"
             response = problem_response(
                 415,

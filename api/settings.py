@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from worker.settings import Settings, load_settings
 
@@ -18,6 +18,12 @@ class ApiSettings(Settings):
     api_rate_burst: int = Field(default=100, ge=1, le=1_000_000)
     # A request body larger than this is refused (413) before it is read further.
     api_max_body_bytes: int = Field(default=1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    # The dashboard (api/pages/session.py): the key that signs its session cookies (unset:
+    # one random per process); a reverse proxy's identity header, believed only from the
+    # proxy's address (both unset: off).
+    api_session_secret: SecretStr | None = None
+    api_proxy_user_header: str | None = None
+    api_trusted_proxy: str | None = None
 
 
 def load_api_settings() -> ApiSettings:

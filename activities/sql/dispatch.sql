@@ -67,7 +67,8 @@ WHERE s.id = t.id
 -- Intents whose workflow no dispatcher has reported started (this tick's, or those of a
 -- dispatcher that died between its commit and its starts), due by now (a slot a calendar
 -- moved before its own time, `preceding`, is due at its due_at).
-SELECT i.schedule_id, i.scheduled_at, i.origin, i.workflow_id, s.tenant, s.name, s.kind
+SELECT i.schedule_id, i.scheduled_at, i.origin, i.workflow_id, s.tenant, s.name, s.kind,
+       s.timezone
 FROM runtime_dispatch_intents i
 JOIN runtime_schedules s ON s.id = i.schedule_id
 WHERE s.shard = %(shard)s AND i.started_at IS NULL

@@ -5,7 +5,7 @@ checks (`checks.coverage`, `unexpected`, `temporal_agreement`, `ledger_findings`
 fire times from the audit's own oracle (`oracle.py`, independent of `timing/`), computed
 once per distinct timing, since thousands of schedules share a few. Coverage: every fire
 time since the schedule's `timing_since`, outside its pauses (from its change log, from one
-dispatch grace before the pause to the resume) and before its deletion, older than
+dispatch grace before the pause to the resume; a schedule created paused, from its creation) and before its deletion, older than
 --settle, has one terminal ledger row, and a scheduled slot completed within its kind's
 allowance of being due (`slow`, `RuntimeKind.allowance`). Of the grace, only the slots not
 decided yet are left out: one due before the dispatcher's next slot as the pause or delete
@@ -231,7 +231,7 @@ async def _read_schedules(
     for change in changes:
         sid = change["schedule_id"]
         stop = Stop(change["at"], None, change["decided"], change["next_fire_at"])
-        if change["action"] == "pause":
+        if change["action"] in ("pause", "create"):  # a create here was paused
             opened.setdefault(sid, stop)
         elif change["action"] == "delete":
             deleted[sid] = stop

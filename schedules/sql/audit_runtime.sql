@@ -16,10 +16,14 @@ ORDER BY id
 -- Each schedule's pauses, from its change log: [paused at, resumed at) (open: still paused),
 -- and its delete; with the dispatcher's next slot as the pause or delete found it (`decided`:
 -- recorded, by writes since issue 36; `next_fire_at` NULL then: every slot was decided).
+-- A schedule created paused (`paused: true` in the create's definition) is paused from its
+-- creation: its create row opens the pause (nothing was decided before it).
 SELECT schedule_id, action, at, coalesce(before ? 'next_fire_at', false) AS decided,
        (before->>'next_fire_at')::timestamptz AS next_fire_at
 FROM runtime_schedule_changes
-WHERE action IN ('pause', 'resume', 'delete') AND schedule_id = ANY(%(ids)s)
+WHERE (action IN ('pause', 'resume', 'delete')
+       OR (action = 'create' AND coalesce((after->>'paused')::boolean, false)))
+  AND schedule_id = ANY(%(ids)s)
 ORDER BY schedule_id, id
 
 -- name: intents

@@ -195,6 +195,7 @@ async def _change(
     *,
     deleted_ok: bool = False,
     tenant: str | None = None,
+    detail: dict[str, Any] | None = None,
 ) -> Outcome:
     """One write of a live schedule (or a deleted one, `deleted_ok`): locked (at
     `expected_version` when given), its new state from `decide` (None: nothing to change),
@@ -218,7 +219,7 @@ async def _change(
             await store.lock_tenant(conn, current.tenant)
             others = await dependencies.tenant_set(conn, current.tenant, [current, new])
             dependencies.check(current.tenant, others | {new.name: new}, {new.name}, now)
-        stored = await store.write_logged(conn, current, new, action, now=now, by=by)
+        stored = await store.write_logged(conn, current, new, action, now=now, by=by, detail=detail)
         if action == "update" and new.timing != current.timing:
             await edits.decide_stranded(conn, current, new, now, by)
         return Outcome(stored, changed=True)
@@ -301,13 +302,17 @@ async def resume(
     db: Database,
     schedule_id: int,
     *,
+    note: str | None = None,
     by: str = "",
     expected_version: int | None = None,
     tenant: str | None = None,
     clock: Clock = utcnow,
 ) -> Outcome:
-    """Lift a pause. Fire times that passed while paused do not run: the next slot is the
-    first fire time after now."""
+    """Lift a pause, saying why if `note` is given (kept in the change log's row of the
+    resume, as a pause's note is in its own). Fire times that passed while paused do not
+    run: the next slot is the first fire time after now."""
+    if note is not None:
+        note = checked_note(note, why="the schedule is resumed")
     now = clock()
 
     def resumed(current: Schedule) -> Schedule | None:
@@ -317,8 +322,9 @@ async def resume(
         update = {"paused": False, "note": "", "paused_by": None, "next_fire_at": next_at}
         return current.model_copy(update=update)
 
+    detail = None if note is None else {"note": note}
     return await _change(
-        db, schedule_id, expected_version, "resume", by, now, resumed, tenant=tenant
+        db, schedule_id, expected_version, "resume", by, now, resumed, tenant=tenant, detail=detail
     )
 
 

@@ -34,19 +34,19 @@ async def start_slot(
     intent: Intent,
     *,
     task_queue: str | None = None,
-    labels: tuple[str, str, str] | None = None,
+    labels: tuple[str, str, str, str] | None = None,
 ) -> bool:
     """Start the run of `intent` now, on the fleet's `task_queue`, with its schedule's
-    `labels` (tenant, name, kind) as the run's search attributes; whether it was started
+    `labels` (tenant, name, kind, time zone) as the run's search attributes and summary; whether it was started
     here. False without them, or when a run of its workflow id is open or completed: the
     dispatcher's next tick starts (or marks) every intent not yet marked started
     (`activities.dispatch`), so a start is never lost, and never doubled."""
     if task_queue is None or labels is None:
         return False
-    tenant, name, kind = labels
+    tenant, name, kind, timezone = labels
     found = DispatchIntent(
         intent.schedule_id, intent.scheduled_at, intent.origin, intent.workflow_id,
-        tenant, name, kind,
+        tenant, name, kind, timezone,
     )  # fmt: skip
     attributes = await attributes_registered(client)
     return await start_intent(client, task_queue, intent.workflow_id, found, attributes)

@@ -109,12 +109,12 @@ def checked_by(by: str) -> str:
         raise InvalidScheduleError(f"by: {exc}") from None
 
 
-def checked_note(note: str) -> str:
-    """A pause's note: why, in 1 to `MAX_NOTE` printable characters; else one
-    `InvalidScheduleError` line."""
+def checked_note(note: str, *, why: str = "the schedule is paused") -> str:
+    """A pause's (or a resume's) note: why, in 1 to `MAX_NOTE` printable characters; else
+    one `InvalidScheduleError` line."""
     if not note.strip():
         raise InvalidScheduleError(
-            f"note: say why the schedule is paused, in 1 to {MAX_NOTE} characters, got {note!r}"
+            f"note: say why {why}, in 1 to {MAX_NOTE} characters, got {note!r}"
         )
     try:
         return _shown_text(note, MAX_NOTE)

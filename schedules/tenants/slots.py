@@ -124,7 +124,7 @@ async def trigger(
     if client is None or not recorded:
         return Requested(schedule, recorded, already)
     (intent,) = recorded
-    labels = (schedule.tenant, schedule.name, schedule.kind)
+    labels = (schedule.tenant, schedule.name, schedule.kind, schedule.timezone)
     try:
         if not await dispatch.start_slot(client, intent, task_queue=task_queue, labels=labels):
             return Requested(schedule, recorded, already)  # a tick started it first

@@ -210,11 +210,15 @@ async def write_logged(
     *,
     now: datetime,
     by: str,
+    detail: dict[str, Any] | None = None,
 ) -> Schedule:
-    """`write` `new` over `before`'s row, with its change-log row (`action`) in the same
-    transaction; the log is sent first, so in pipeline mode both cost one round trip."""
+    """`write` `new` over `before`'s row, with its change-log row (`action`, `detail` added
+    to its `after`) in the same transaction; the log is sent first, so in pipeline mode both
+    cost one round trip."""
     after = new.model_copy(update={"version": before.version + 1})
-    await log_change(conn, before.id, action, before=before, after=after, now=now, by=by)
+    await log_change(
+        conn, before.id, action, before=before, after=after, now=now, by=by, detail=detail
+    )
     return await write(conn, new, now=now, by=by)
 
 

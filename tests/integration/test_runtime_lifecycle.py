@@ -134,6 +134,11 @@ async def test_a_trigger_given_a_client_starts_at_once_and_is_found_by_tenant(
     assert attributes.get(TENANT_ATTRIBUTE) == "acme"
     assert attributes.get(SCHEDULE_ATTRIBUTE) == "now"
     assert attributes.get(KIND_ATTRIBUTE) == "test-noop"
+    # The Temporal UI's summary and details of the run (issue 39, item 5).
+    slot = done.recorded[0].scheduled_at
+    assert await described.static_summary() == f"acme/now: {slot:%Y-%m-%d %H:%M:%S} UTC (manual)"
+    details = await described.static_details()
+    assert f"- schedule: now (runtime schedule {made.id}, kind test-noop)" in details
 
 
 async def test_tenants_trigger_on_the_command_line_starts_the_run_and_waits_for_it(
@@ -162,3 +167,16 @@ async def test_tenants_trigger_on_the_command_line_starts_the_run_and_waits_for_
     assert marked is not None
     start = row["scheduled_at"] - timedelta(minutes=1)
     await audit_clean(database_url, client, task_queue, start, start + timedelta(minutes=3))
+
+
+async def test_a_schedule_created_paused_loses_no_slot_in_the_audit(
+    db, database_url, client, task_queue
+):
+    """Created with `paused: true` two hours ago (the test's clock), it never ran: its
+    fire times since are excused by the pause its creation opened, not reported lost."""
+    fresh_ids(db)
+    data = every_minute("born-paused") | {"paused": True, "note": "waiting for sign-off"}
+    made = (await tenants.create(database_url, data, clock=clock(at(0, 30)))).schedule
+    assert made.paused
+    assert slot_rows(db, made.id) == []
+    await audit_clean(database_url, client, task_queue, at(0), at(30))

@@ -140,6 +140,21 @@ def test_the_cli_writes_reads_and_refuses_with_its_exit_codes(database_url):
     told = cli(database_url, "explain", str(sid), slot.replace("+00:00", "Z"))
     assert told.returncode == 1  # it did not run: the catalog's `explain` exits 1 too
     assert told.stdout.strip().endswith(": failed (scheduled, attempt 2)")
+    empty = cli(database_url, "resume", str(sid), "--note", " ")
+    assert empty.returncode == 2
+    assert one_error_line(empty).startswith("error: note: say why the schedule is resumed")
+    resumed = cli(database_url, "resume", str(sid), "--note", "card renewed", "--by", "support")
+    assert resumed.returncode == 0 and resumed.stdout.startswith(f"resumed rt-{sid} ")
+    with psycopg.connect(database_url) as conn:  # the note kept as a pause's is: in `after`
+        logged = conn.execute(
+            "SELECT action, by, after->>'note', after->>'paused' FROM runtime_schedule_changes"
+            " WHERE schedule_id = %s ORDER BY id DESC LIMIT 2",
+            (sid,),
+        ).fetchall()
+    assert logged == [
+        ("resume", "support", "card renewed", "false"),
+        ("pause", "support", "card expired", "true"),
+    ]
     down = cli("postgresql://nobody@127.0.0.1:1/none", "list")
     assert down.returncode == 1
     assert one_error_line(down).startswith("error: PostgreSQL is unavailable: ")

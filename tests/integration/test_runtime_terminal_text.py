@@ -52,6 +52,7 @@ def test_the_cli_refuses_a_note_or_by_with_control_characters(database_url):
         (("pause", str(sid), "--note", TITLE_AND_CLEAR), "error: note"),
         (("pause", str(sid), "--note", "migrating", "--by", RED), "argument --by"),
         (("resume", str(sid), "--by", RED), "argument --by"),
+        (("resume", str(sid), "--note", TITLE_AND_CLEAR), "error: note"),
         (("delete", str(sid), "--by", RED), "argument --by"),
         (("update", str(sid), "--version", "1", "--cron", "0 9 * * 1", "--by", RED), "--by"),
         (("trigger", str(sid), "--by", RED), "argument --by"),  # before Temporal is asked

@@ -115,6 +115,8 @@ def configure(commands: argparse._SubParsersAction) -> None:
     ):
         parser = subcommand(commands, name, help, handler)
         add_id(parser)
+        if name == "resume":
+            parser.add_argument("--note", metavar="TEXT", help="why (kept in its change log)")
         parser.add_argument("--version", type=int, help="refuse unless at this version")
         add_by(parser)
 
@@ -148,7 +150,9 @@ async def _pause(args: argparse.Namespace, ctx: Context) -> int:
 
 
 async def _resume(args: argparse.Namespace, ctx: Context) -> int:
-    outcome = await tenants.resume(url(ctx), args.id, by=who(args), expected_version=args.version)
+    outcome = await tenants.resume(
+        url(ctx), args.id, note=args.note, by=who(args), expected_version=args.version
+    )
     return _report("resumed", outcome)
 
 
