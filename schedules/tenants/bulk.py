@@ -25,7 +25,7 @@ from core.errors import ConflictError, InvalidScheduleError, QuotaError
 from schedules.catalog.problems import short
 from schedules.progress import QUIET, Progress
 from schedules.tenants.model import (
-    SHARDS,
+    BUCKETS,
     Definition,
     Schedule,
     checked_by,
@@ -187,7 +187,9 @@ async def _copy_in(
         await _refuse_conflicts(conn)
         await _check_counts(conn, quotas)
         await _check_dependencies(conn, parsed, now)
-        cur = await conn.execute(store.Q["import_insert"], {"by": by, "now": now, "shards": SHARDS})
+        cur = await conn.execute(
+            store.Q["import_insert"], {"by": by, "now": now, "shards": BUCKETS}
+        )
         return cur.rowcount
 
 
