@@ -78,10 +78,17 @@ def minute_of(now: datetime) -> datetime:
 
 
 async def budgets(
-    conn: Any, tenants: Iterable[str], defaults: TenantDefaults, now: datetime
+    conn: Any,
+    tenants: Iterable[str],
+    defaults: TenantDefaults,
+    now: datetime,
+    busy: set[str] | None = None,
 ) -> dict[str, Budget]:
     """The budget of each limited tenant among `tenants`, its row locked for the caller's
-    transaction (a tenant with no limit has none: it is not held back, nor counted)."""
+    transaction (a tenant with no limit has none: it is not held back, nor counted).
+
+    `busy` given: a limited tenant whose row another dispatcher holds is not waited for
+    but added to `busy` (its slots must not be decided in this transaction)."""
     wanted = sorted(set(tenants))
     cur = await conn.execute(_Q["tenant_limits"], {"tenants": wanted})
     own = {tenant: (flight, minute) for tenant, flight, minute in await cur.fetchall()}
@@ -96,7 +103,8 @@ async def budgets(
     if len(own) < len(limited):
         await conn.execute(_Q["tenant_rows"], {"tenants": limited})
     minute = minute_of(now)
-    cur = await conn.execute(_Q["lock_tenants"], {"tenants": limited, "minute": minute})
+    lock = "lock_tenants" if busy is None else "lock_tenants_skip"
+    cur = await conn.execute(_Q[lock], {"tenants": limited, "minute": minute})
     found = {
         tenant: Budget(
             tenant,
@@ -106,6 +114,8 @@ async def budgets(
         )
         for tenant, flight, per_minute, started in await cur.fetchall()
     }
+    if busy is not None:
+        busy.update(t for t in limited if t not in found)
     tracked = [t for t, b in found.items() if b.tracked]
     if tracked:
         await conn.execute(_Q["settle"], {"tenants": tracked})
