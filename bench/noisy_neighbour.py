@@ -4,8 +4,9 @@
 On a stack of its own (a Temporal dev server, PostgreSQL, `--workers` worker processes of
 role jobs, one of role dispatch, the engine's dispatchers synced and ticking every minute):
 
-- `--small` (1,000) tenants with one every-minute `test-sleep` schedule each (0 s of work),
-  firing for `--minutes` (10) from minute M;
+- `--small` (1,000) tenants with one every-minute schedule each, of no work (`test-noop`,
+  which runs in batches; `--small-kind test-sleep`: a run each), firing for `--minutes`
+  (10) from minute M;
 - one tenant, `big`, with `--big` (5,000) every-minute `test-sleep` schedules whose work
   takes `--work` (20 s), firing from M + minutes/2 (the second half), held by its own
   limit of `--limit` (100) runs in flight (`runtime_tenant_limits`).
@@ -35,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -53,10 +55,11 @@ def say(message: str) -> None:
 
 
 def insert(
-    db: psycopg.Connection, n: int, tenants: str, seconds: float, first: datetime, last: datetime
-) -> None:
-    """`n` every-minute `test-sleep` schedules firing from `first` to `last` (end_at), in
-    one set-based statement, as the API stores them. `tenants`: one tenant each
+    db: psycopg.Connection, n: int, tenants: str, kind: str, params: dict, first: datetime,
+    last: datetime,
+) -> None:  # fmt: skip
+    """`n` every-minute schedules of `kind` firing from `first` to `last` (end_at), in one
+    set-based statement, as the API stores them. `tenants`: one tenant each
     (`<tenants>-<n>`), or one for all (`big`)."""
     db.execute(
         """
@@ -66,13 +69,12 @@ def insert(
             (id, tenant, name, kind, cron, timezone, params, catchup, shard, next_fire_at,
              timing_since, end_at)
         SELECT id, CASE WHEN %(one)s THEN %(tenants)s ELSE %(tenants)s || '-' || n END,
-               's' || n, 'test-sleep', '* * * * *', 'UTC',
-               jsonb_build_object('seconds', %(seconds)s::float), 'latest', id %% 16,
+               's' || n, %(kind)s, '* * * * *', 'UTC', %(params)s, 'latest', id %% 16,
                %(first)s, %(first)s, %(last)s
         FROM ids
         """,
-        {"n": n, "tenants": tenants, "one": tenants == "big", "seconds": seconds,
-         "first": first, "last": last},
+        {"n": n, "tenants": tenants, "one": tenants == "big", "kind": kind,
+         "params": Jsonb(params), "first": first, "last": last},
     )  # fmt: skip
 
 
@@ -150,8 +152,9 @@ async def run(args: argparse.Namespace) -> dict:
         half = start + timedelta(minutes=args.minutes // 2)
         end = start + timedelta(minutes=args.minutes)
         last = end - timedelta(minutes=1)
-        insert(db, args.small, "small", 0.0, start, last)
-        insert(db, args.big, "big", args.work, half, last)
+        small = {} if args.small_kind == "test-noop" else {"seconds": 0}
+        insert(db, args.small, "small", args.small_kind, small, start, last)
+        insert(db, args.big, "big", "test-sleep", {"seconds": args.work}, half, last)
         db.execute(
             "INSERT INTO runtime_tenant_limits (tenant, max_in_flight) VALUES ('big', %s)",
             (args.limit,),
@@ -208,6 +211,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=1_000, help="tenants of one schedule")
     parser.add_argument("--work", type=float, default=20.0, help="seconds a big slot takes")
     parser.add_argument("--limit", type=int, default=100, help="the big tenant's in flight")
+    parser.add_argument(
+        "--small-kind",
+        default="test-noop",
+        choices=("test-noop", "test-sleep"),
+        help="the small tenants' kind: test-noop runs in batches (default), test-sleep "
+        "(0 s) a run each",
+    )
     parser.add_argument("--minutes", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2, help="worker processes (role jobs)")
     args = parser.parse_args(argv)
