@@ -194,6 +194,7 @@ async def run(args: argparse.Namespace) -> dict:
             audit.returncode,
             summary[0].split("; ")[:3],
             audit.stdout.count("deferred by the tenant's limit"),
+            [line for line in audit.stdout.splitlines()[:-1] if "deferred by" not in line][:20],
         )
         say(f"audit: exit {audit.returncode} {results['audit']} {audit.stderr[-500:]}")
         db.close()
