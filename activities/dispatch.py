@@ -29,28 +29,148 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client
 
-from activities.dispatch_policy import Slots, calendar_rule, decide_slots, within
 from activities.heartbeat import heartbeating
 from activities.models import Origin
 from activities.runtime_models import BATCH_SLOTS, batch_workflow_id, slot_workflow_id
 from activities.runtime_start import Intent, attributes_registered, start_intent
 from activities.shards import buckets, shards_at
-from activities.tenant_limits import TenantDefaults, budgets, count_starts
+from activities.tenant_limits import Budget, TenantDefaults, budgets, count_starts
 from core.sql import queries
 from timing import Timing
+from timing.business import BusinessCalendar, CalendarRule
 
 _Q = queries("activities.sql", "dispatch")
+_TICK = timedelta(microseconds=1)
 
+# A slot dispatched within this of its time runs as `scheduled`; later, it was missed
+# (the dispatcher was down) and its schedule's catch-up policy decides.
+GRACE = timedelta(minutes=2)
+# Missed slots a policy looks at, at most, per schedule and tick (older ones are beyond
+# every policy's reach, as for catalog jobs: `activities.catchup.MAX_CONSIDERED`).
+MAX_CONSIDERED = 1000
 # Rows locked and decided per transaction: a herd's 15,000 rows in 2 rounds a shard, each
 # a few set-based statements, its batches started as soon as it commits.
 DECIDE_BATCH = 2000
 START_CONCURRENCY = 64  # workflow starts in flight at once, per process
+
+
+@dataclass(frozen=True)
+class Slots:
+    """One schedule's decision at a tick: slots to run (with their origin), missed slots
+    recorded skipped (with the reason), the next slot to dispatch, and when each slot a
+    business calendar moved is due (its fire time; the others are due at their own)."""
+
+    run: list[tuple[datetime, Origin]]
+    skip: list[tuple[datetime, str]]
+    next_fire_at: datetime | None
+    due: Mapping[datetime, datetime] = field(default_factory=dict)
+
+
+def decide_slots(
+    timing: Timing,
+    catchup: str,
+    next_fire_at: datetime,
+    timing_since: datetime | None,
+    now: datetime,
+    max_missed: int | None = None,
+) -> Slots:
+    """Pure policy: which of the fire times in [next_fire_at, now] run (never one after
+    `now`, never one before `timing_since`: an edit does not invent missed runs).
+
+    The newest due slot is on time when `now` is within `GRACE` of it; the others were
+    missed. As for catalog jobs (`activities.catchup.decide`): `skip` runs only an on-time
+    slot; `latest` runs the newest once; `all` runs the `max_missed` newest missed ones,
+    oldest first, and the on-time slot besides. Every due slot not run is recorded skipped
+    with the reason."""
+    low = max(next_fire_at, timing_since) if timing_since is not None else next_fire_at
+    due = timing.fire_times(low, now + _TICK, limit=MAX_CONSIDERED, newest=True)
+    following = timing.next_after(now)
+    if not due:
+        return Slots([], [], following)
+    newest = due[-1]
+    on_time = now - newest <= GRACE
+
+    def origin(slot: datetime) -> Origin:
+        return "scheduled" if on_time and slot == newest else "catch-up"
+
+    if catchup == "skip":
+        run = [newest] if on_time else []
+        why = "missed: catch-up policy 'skip' runs no missed time"
+    elif catchup == "latest":
+        run = [newest]
+        why = f"missed: catch-up policy 'latest' ran only {newest:%Y-%m-%dT%H:%M:%SZ}"
+    else:
+        keep = max(max_missed or 1, 1)
+        missed = [slot for slot in due if not (on_time and slot == newest)]
+        run = missed[-keep:] + ([newest] if on_time else [])
+        why = f"missed: beyond catch-up policy 'all' (max_missed {keep})"
+    ran = set(run)
+    decided = Slots(
+        [(slot, origin(slot)) for slot in run],
+        [(slot, why) for slot in due if slot not in ran],
+        following,
+    )
+    return (
+        decided if timing.calendar is None else _as_slots(timing, decided, low, timing_since, now)
+    )
+
+
+def _as_slots(
+    timing: Timing, decided: Slots, low: datetime, since: datetime | None, now: datetime
+) -> Slots:
+    """A schedule with a business calendar: each decided fire time as the slots its
+    calendar puts there, unadjusted (the intents' and the ledger's keys), none from before
+    its timing took effect, each due at that fire time: a `following` slot runs once its
+    fire time has come, a `preceding` one before its own time, both under their own."""
+    slots: dict[datetime, list[datetime]] = {}
+    for fire in timing.fires(low, now + _TICK, limit=MAX_CONSIDERED, newest=True):
+        if since is None or fire.slot >= since:
+            slots.setdefault(fire.at, []).append(fire.slot)
+    return Slots(
+        [(slot, origin) for at, origin in decided.run for slot in slots.get(at, [])],
+        [(slot, why) for at, why in decided.skip for slot in slots.get(at, [])],
+        decided.next_fire_at,
+        {slot: at for at, _ in decided.run for slot in slots.get(at, []) if slot != at},
+    )
+
+
+def within(slots: Slots, budget: Budget) -> Slots | None:
+    """The slots a tenant's budget lets run (None: none, the schedule is deferred), taken
+    from the budget. A catch-up of more slots than the budget runs its oldest (whole fire
+    times), and the schedule's next slot is the fire time after the last one run: the rest
+    are decided at a later tick, under the policy."""
+    left = budget.left()
+    if len(slots.run) <= left:
+        budget.taken += len(slots.run)
+        return slots
+    cut = left
+
+    def at(i: int) -> datetime:
+        return slots.due.get(slots.run[i][0], slots.run[i][0])
+
+    while cut > 0 and at(cut - 1) == at(left):
+        cut -= 1
+    if cut == 0:
+        return None
+    budget.taken += cut
+    return Slots(slots.run[:cut], slots.skip, at(cut - 1) + _TICK, slots.due)
+
+
+@lru_cache(maxsize=1024)
+def calendar_rule(definition: str | None, on_holiday: str | None) -> CalendarRule | None:
+    """A runtime schedule's business calendar from its row (the definition as JSON text)."""
+    if definition is None:
+        return None
+    return CalendarRule(
+        calendar=BusinessCalendar.model_validate_json(definition), on_holiday=on_holiday or "skip"
+    )
 
 
 @dataclass
@@ -174,34 +294,20 @@ class Dispatcher:
         if not mine:  # a shard beyond the count in force: it ends at once
             return counts
         await self.start_unstarted(mine, now, counts)
-        # Limited tenants whose limits another shard holds: their slots are decided last,
-        # once every other tenant's are started, waiting for that shard then.
-        busy: set[str] = set()
-        waiting = False
         while True:
-            decided = await self.decide(mine, now, counts, held, None if waiting else busy)
+            decided = await self.decide(mine, now, counts, held)
             if decided and self.after_decide is not None:
                 await self.after_decide()
             await self.start_unstarted(mine, now, counts)
-            if decided < self.decide_batch and (waiting or not busy):
-                return counts
             if decided < self.decide_batch:
-                held -= busy
-                waiting = True
+                return counts
 
     async def decide(
-        self,
-        mine: list[int],
-        now: datetime,
-        counts: TickCounts,
-        held: set[str] | None = None,
-        busy: set[str] | None = None,
+        self, mine: list[int], now: datetime, counts: TickCounts, held: set[str] | None = None
     ) -> int:
         """One transaction: lock up to `decide_batch` due rows of the buckets `mine`, fairly
         across tenants (but those in `held`), record their decisions; a slot past its
-        tenant's limit is deferred, and its tenant added to `held`. `busy` given: a limited
-        tenant whose limits another dispatcher holds is added to it and to `held`, its
-        rows left undecided (`budgets`); None: waited for."""
+        tenant's limit is deferred, and its tenant added to `held`."""
         held = set() if held is None else held
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
@@ -210,13 +316,10 @@ class Dispatcher:
             )
             rows = await cur.fetchall()
             counts.statements += 1
-            limited = await budgets(conn, (row[1] for row in rows), self.limits, now, busy)
-            held.update(busy or ())
+            limited = await budgets(conn, (row[1] for row in rows), self.limits, now)
             decisions = Decisions(self.batch_kinds)
             decided: dict[tuple, Slots] = {}  # a herd shares a few timings: each decided once
             for sid, tenant, kind, *key in rows:
-                if busy and tenant in busy:
-                    continue  # its limits are another shard's now: left to a later pass
                 if (slots := decided.get(tuple(key))) is None:
                     cron, zone, catchup, max_missed, start_at, end_at, nxt, since, *days = key
                     timing = Timing(

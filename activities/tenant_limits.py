@@ -78,17 +78,10 @@ def minute_of(now: datetime) -> datetime:
 
 
 async def budgets(
-    conn: Any,
-    tenants: Iterable[str],
-    defaults: TenantDefaults,
-    now: datetime,
-    busy: set[str] | None = None,
+    conn: Any, tenants: Iterable[str], defaults: TenantDefaults, now: datetime
 ) -> dict[str, Budget]:
     """The budget of each limited tenant among `tenants`, its row locked for the caller's
-    transaction (a tenant with no limit has none: it is not held back, nor counted).
-
-    `busy` given: a limited tenant whose row another dispatcher holds is not waited for
-    but added to `busy` (its slots must not be decided in this transaction)."""
+    transaction (a tenant with no limit has none: it is not held back, nor counted)."""
     wanted = sorted(set(tenants))
     cur = await conn.execute(_Q["tenant_limits"], {"tenants": wanted})
     own = {tenant: (flight, minute) for tenant, flight, minute in await cur.fetchall()}
@@ -103,8 +96,7 @@ async def budgets(
     if len(own) < len(limited):
         await conn.execute(_Q["tenant_rows"], {"tenants": limited})
     minute = minute_of(now)
-    lock = "lock_tenants" if busy is None else "lock_tenants_skip"
-    cur = await conn.execute(_Q[lock], {"tenants": limited, "minute": minute})
+    cur = await conn.execute(_Q["lock_tenants"], {"tenants": limited, "minute": minute})
     found = {
         tenant: Budget(
             tenant,
@@ -114,8 +106,6 @@ async def budgets(
         )
         for tenant, flight, per_minute, started in await cur.fetchall()
     }
-    if busy is not None:
-        busy.update(t for t in limited if t not in found)
     tracked = [t for t, b in found.items() if b.tracked]
     if tracked:
         await conn.execute(_Q["settle"], {"tenants": tracked})

@@ -117,22 +117,11 @@ ON CONFLICT (tenant) DO NOTHING
 -- The limited tenants' rows, locked for the decide transaction in tenant order: a
 -- dispatcher of another shard counting the same tenant's runs waits for this one's
 -- decisions to commit. With the slots already started this minute.
--- `skip`: a tenant whose row another dispatcher holds is passed over (SKIP LOCKED) rather
--- than waited for: its slots are left to a later pass of the tick, so the slots of every
--- other tenant in the batch are not held up behind it.
 SELECT tenant, max_in_flight, max_per_minute,
        CASE WHEN minute = %(minute)s THEN minute_starts ELSE 0 END AS started
 FROM runtime_tenant_limits WHERE tenant = ANY(%(tenants)s::text[])
 ORDER BY tenant
 FOR UPDATE
-
--- name: lock_tenants_skip
--- As lock_tenants, passing over the rows another transaction holds.
-SELECT tenant, max_in_flight, max_per_minute,
-       CASE WHEN minute = %(minute)s THEN minute_starts ELSE 0 END AS started
-FROM runtime_tenant_limits WHERE tenant = ANY(%(tenants)s::text[])
-ORDER BY tenant
-FOR UPDATE SKIP LOCKED
 
 -- name: settle
 -- The limited tenants' intents whose run has finished (a terminal ledger row): no longer

@@ -4,7 +4,6 @@ another's slot. The dispatcher's clock is the test's (`tick(shard, now)`)."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -102,41 +101,6 @@ def test_a_tenant_weight_is_its_slots_per_round(db):
             _Q["due"], {"buckets": [0], "now": NOW, "limit": 8, "held": ["heavy"]}
         ).fetchall()
     assert {row[1] for row in held} == {"light"}
-
-
-async def test_a_tenant_whose_limits_another_shard_holds_does_not_hold_up_the_others(
-    db, database_url, client, task_queue, start_workers
-):
-    start_workers(1)
-    fresh_ids(db)
-    for i in range(3):
-        every_minute(db, "big", f"b{i}", NOW)
-    every_minute(db, "small", "one", NOW)
-    db.execute("UPDATE runtime_schedules SET shard = 0")
-    db.execute("INSERT INTO runtime_tenant_limits (tenant, max_in_flight) VALUES ('big', 10)")
-
-    async def small_started() -> None:
-        started = db.execute(
-            "SELECT s.tenant FROM runtime_dispatch_intents i JOIN runtime_schedules s"
-            " ON s.id = i.schedule_id WHERE i.started_at IS NOT NULL"
-        ).fetchall()
-        assert started == [("small",)]
-
-    # Another shard's dispatcher deciding for `big`: its limits row locked meanwhile.
-    with psycopg.connect(database_url) as other:
-        other.execute("SELECT 1 FROM runtime_tenant_limits WHERE tenant = 'big' FOR UPDATE")
-        async with dispatcher(database_url, client, task_queue) as d:
-            tick = asyncio.create_task(d.tick(0, NOW))
-            await assert_eventually(small_started, timeout=60)  # not behind `big`
-            assert not tick.done()  # `big` is waited for, not skipped
-            other.commit()
-            await asyncio.wait_for(tick, 60)
-    assert intents_by_tenant(db) == {"big": 3, "small": 1}
-    await settled(db, 4)
-    await audit_clean(
-        database_url, client, task_queue, NOW - timedelta(hours=1), NOW + timedelta(seconds=1),
-        late=LATE,
-    )  # fmt: skip
 
 
 async def test_a_run_carries_its_tenant_as_the_fairness_key(
