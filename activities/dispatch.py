@@ -1,8 +1,9 @@
 """The dispatcher of runtime schedules: one tick of one shard (issue 21, part 4).
 
 Runtime schedules live in PostgreSQL (`runtime_schedules`), not as one Temporal schedule
-each. A few catalog jobs (`runtime-dispatch-0..N`, every minute, overlap SKIP) each run one
-tick of their shard, whatever the number of runtime schedules:
+each. A few catalog jobs (`runtime-dispatch-0..N-1`, every minute, overlap SKIP; N a live
+setting, `activities.shards`) each run one tick of their shard, whatever the number of
+runtime schedules:
 
 1. **Decide**, in ONE transaction per bounded batch: the shard's due rows
    (`next_fire_at <= now`, `FOR UPDATE SKIP LOCKED`: a second dispatcher on the shard takes
@@ -33,13 +34,13 @@ from functools import lru_cache
 from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
-from temporalio import activity
 from temporalio.client import Client
 
 from activities.heartbeat import heartbeating
 from activities.models import Origin
 from activities.runtime_models import BATCH_SLOTS, batch_workflow_id, slot_workflow_id
 from activities.runtime_start import Intent, attributes_registered, start_intent
+from activities.shards import buckets, shards_at
 from activities.tenant_limits import Budget, TenantDefaults, budgets, count_starts
 from core.sql import queries
 from timing import Timing
@@ -287,26 +288,31 @@ class Dispatcher:
         """Decide every due slot of `shard` as of `now`, then start every unstarted intent."""
         counts = TickCounts()
         held: set[str] = set()  # tenants at their limit: left to the next tick
-        await self.start_unstarted(shard, now, counts)
+        async with self.pool.connection() as conn:  # its buckets under the count at `now`
+            mine = buckets(shard, await shards_at(conn, now))
+        counts.statements += 1
+        if not mine:  # a shard beyond the count in force: it ends at once
+            return counts
+        await self.start_unstarted(mine, now, counts)
         while True:
-            decided = await self.decide(shard, now, counts, held)
+            decided = await self.decide(mine, now, counts, held)
             if decided and self.after_decide is not None:
                 await self.after_decide()
-            await self.start_unstarted(shard, now, counts)
+            await self.start_unstarted(mine, now, counts)
             if decided < self.decide_batch:
                 return counts
 
     async def decide(
-        self, shard: int, now: datetime, counts: TickCounts, held: set[str] | None = None
+        self, mine: list[int], now: datetime, counts: TickCounts, held: set[str] | None = None
     ) -> int:
-        """One transaction: lock up to `decide_batch` due rows, fairly across tenants (but
-        those in `held`), record their decisions; a slot past its tenant's limit is
-        deferred, and its tenant added to `held`."""
+        """One transaction: lock up to `decide_batch` due rows of the buckets `mine`, fairly
+        across tenants (but those in `held`), record their decisions; a slot past its
+        tenant's limit is deferred, and its tenant added to `held`."""
         held = set() if held is None else held
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
                 _Q["due"],
-                {"shard": shard, "now": now, "limit": self.decide_batch, "held": sorted(held)},
+                {"buckets": mine, "now": now, "limit": self.decide_batch, "held": sorted(held)},
             )
             rows = await cur.fetchall()
             counts.statements += 1
@@ -340,12 +346,12 @@ class Dispatcher:
         self.heartbeat(counts.as_dict())
         return len(rows)
 
-    async def start_unstarted(self, shard: int, now: datetime, counts: TickCounts) -> None:
-        """Start the workflow of every intent of `shard` due by `now` not marked started."""
+    async def start_unstarted(self, mine: list[int], now: datetime, counts: TickCounts) -> None:
+        """Start the workflow of every intent of `mine` due by `now` not marked started."""
         while True:
             async with self.pool.connection() as conn:
                 cur = await conn.execute(
-                    _Q["unstarted"], {"shard": shard, "now": now, "limit": 2000}
+                    _Q["unstarted"], {"buckets": mine, "now": now, "limit": 2000}
                 )
                 found = [Intent(*row) for row in await cur.fetchall()]
             counts.statements += 1
@@ -389,9 +395,3 @@ class Dispatcher:
         if not self._attributes:
             self._attributes = await attributes_registered(self.client)
         return self._attributes
-
-
-def activity_heartbeat(*details: Any) -> None:
-    """Heartbeat when inside an activity (a tick called by a test is not)."""
-    if activity.in_activity():
-        activity.heartbeat(*details)

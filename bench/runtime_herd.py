@@ -58,7 +58,7 @@ from activities.runtime_models import (  # noqa: E402
     slot_workflow_id,
 )
 from jobs.runtime_dispatch.activities import batch_kinds  # noqa: E402
-from schedules.catalog.model import default_catalog  # noqa: E402
+from schedules.catalog.model import load_catalog  # noqa: E402
 from schedules.sync.apply import sync  # noqa: E402
 from schedules.sync.attributes import runtime_attributes  # noqa: E402
 from tests.helpers.worker import WorkerProcess  # noqa: E402
@@ -73,7 +73,7 @@ def say(message: str) -> None:
 
 def insert(db: psycopg.Connection, n: int, kind: str, minute: datetime, tenant: str) -> None:
     """`n` schedules of `kind` firing once, at `minute` (UTC cron, end_at there), in one
-    set-based statement, as the API stores them (shard id % 4, next_fire_at, timing_since)."""
+    set-based statement, as the API stores them (bucket id % 16, next_fire_at, timing_since)."""
     db.execute(
         """
         WITH ids AS (SELECT nextval('runtime_schedules_id_seq') AS id, n
@@ -84,7 +84,7 @@ def insert(db: psycopg.Connection, n: int, kind: str, minute: datetime, tenant: 
         SELECT ids.id, %(tenant)s || '-' || n, 'herd', %(kind)s, %(cron)s, 'UTC',
                CASE WHEN c.id IS NULL THEN '{}' ELSE jsonb_build_object('customer_id', c.id)
                END,
-               'latest', ids.id %% 4, %(minute)s, %(since)s, %(minute)s
+               'latest', ids.id %% 16, %(minute)s, %(since)s, %(minute)s
         FROM ids
         LEFT JOIN customers c ON %(kind)s = 'weekly-report' AND c.tenant = %(tenant)s || '-' || n
         """,
@@ -265,7 +265,10 @@ async def run(args: argparse.Namespace) -> dict:
             workers.append(WorkerProcess(env | {"WORKER_ROLE": "dispatch"}, log))
         for w in workers:
             await asyncio.to_thread(w.wait_ready, 90)
-        dispatchers = [default_catalog()[f"runtime-dispatch-{s}"] for s in range(SHARDS)]
+        # The dispatch shards in force from the start (`--shards`; activities/shards.py).
+        db.execute("UPDATE runtime_dispatch_shards SET shards = %s", (args.shards,))
+        catalog = load_catalog(shards=args.shards)
+        dispatchers = [job for job in catalog if job.kind == "runtime-dispatch"]
         await sync(client, dispatchers, task_queue, prune=False)
         now = datetime.now(UTC)
         batch_minute = now.replace(second=0, microsecond=0) + timedelta(minutes=2)
@@ -405,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dispatchers", type=int, default=1, help="worker processes of role dispatch"
     )
+    parser.add_argument("--shards", type=int, default=4, choices=(1, 2, 4, 8, 16))
     parser.add_argument("--write", action="store_true", help="append to bench/results/<date>.md")
     parser.add_argument(
         "--herd-only",

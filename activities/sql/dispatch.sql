@@ -1,8 +1,10 @@
 -- The dispatcher of runtime schedules (activities/dispatch.py). Tables: migration 0020.
 
 -- name: due
--- The due runtime schedules of one shard, locked for this transaction; rows another
--- dispatcher holds are passed over (two dispatchers on one shard split the work).
+-- The due runtime schedules of one shard (its `buckets`: activities/shards.py), locked for
+-- this transaction; rows another dispatcher holds are passed over (two dispatchers whose
+-- buckets meet split the work), and the lock re-checks that a row is still due: the
+-- buckets only split the work, the row lock decides who takes a row.
 -- Fair (issue 40): taken round-robin across tenants, a tenant's `weight` slots a round
 -- (its oldest first), so a tenant with thousands due cannot starve one with a single
 -- slot. The rank needs a window function, which FOR UPDATE refuses at its own level: the
@@ -20,7 +22,7 @@ FROM (
                / coalesce(l.weight, 1) AS round
     FROM runtime_schedules d
     LEFT JOIN runtime_tenant_limits l ON l.tenant = d.tenant
-    WHERE d.shard = %(shard)s AND d.next_fire_at <= %(now)s AND NOT d.paused
+    WHERE d.shard = ANY(%(buckets)s::smallint[]) AND d.next_fire_at <= %(now)s AND NOT d.paused
       AND d.deleted_at IS NULL AND d.tenant <> ALL(%(held)s::text[])
     ORDER BY round, d.next_fire_at, d.id
 ) fair
@@ -71,10 +73,15 @@ SELECT i.schedule_id, i.scheduled_at, i.origin, i.workflow_id, s.tenant, s.name,
        s.timezone
 FROM runtime_dispatch_intents i
 JOIN runtime_schedules s ON s.id = i.schedule_id
-WHERE s.shard = %(shard)s AND i.started_at IS NULL
+WHERE s.shard = ANY(%(buckets)s::smallint[]) AND i.started_at IS NULL
   AND coalesce(i.due_at, i.scheduled_at) <= %(now)s
 ORDER BY i.scheduled_at, i.schedule_id
 LIMIT %(limit)s
+
+-- name: shards_at
+-- The number of dispatch shards in force for the tick scheduled at `now` (migration 0033).
+SELECT shards FROM runtime_dispatch_shards WHERE from_tick <= %(now)s
+ORDER BY from_tick DESC LIMIT 1
 
 -- name: mark_started
 UPDATE runtime_dispatch_intents

@@ -17,7 +17,8 @@ from temporalio import activity
 
 from activities.chunk_gate import pass_chunk_gate
 from activities.chunked import begin_attempt, fenced
-from activities.dispatch import START_CONCURRENCY, Dispatcher, activity_heartbeat
+from activities.dispatch import START_CONCURRENCY, Dispatcher
+from activities.heartbeat import activity_heartbeat
 from activities.models import WorkInput, WorkResult
 from activities.telemetry import record_completed
 from activities.tenant_limits import TenantDefaults

@@ -12,22 +12,26 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from activities.shards import BUCKETS, DEFAULT_SHARDS
 from core.errors import CatalogError
 from schedules.catalog.problems import short
 
 __all__ = ["engine_catalog", "engine_job_ids", "read_catalog", "with_engine_jobs"]
 
+DISPATCHER = "runtime-dispatch-{}"  # the dispatcher of shard N
 
-def with_engine_jobs(data: dict[str, Any]) -> dict[str, Any]:
+
+def with_engine_jobs(data: dict[str, Any], shards: int = DEFAULT_SHARDS) -> dict[str, Any]:
     """`data` (a catalog's tables) and the engine's own jobs (the packaged
     `schedules/engine.toml`: the outbox relay, the runtime dispatchers), which a fleet runs
     whatever catalog it keeps.
 
     A catalog may restate an engine job's id with the same kind, to tune it: its table then
     replaces the engine's. It cannot give the id another kind (`CatalogError`), nor remove
-    an engine job: one it leaves out is the engine's as packaged."""
+    an engine job: one it leaves out is the engine's as packaged. `shards`: the dispatch
+    shards, one dispatcher job each (`engine_catalog`)."""
     merged = dict(data)
-    for job_id, table in engine_catalog().items():
+    for job_id, table in engine_catalog(shards).items():
         mine = data.get(job_id)
         if mine is None:
             merged[job_id] = table
@@ -42,14 +46,25 @@ def with_engine_jobs(data: dict[str, Any]) -> dict[str, Any]:
 
 
 @cache
-def engine_catalog() -> dict[str, Any]:
-    """The engine's own jobs' tables (the packaged `schedules/engine.toml`)."""
-    return tomllib.loads(resources.files("schedules").joinpath("engine.toml").read_text())
+def engine_catalog(shards: int = DEFAULT_SHARDS) -> dict[str, Any]:
+    """The engine's own jobs' tables (the packaged `schedules/engine.toml`), with one
+    dispatcher per dispatch shard: `runtime-dispatch-0` as packaged, and copies of it
+    `runtime-dispatch-1` .. `-(shards-1)` with their own shard."""
+    tables = tomllib.loads(resources.files("schedules").joinpath("engine.toml").read_text())
+    first = tables[DISPATCHER.format(0)]
+    for shard in range(1, shards):
+        tables[DISPATCHER.format(shard)] = first | {
+            "description": first["description"].replace("shard 0", f"shard {shard}"),
+            "params": first["params"] | {"shard": shard},
+        }
+    return tables
 
 
 def engine_job_ids() -> frozenset[str]:
-    """The ids of the engine's own jobs: `sync` never prunes their schedules."""
-    return frozenset(engine_catalog())
+    """The ids of the engine's own jobs, a dispatcher for every shard there can be: a sync
+    never prunes their schedules, but for the dispatchers beyond the count it was told to
+    retire (`schedules.sync.shards`)."""
+    return frozenset(engine_catalog(BUCKETS))
 
 
 def read_catalog(path: Path | None = None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from activities.catchup import MAX_CONSIDERED
 from activities.lifetime import run_lifetime, wait_bound, work_bound
+from activities.shards import DEFAULT_SHARDS
 from core.errors import CatalogError
 from jobs import kinds
 from schedules.catalog import limits
@@ -362,10 +363,13 @@ def catalog_error(problems: list[str]) -> CatalogError:
     )
 
 
-def load_catalog(path: Path | None = None, *, engine: bool = True) -> tuple[JobSpec, ...]:
+def load_catalog(
+    path: Path | None = None, *, engine: bool = True, shards: int = DEFAULT_SHARDS
+) -> tuple[JobSpec, ...]:
     """Read and validate the catalog file (default: the packaged `schedules/jobs.toml`),
-    with the engine's jobs beside its own (`with_engine_jobs`) unless `engine` is False."""
-    return parse_catalog(catalog_tables(path, engine=engine))
+    with the engine's jobs beside its own (`with_engine_jobs`, a dispatcher for each of
+    `shards`) unless `engine` is False."""
+    return parse_catalog(catalog_tables(path, engine=engine, shards=shards))
 
 
 def load_valid_jobs(
@@ -382,11 +386,13 @@ def load_valid_jobs(
     return parse_each(catalog_tables(path, engine=engine))
 
 
-def catalog_tables(path: Path | None = None, *, engine: bool = True) -> dict[str, Any]:
+def catalog_tables(
+    path: Path | None = None, *, engine: bool = True, shards: int = DEFAULT_SHARDS
+) -> dict[str, Any]:
     """The tables the fleet runs, unvalidated: the catalog file's (`read_catalog`), and
     the engine's jobs (`with_engine_jobs`) unless `engine` is False."""
     data = read_catalog(path)
-    return with_engine_jobs(data) if engine else data
+    return with_engine_jobs(data, shards) if engine else data
 
 
 @cache

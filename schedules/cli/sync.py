@@ -16,6 +16,7 @@ from schedules.sync.apply import sync
 from schedules.sync.plan import compile_jobs
 from schedules.sync.report import format_report
 from schedules.sync.safety import DEFAULT_MAX_PRUNE, SyncIncompleteError, check_prune
+from schedules.sync.shards import plan_shards, shards_line
 
 NAME = "sync"
 HELP = "create, update and delete schedules to match the catalog"
@@ -32,7 +33,8 @@ DESCRIPTION = (
 )
 EXIT_CODES = (
     "exit codes: 0 in line with the catalog, every written schedule checked on the server "
-    "(or, with --dry-run, the plan shown); 1 Temporal unreachable, another sync holds the "
+    "(or, with --dry-run, the plan shown); 1 Temporal or PostgreSQL (the dispatch shards) "
+    "unreachable, another sync holds the "
     "lock past --lock-wait, a write the server refused (what was applied and what was not is "
     "printed; run sync again), or a written schedule that fires other times than intended "
     "there (or could not be checked); 2 bad input: an invalid catalog, settings or "
@@ -96,6 +98,11 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     )  # validated before anything reaches Temporal,
     compile_jobs(jobs, ctx.settings.temporal_task_queue, datetime.now(UTC))  # and compiled
     client = await ctx.client()
+    shards = None  # the engine's dispatchers follow RUNTIME_DISPATCH_SHARDS
+    if cli.with_engine(args):
+        wanted = ctx.settings.runtime_dispatch_shards
+        shards = await plan_shards(cli.database_url(ctx), wanted, datetime.now(UTC))
+        jobs = load_catalog(args.catalog, shards=shards.keep)
     started = datetime.now(UTC)  # before any write: a pause it applies is recorded from here
     try:
         report = await ctx.retrying(
@@ -111,6 +118,7 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
                 lock_lease=ctx.settings.sync_lock_seconds,
                 progress=progress.for_stream(),
                 conninfo=cli.database_url(ctx),
+                shards=shards,
             )
         )
     except SyncIncompleteError as exc:
@@ -123,6 +131,8 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
             print(f"{state:<14}{outcome.action} {outcome.job_id}")
         raise
     print(format_report(report, args.dry_run))
+    if shards is not None:
+        print(shards_line(shards, report.shards_from, args.dry_run))
     if not args.dry_run:
         for job_id in paused_by_sync(jobs, report):
             await best_effort(

@@ -58,6 +58,7 @@ from schedules.sync.safety import (
     check_prune,
     wait_for_listing,
 )
+from schedules.sync.shards import ShardPlan, record_shards
 from workflows import JobRun
 
 logger = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ async def sync(
     lock_lease: float = DEFAULT_LEASE_SECONDS,
     progress: Progress = QUIET,
     conninfo: str | None = None,
+    shards: ShardPlan | None = None,
 ) -> SyncReport:
     """Apply the catalog: create, update what differs, delete what it no longer has.
 
@@ -95,16 +97,20 @@ async def sync(
     (`schedules.sync.edits`): each is run or recorded as dropped, by the job's catch-up
     policy, the edit taking effect at `now`; recorded before the first write (PostgreSQL out
     of reach then: `DatabaseUnavailableError`, nothing changed). Without it, stranded slots
-    are not looked for.
+    are not looked for. `shards` (with `conninfo`): the dispatch shards' change, recorded
+    after the writes, under the lock (`schedules.sync.shards`); its extra dispatchers are
+    pruned once their count no longer stands.
     """
     jobs = jobs.values() if isinstance(jobs, dict) else jobs
     now = (now or datetime.now(UTC)).replace(microsecond=0)
     targets = compile_jobs(jobs, task_queue, now)
+    retired = shards.retired if shards is not None else frozenset()
     if dry_run:
         stamp = await digest_attribute(client, register=False)
         return await plan_against_listing(
-            client, targets, now, prune=prune, full=full, stamp=stamp, progress=progress
-        )
+            client, targets, now, prune=prune, full=full, stamp=stamp, progress=progress,
+            retired=retired,
+        )  # fmt: skip
     async with sync_lock(client, lock_lease, lock_wait) as lock:
         stamp = await digest_attribute(client, register=True)
         if stamp and await timing_attribute(client, register=True):
@@ -113,8 +119,9 @@ async def sync(
         await runtime_attributes(client, register=stamp)
         await outcome_attribute(client, register=stamp)
         report = await plan_against_listing(
-            client, targets, now, prune=prune, full=full, stamp=stamp, progress=progress
-        )
+            client, targets, now, prune=prune, full=full, stamp=stamp, progress=progress,
+            retired=retired,
+        )  # fmt: skip
         check_prune(report.deleted, report.managed, max_prune)
         if conninfo is not None:  # recorded before any write (`schedules.sync.edits`)
             await decide_stranded(conninfo, report, targets, now)
@@ -126,6 +133,8 @@ async def sync(
         await start_kept(client, report)
         # The next sync plans from the listing: release the lock once it shows this one.
         await _listing_shows(client, report, targets, stamp)
+        if shards is not None and conninfo is not None:  # its dispatchers exist by now
+            report.shards_from = await record_shards(conninfo, shards, max(now, datetime.now(UTC)))
     logger.info(
         "sync: %d job(s), %d described, %d created, %d updated, %d deleted",
         len(targets),

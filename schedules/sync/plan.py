@@ -248,8 +248,10 @@ async def plan_against_listing(
     full: bool,
     stamp: bool,
     progress: Progress = QUIET,
+    retired: frozenset[str] = frozenset(),
 ) -> SyncReport:
-    """The plan against one listing of the server's schedules.
+    """The plan against one listing of the server's schedules. `retired`: engine jobs a
+    prune deletes all the same (dispatchers beyond the shards, `schedules.sync.shards`).
 
     `stamp`: schedules carry the digest attribute; without it no listed digest is trusted
     (an update that cannot rewrite it would leave a stale one behind).
@@ -272,7 +274,7 @@ async def plan_against_listing(
     if prune:
         # The engine's jobs are the fleet's whatever catalog this sync was given (a
         # `--without-engine` sync leaves theirs as they are): never pruned.
-        for job_id in sorted(managed - set(targets) - engine_job_ids()):
+        for job_id in sorted(managed - set(targets) - (engine_job_ids() - retired)):
             report.changes.append(Change(job_id, "delete"))
     return report
 

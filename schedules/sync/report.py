@@ -4,6 +4,7 @@ as the text `sync` prints."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from schedules.catalog.times import utc_text
@@ -36,6 +37,8 @@ class SyncReport:
     unverified: list[Verdict] = field(default_factory=list)
     """Written schedules that still fire other times than intended, or could not be
     checked: the sync did not succeed."""
+    shards_from: datetime | None = None
+    """The first tick of the dispatch shards this sync recorded (`schedules.sync.shards`)."""
 
     def ids(self, action: str) -> list[str]:
         return [c.job_id for c in self.changes if c.action == action]

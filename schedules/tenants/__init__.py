@@ -32,7 +32,7 @@ from schedules.tenants.limits import (
     set_limits,
     set_pause_after_failures,
 )
-from schedules.tenants.model import SHARDS, Definition, Schedule
+from schedules.tenants.model import BUCKETS, Definition, Schedule
 from schedules.tenants.notices import NoticeChannels, clear_notices, notices, set_notices
 from schedules.tenants.quota import Quotas
 from schedules.tenants.slots import (
@@ -47,7 +47,7 @@ from schedules.tenants.slots import (
 )
 
 __all__ = [
-    "SHARDS",
+    "BUCKETS",
     "ApplyReport",
     "Definition",
     "Explanation",

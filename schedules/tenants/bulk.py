@@ -26,7 +26,7 @@ from schedules.catalog.problems import short
 from schedules.progress import QUIET, Progress
 from schedules.tenants.api import searched
 from schedules.tenants.model import (
-    SHARDS,
+    BUCKETS,
     Definition,
     Schedule,
     checked_by,
@@ -188,7 +188,9 @@ async def _copy_in(
         await _refuse_conflicts(conn)
         await _check_counts(conn, quotas)
         await _check_dependencies(conn, parsed, now)
-        cur = await conn.execute(store.Q["import_insert"], {"by": by, "now": now, "shards": SHARDS})
+        cur = await conn.execute(
+            store.Q["import_insert"], {"by": by, "now": now, "shards": BUCKETS}
+        )
         return cur.rowcount
 
 

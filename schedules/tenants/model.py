@@ -28,6 +28,7 @@ from pydantic import (
 from pydantic_core import PydanticSerializationError
 
 from activities.runtime_models import ledger_name
+from activities.shards import BUCKETS as BUCKETS  # a row's bucket (`shard`): id % 16
 from core.errors import InvalidScheduleError
 from core.text import unprintable
 from schedules.catalog.calendars import (
@@ -48,9 +49,6 @@ from timing.business import BusinessCalendar, CalendarRule, OnHoliday
 from timing.cron import CronError, parse_cron
 from timing.zones import zone_problem
 
-# Dispatcher shards: a schedule's shard is id % SHARDS, fixed when it is stored. At most 16
-# (the dispatchers are catalog jobs, one per shard; Temporal's side must not grow with N).
-SHARDS = 4
 MAX_TEXT = 200  # tenant, name, who
 MAX_NOTE = 1000
 MAX_PARAMS_BYTES = 64 * 1024  # params travel in every run's input

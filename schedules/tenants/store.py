@@ -22,7 +22,7 @@ from core import redact
 from core.errors import ScheduleNotFoundError
 from core.sql import queries
 from schedules.record import DatabaseUnavailableError, database_hint
-from schedules.tenants.model import SHARDS, Definition, Schedule, stored_dependencies
+from schedules.tenants.model import BUCKETS, Definition, Schedule, stored_dependencies
 
 Q = queries(__package__, "store")
 Database = str | AsyncConnection
@@ -133,7 +133,7 @@ async def insert(
         columns(schedule)
         | {
             "paused_by": by if schedule.paused else None,
-            "shards": SHARDS,
+            "shards": BUCKETS,
             "next_fire_at": next_fire_at,
             "timing_since": now,
             "now": now,

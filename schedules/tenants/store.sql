@@ -3,7 +3,7 @@
 
 -- name: insert_logged
 -- The row and its `create` change-log row in one statement; id and shard together (the
--- shard is id modulo SHARDS, fixed at insert).
+-- shard is its dispatch bucket, id modulo 16, fixed at insert: activities/shards.py).
 WITH new AS (SELECT nextval(pg_get_serial_sequence('runtime_schedules', 'id')) AS id),
 inserted AS (
     INSERT INTO runtime_schedules (

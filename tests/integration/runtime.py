@@ -19,7 +19,8 @@ from jobs.runtime_dispatch.activities import batch_kinds
 from schedules.sync.attributes import runtime_attributes
 from tests.helpers import assert_eventually
 
-SHARDS = 4
+SHARDS = 4  # the dispatch shards in force by default (activities/shards.py)
+BUCKETS = 16
 
 # The audit of the runtime schedules, clean (one implementation, which users get too).
 audit_clean = runtime_audited
@@ -51,7 +52,7 @@ def insert_schedule(
     paused: bool = False,
     end_at: datetime | None = None,
 ) -> int:
-    """One runtime schedule row, as the API writes it (its shard: id % SHARDS)."""
+    """One runtime schedule row, as the API writes it (its bucket: id % BUCKETS)."""
     return db.execute(
         """
         WITH n AS (SELECT nextval('runtime_schedules_id_seq') AS id)
@@ -71,7 +72,7 @@ def insert_schedule(
             catchup,
             max_missed,
             paused,
-            SHARDS,
+            BUCKETS,
             next_fire_at,
             timing_since,
             end_at,

@@ -91,12 +91,14 @@ def test_a_tenant_weight_is_its_slots_per_round(db):
     db.execute("INSERT INTO runtime_tenant_limits (tenant, weight) VALUES ('heavy', 3)")
     db.execute("UPDATE runtime_schedules SET shard = 0")
     with db.transaction():
-        rows = db.execute(_Q["due"], {"shard": 0, "now": NOW, "limit": 8, "held": []}).fetchall()
+        rows = db.execute(
+            _Q["due"], {"buckets": [0], "now": NOW, "limit": 8, "held": []}
+        ).fetchall()
     # Round 0: heavy's 3 oldest, light's oldest; round 1: the same again.
     assert [row[1] for row in rows] == ["heavy"] * 3 + ["light"] + ["heavy"] * 3 + ["light"]
     with db.transaction():
         held = db.execute(
-            _Q["due"], {"shard": 0, "now": NOW, "limit": 8, "held": ["heavy"]}
+            _Q["due"], {"buckets": [0], "now": NOW, "limit": 8, "held": ["heavy"]}
         ).fetchall()
     assert {row[1] for row in held} == {"light"}
 

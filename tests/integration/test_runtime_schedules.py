@@ -48,7 +48,7 @@ async def test_create_is_idempotent_per_tenant_and_name(database_url):
     first = await tenants.create(database_url, WEEKLY, by="app", quotas=QUOTAS, clock=at(NOW))
     assert first.changed
     s = first.schedule
-    assert (s.version, s.shard, s.created_by) == (1, s.id % tenants.SHARDS, "app")
+    assert (s.version, s.shard, s.created_by) == (1, s.id % tenants.BUCKETS, "app")
     assert s.params == {"label": "weekly", "size": 1}  # the kind's defaults filled in
     # 12:00:30Z is 07:00 EST: this Monday's 08:00 EST (13:00Z) is still to come.
     assert s.next_fire_at == datetime(2027, 3, 1, 13, 0, tzinfo=UTC)

@@ -28,7 +28,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.catchup import CatchupActivities, PlanInput, PlanResult
 from core.errors import CatalogError
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
-from schedules.catalog.files import engine_catalog, engine_job_ids
+from schedules.catalog.files import engine_catalog
 from schedules.catalog.model import JobSpec, load_catalog, parse_catalog
 from schedules.sync.apply import sync
 from schedules.sync.plan import managed_schedule_ids, plan
@@ -183,7 +183,7 @@ async def test_operator_pause_is_kept_and_reported_as_drift(client, settings, tm
 async def test_the_engines_jobs_come_with_a_catalog_and_no_sync_prunes_them(
     client, settings, tmp_path, clean
 ):
-    engine = sorted(engine_job_ids())
+    engine = sorted(engine_catalog())
     # A catalog may restate the engine's jobs with their kinds, to tune them: here paused,
     # so that no dispatch tick or relay run fires on this test's server.
     tuned = "".join(

@@ -16,7 +16,7 @@ import pytest
 
 import jobs
 from core.errors import CatalogError, JobFamilyError
-from schedules.catalog.files import engine_job_ids
+from schedules.catalog.files import engine_catalog
 from schedules.catalog.model import load_catalog
 from tests.helpers import ROOT
 
@@ -136,7 +136,7 @@ CATALOG = '[mine]\nkind = "hourly-sync"\ncron = "0 * * * *"\ntimezone = "UTC"\n'
 def test_the_engines_jobs_come_with_every_catalog(tmp_path):
     path = tmp_path / "jobs.toml"
     path.write_text(CATALOG)
-    assert [job.id for job in load_catalog(path)] == ["mine", *sorted(engine_job_ids())]
+    assert [job.id for job in load_catalog(path)] == ["mine", *sorted(engine_catalog())]
     assert [job.id for job in load_catalog(path, engine=False)] == ["mine"]
 
 
