@@ -366,9 +366,8 @@ def catalog_error(problems: list[str]) -> CatalogError:
 def load_catalog(
     path: Path | None = None, *, engine: bool = True, shards: int = DEFAULT_SHARDS
 ) -> tuple[JobSpec, ...]:
-    """Read and validate the catalog file (default: the packaged `schedules/jobs.toml`),
-    with the engine's jobs beside its own (`with_engine_jobs`, a dispatcher for each of
-    `shards`) unless `engine` is False."""
+    """Read and validate the catalog file (default: the packaged `schedules/jobs.toml`), with
+    the engine's jobs (a dispatcher per shard) beside its own unless `engine` is False."""
     return parse_catalog(catalog_tables(path, engine=engine, shards=shards))
 
 
