@@ -271,7 +271,8 @@ async def test_a_runtime_schedules_failure_reaches_its_tenant_by_email_and_webho
 ):
     """A tenant's channels set on the command line; its runtime schedule's failed slot
     (which pauses it, K = 1) gives a failed and a paused notice to each channel: the
-    webhook answers 503 at first and is retried with backoff, the emails go over SMTP."""
+    webhook answers 503 at first and is retried with backoff, the emails go over SMTP.
+    Follows docs/notices.md's commands (set, show, clear)."""
     receiver.gate.set()
     receiver.unavailable = 2
     bad = cli(database_url, "notify", "set", "acme", "--webhook", "ftp://x/?token=t0ken")
