@@ -278,6 +278,7 @@ class ExecutionActivities:
             "id": failure.execution_id,
             "run_id": failure.run_id,
             "error": redact.scrub(failure.error),
+            "attempts": failure.attempts,
         }
         async with self.pool.connection() as conn, conn.transaction():
             row = await (await conn.execute(_Q["fail"], params)).fetchone()

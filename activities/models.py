@@ -90,6 +90,9 @@ class FailureInput(BaseModel):
     # A catalog job's `notify` (issue 40): the tenant whose channels get its notices. A
     # runtime schedule's go to its own tenant's.
     notify: str | None = None
+    # The attempts the work made when none of them could record itself: a work activity run
+    # as a local activity rolls back each failed attempt, its claim included (issue 42).
+    attempts: int | None = None
 
 
 class AttemptQuery(BaseModel):

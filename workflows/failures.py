@@ -58,6 +58,7 @@ async def fail_run(
     slot: datetime | None = None,
     pause_after_failures: int | None = None,
     notify: str | None = None,
+    attempts: int | None = None,
 ) -> NoReturn:
     """End a run on its work's failure, visibly: the slot is recorded failed (only if this
     run still holds it) through the workflow's own bookkeeping activity, then the run
@@ -73,6 +74,7 @@ async def fail_run(
                 error=message(err),
                 pause_after_failures=pause_after_failures,
                 notify=notify,
+                attempts=attempts,
             ),
         )
     when = slot.isoformat() if slot is not None else "its slot"

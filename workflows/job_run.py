@@ -208,7 +208,7 @@ class JobRunWorkflow:
                     job_name=job.job_name,
                     scheduled_at=begun.plan.run[0],
                 )
-            await self._fail(job, execution, err, own)
+            await self._fail(job, execution, err, own, _local_attempts(job, err, self._local_work))
         if done.declined is not None:
             workflow.logger.info("beginning with begin_run: %s", done.declined)
             return None
@@ -370,6 +370,7 @@ class JobRunWorkflow:
         execution: ExecutionRef | None,
         err: ActivityError | ApplicationError | ChildWorkflowError,
         slot: datetime | None = None,
+        attempts: int | None = None,
     ) -> NoReturn:
         """End the run on its work's failure: an operator's cancellation stays one; any
         other failure is recorded (what is still running under this run) and fails it.
@@ -387,6 +388,7 @@ class JobRunWorkflow:
             slot,
             job.pause_after_failures,
             job.notify,
+            attempts,
         )
 
     async def _work(
@@ -446,3 +448,13 @@ def begins_in_work(job: JobRun) -> bool:
     transaction or in chunks (the first in the begin's transaction), and a run has no
     upstream slots to wait for between claim and work."""
     return (job.one_transaction or job.chunked) and not job.workflow and not job.depends_on
+
+
+def _local_attempts(job: JobRun, err: ActivityError | ApplicationError, local: bool) -> int | None:
+    """How many attempts a work activity run as a local activity made before `err`: each
+    rolled back its claim, so none could record itself. The SDK raises a local activity's
+    own error once its retry policy is spent: one attempt for a non-retryable error, else
+    the policy's maximum. None where the count is not known (a timeout, the server path)."""
+    if not local or not isinstance(err, ApplicationError) or job.retry.maximum_attempts < 1:
+        return None
+    return 1 if err.non_retryable else job.retry.maximum_attempts

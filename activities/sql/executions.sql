@@ -124,7 +124,8 @@ SELECT seconds FROM done
 -- name: fail
 -- Only the workflow run that holds the slot may mark it failed.
 UPDATE job_executions
-SET status = 'failed', finished_at = now(), error = %(error)s, holder = NULL
+SET status = 'failed', finished_at = now(), error = %(error)s, holder = NULL,
+    attempt = greatest(attempt, coalesce(%(attempts)s::integer, attempt))
 WHERE id = %(id)s AND status = 'running' AND run_id = %(run_id)s
 RETURNING job_name, scheduled_at
 
