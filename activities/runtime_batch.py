@@ -253,7 +253,7 @@ class Batch:
             error = redact.scrub(f"{type(exc).__name__}: {exc}")
             cur = await self.conn.execute(
                 _EXECUTIONS["fail"],
-                {"id": execution_id, "run_id": self.who.run_id, "error": error},
+                {"id": execution_id, "run_id": self.who.run_id, "error": error, "attempts": None},
             )
             if await cur.fetchone() is not None:
                 note = await auto_pause_in(self.conn, slot.job)

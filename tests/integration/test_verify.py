@@ -37,8 +37,14 @@ SHIPPED = ROOT / "schedules" / "jobs.toml"
 ENGINE = ROOT / "schedules" / "engine.toml"
 
 
-def cli(client: Client, *args: str, catalog: Path | None = None) -> subprocess.CompletedProcess:
+def cli(
+    client: Client, *args: str, catalog: Path | None = None, database_url: str | None = None
+) -> subprocess.CompletedProcess:
+    """The command on `client`'s namespace; `database_url` for sync, which reads the
+    dispatch shards in force from PostgreSQL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DATABASE_"))}
+    if database_url is not None:
+        env["DATABASE_URL"] = database_url
     env.update(
         TEMPORAL_ADDRESS=client.service_client.config.target_host,
         TEMPORAL_NAMESPACE=client.namespace,
@@ -71,13 +77,14 @@ def paused_copy(source: Path, target: Path) -> Path:
 
 
 async def test_the_shipped_catalog_verifies_and_an_edit_behind_syncs_back_is_caught(
-    client, tmp_path
+    client, database_url, tmp_path
 ):
     ns = await fresh_namespace(client, "verify")
     # Every job the fleet runs, the engine's restated (as a catalog may) to pause them too.
     shipped = tmp_path / "shipped.toml"
     shipped.write_text(SHIPPED.read_text() + "\n" + ENGINE.read_text())
-    synced = cli(ns, "sync", catalog=paused_copy(shipped, tmp_path / "paused.toml"))
+    paused = paused_copy(shipped, tmp_path / "paused.toml")
+    synced = cli(ns, "sync", catalog=paused, database_url=database_url)
     assert synced.returncode == 0, synced.stderr
     assert "verified" not in synced.stdout  # nothing needed recompiling
 
@@ -113,7 +120,7 @@ async def test_the_shipped_catalog_verifies_and_an_edit_behind_syncs_back_is_cau
     unknown = cli(ns, "verify", "no-such-job")
     assert unknown.returncode == 2 and "unknown job(s) 'no-such-job'" in unknown.stderr
 
-    repaired = cli(ns, "sync", "--full", catalog=tmp_path / "paused.toml")
+    repaired = cli(ns, "sync", "--full", catalog=paused, database_url=database_url)
     assert repaired.returncode == 0 and "updated       invoice-reminders" in repaired.stdout
     assert cli(ns, "verify").returncode == 0
 
