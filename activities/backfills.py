@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,12 +37,11 @@ from temporalio.converter import PayloadConverter
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.aio import gather_by
-from timing import Timing
+from timing import TICK, Timing
 
 logger = logging.getLogger(__name__)
 
 SCHEDULER_WORKFLOW_PREFIX = "temporal-sys-scheduler:"
-_TICK = timedelta(microseconds=1)
 # How many slots of a backfill a run looks up at most (one describe each, 16 at a time).
 MAX_CHECKED = 100
 _CONCURRENCY = 16
@@ -215,7 +214,7 @@ async def backfill_skips(client: Any, ask: SkipsInput) -> BackfillSkips | None:
     if not counted or not dropping:
         return None
     request = dropping[-1]
-    fires = ask.timing.fire_times(request.start, request.end + _TICK, limit=MAX_CHECKED + 1)
+    fires = ask.timing.fire_times(request.start, request.end + TICK, limit=MAX_CHECKED + 1)
     others = [f for f in fires[:MAX_CHECKED] if f != ask.scheduled_at]
 
     async def started(fire: datetime) -> bool:
@@ -259,7 +258,7 @@ def dropped_slots(
             continue
         if since is not None and request.requested_at < since:
             continue
-        for fire in timing.fire_times(request.start, request.end + _TICK):
+        for fire in timing.fire_times(request.start, request.end + TICK):
             if fire not in seen:
                 dropped.setdefault(fire, DroppedSlot(fire, request))
     return [dropped[fire] for fire in sorted(dropped)]

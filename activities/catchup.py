@@ -33,7 +33,7 @@ from activities.executions import Clock, utcnow
 from activities.models import Origin
 from activities.telemetry import record_catchup_gap, record_skip
 from core.sql import queries
-from timing import Timing
+from timing import TICK, Timing
 from timing.business import MAX_SHIFT
 from timing.zones import ZoneInfo
 
@@ -47,7 +47,6 @@ ON_TIME = timedelta(seconds=30)
 # A slot this far after its run's start has not come yet: the run does nothing for it. The
 # margin covers the clock of a host that triggered a run with its own nominal time.
 FUTURE_MARGIN = timedelta(seconds=60)
-_TICK = timedelta(microseconds=1)
 _AHEAD = timedelta(days=MAX_SHIFT + 1)
 
 
@@ -183,9 +182,9 @@ async def plan_in(
     low = max(
         t
         for t in (
-            last and last + _TICK,
+            last and last + TICK,
             # The server's own time of applying the timing: it fires what comes after.
-            plan.timing_since and plan.timing_since + _TICK,
+            plan.timing_since and plan.timing_since + TICK,
             now - LOOKBACK,
         )
         if t is not None
@@ -340,7 +339,7 @@ def _decide_for(
         return Decision([slot], [], 0)
     # The newest fire times up to now: with more than MAX_CONSIDERED missed, the policy
     # still sees the most recent ones (older ones are beyond every policy's reach).
-    due = timing.fire_times(low, now + _TICK, limit=MAX_CONSIDERED, newest=True)
+    due = timing.fire_times(low, now + TICK, limit=MAX_CONSIDERED, newest=True)
     missing = sorted({t for t in due if t not in recorded} | {slot})
     return decide(slot, plan.started_at, missing, plan)
 
@@ -375,7 +374,7 @@ def _decide_on_calendar(
     if plan.timing_pending:
         return Decision(own, [], 0, "scheduled", tuple(own))
     slots: dict[datetime, list[datetime]] = {}
-    for fire in timing.fires(low, now + _TICK, limit=MAX_CONSIDERED, newest=True):
+    for fire in timing.fires(low, now + TICK, limit=MAX_CONSIDERED, newest=True):
         if fire.slot not in recorded and (since is None or fire.slot >= since):
             slots.setdefault(fire.at, []).append(fire.slot)
     slots[at] = own

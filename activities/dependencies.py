@@ -40,9 +40,8 @@ from activities.dependency_models import (
     WaitResult,
     deadline_of,
 )
-from timing import Timing, zone
+from timing import TICK, Timing, zone
 
-_TICK = timedelta(microseconds=1)
 SETTLED_UNDONE = ("failed", "compensated", "skipped")
 SHOWN_FAILURES = 3
 
@@ -88,14 +87,14 @@ def upstream_slots(
 ) -> list[datetime]:
     """The upstream slots mapped onto our `slot` (oldest first), none before `since`."""
     if mapping == "same":
-        found = _slots(upstream, slot, slot + _TICK)
+        found = _slots(upstream, slot, slot + TICK)
     elif mapping == "latest":
-        latest = _last_slot(upstream, slot + _TICK)
+        latest = _last_slot(upstream, slot + TICK)
         found = [latest] if latest is not None else []
     else:
         previous = previous_slot(ours, slot) if ours is not None else None
-        start = previous + _TICK if previous is not None else (since or slot)
-        found = _slots(upstream, start, slot + _TICK)
+        start = previous + TICK if previous is not None else (since or slot)
+        found = _slots(upstream, start, slot + TICK)
     return [f for f in found if since is None or f >= since]
 
 

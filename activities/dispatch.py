@@ -43,11 +43,10 @@ from activities.runtime_start import Intent, attributes_registered, start_intent
 from activities.shards import buckets, shards_at
 from activities.tenant_limits import Budget, TenantDefaults, budgets, count_starts
 from core.sql import queries
-from timing import Timing
+from timing import TICK, Timing
 from timing.business import BusinessCalendar, CalendarRule
 
 _Q = queries("activities.sql", "dispatch")
-_TICK = timedelta(microseconds=1)
 
 # A slot dispatched within this of its time runs as `scheduled`; later, it was missed
 # (the dispatcher was down) and its schedule's catch-up policy decides.
@@ -90,7 +89,7 @@ def decide_slots(
     oldest first, and the on-time slot besides. Every due slot not run is recorded skipped
     with the reason."""
     low = max(next_fire_at, timing_since) if timing_since is not None else next_fire_at
-    due = timing.fire_times(low, now + _TICK, limit=MAX_CONSIDERED, newest=True)
+    due = timing.fire_times(low, now + TICK, limit=MAX_CONSIDERED, newest=True)
     following = timing.next_after(now)
     if not due:
         return Slots([], [], following)
@@ -130,7 +129,7 @@ def _as_slots(
     its timing took effect, each due at that fire time: a `following` slot runs once its
     fire time has come, a `preceding` one before its own time, both under their own."""
     slots: dict[datetime, list[datetime]] = {}
-    for fire in timing.fires(low, now + _TICK, limit=MAX_CONSIDERED, newest=True):
+    for fire in timing.fires(low, now + TICK, limit=MAX_CONSIDERED, newest=True):
         if since is None or fire.slot >= since:
             slots.setdefault(fire.at, []).append(fire.slot)
     return Slots(
@@ -160,7 +159,7 @@ def within(slots: Slots, budget: Budget) -> Slots | None:
     if cut == 0:
         return None
     budget.taken += cut
-    return Slots(slots.run[:cut], slots.skip, at(cut - 1) + _TICK, slots.due)
+    return Slots(slots.run[:cut], slots.skip, at(cut - 1) + TICK, slots.due)
 
 
 @lru_cache(maxsize=1024)

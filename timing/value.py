@@ -40,9 +40,7 @@ from timing.firetimes import (
     next_interval_fire,
 )
 from timing.gaps import longest_gap
-from timing.zones import zone, zone_problem
-
-_TICK = timedelta(microseconds=1)
+from timing.zones import TICK, zone, zone_problem
 
 # Times a job's bounds may name: Temporal's calendars match no later year, and nothing in
 # this project ran before 1970.
@@ -188,7 +186,7 @@ class Timing(BaseModel):
         for first, last in self.grid.closures(year):
             before = self.last_before(datetime.combine(first, time(), tz).astimezone(UTC))
             after = self.next_after(
-                datetime.combine(last + timedelta(days=1), time(), tz).astimezone(UTC) - _TICK
+                datetime.combine(last + timedelta(days=1), time(), tz).astimezone(UTC) - TICK
             )
             if before is not None and after is not None and before.astimezone(tz).year == year:
                 gap = max(gap, after - before)
@@ -207,7 +205,7 @@ class Timing(BaseModel):
         if self.start_at is not None:
             start = self.start_at if start is None else max(start, self.start_at)
         if self.end_at is not None:
-            end = min(end, self.end_at + _TICK)
+            end = min(end, self.end_at + TICK)
         return start, end
 
     def fire_times(
@@ -256,7 +254,7 @@ class Timing(BaseModel):
         """The slots a fire at `instant` runs, oldest first (none: not a fire time)."""
         if self.grid is not None:
             return [f.slot for f in self.grid.at(instant)]
-        return [instant] if self.fire_times(instant, instant + _TICK) == [instant] else []
+        return [instant] if self.fire_times(instant, instant + TICK) == [instant] else []
 
     def run_at(self, slot: datetime) -> datetime | None:
         """When the slot `slot` runs: itself, or where its calendar moves it (None: its
@@ -274,10 +272,10 @@ class Timing(BaseModel):
     def next_after(self, instant: datetime) -> datetime | None:
         """The first fire time strictly after `instant` (None: none, within the bounds)."""
         if self.grid is not None:
-            found = self.fire_times(instant + _TICK, _END_OF_CALENDARS, limit=1)
+            found = self.fire_times(instant + TICK, _END_OF_CALENDARS, limit=1)
             return found[0] if found else None
         if self.start_at is not None and instant < self.start_at:
-            instant = self.start_at - _TICK
+            instant = self.start_at - TICK
         if self.interval is not None:
             found: datetime | None = next_interval_fire(self.interval, instant)
         else:
@@ -294,7 +292,7 @@ class Timing(BaseModel):
 
     def upcoming(self, after: datetime, count: int) -> list[datetime]:
         """The next `count` fire times strictly after `after`."""
-        return self.fire_times(after + _TICK, _END_OF_CALENDARS, limit=count)
+        return self.fire_times(after + TICK, _END_OF_CALENDARS, limit=count)
 
     # --- on the server -------------------------------------------------------------------
 

@@ -36,6 +36,10 @@ import tzdata
 TZDATA_VERSION: str = tzdata.IANA_VERSION
 """The IANA release of the time zone database every computation uses, e.g. `2026f`."""
 
+TICK = timedelta(microseconds=1)
+"""The smallest step between two datetimes: `end + TICK` makes an exclusive end take in
+`end` itself, `start - TICK` makes an inclusive start of a range read as `(start, end]`."""
+
 # No zone changes its UTC offset twice within twelve hours (the closest in the database's
 # future rules: weeks apart), so sampling every twelve hours finds every change.
 _STEP = timedelta(hours=12)
@@ -175,7 +179,7 @@ class Change:
     def local_dates(self) -> tuple[date, date]:
         """The first and last local date whose wall clock the change touches."""
         low, high = self.span
-        return low.date(), (high - timedelta(microseconds=1)).date()
+        return low.date(), (high - TICK).date()
 
 
 @lru_cache(maxsize=16384)

@@ -12,7 +12,7 @@ fenced transaction, and the last chunk marks the window done with the execution.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from psycopg import AsyncConnection
 from pydantic import BaseModel, Field
@@ -24,12 +24,11 @@ from activities.heartbeat import heartbeating
 from activities.kinds import PoolActivities
 from activities.models import ExecutionRef, WorkInput, WorkResult
 from core.sql import queries
-from timing import Timing
+from timing import TICK, Timing
 
 _Q = queries(__package__, "queries")
 
 WINDOW_BUSY = "WindowBusy"
-_TICK = timedelta(microseconds=1)
 # The cursor before a window's first event: (occurred_at, id) > (-infinity, 0).
 _START = {"after_at": "-infinity", "after_id": 0}
 
@@ -51,7 +50,7 @@ def data_window(timing: Timing, scheduled_at: datetime) -> tuple[datetime, datet
     years ahead can be tested today.
     """
     unbounded = timing.model_copy(update={"start_at": None, "end_at": None})
-    ends = unbounded.fire_times(None, scheduled_at + _TICK, limit=1, newest=True)
+    ends = unbounded.fire_times(None, scheduled_at + TICK, limit=1, newest=True)
     starts = ends and unbounded.fire_times(None, ends[0], limit=1, newest=True)
     if not starts:
         raise ValueError(f"no fire time of {timing.text} ({timing.timezone}) before {scheduled_at}")

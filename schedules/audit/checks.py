@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from schedules.audit.agreement import outcome_mismatches, rowless_runs
 from schedules.audit.days import Days
 from schedules.audit.finding import Finding, row_witnesses
 from schedules.audit.history import Ledger, Visibility, Window
-from schedules.audit.oracle import Timing
+from schedules.audit.oracle import TICK, Timing
 from schedules.audit.pauses import excused, in_force, paused_scope, unrecorded_pause
 
 # Rows whose slot was chosen by an operator or a caller, not by the timing.
@@ -108,7 +108,7 @@ def scope_of(job: Any, ledger: Ledger, window: Window, state: Any) -> JobScope:
     if stopped:
         if first_last is None:
             return JobScope(job, None, None, start, "paused or unscheduled, no recorded run")
-        end = min(end, first_last[1] + timedelta(microseconds=1))
+        end = min(end, first_last[1] + TICK)
         note = "paused or unscheduled: coverage up to its last recorded slot"
     return JobScope(job, start, end if end > start else start, start, note)
 

@@ -38,11 +38,10 @@ import psycopg
 from core.sql import queries
 from schedules.audit.checks import timing_of  # with its calendar: the slots that run
 from schedules.audit.finding import Finding, row_witnesses
-from schedules.audit.oracle import Timing
+from schedules.audit.oracle import TICK, Timing
 
 _Q = queries("schedules.sql", "audit")
 
-_TICK = timedelta(microseconds=1)
 _LOOKBACK = (timedelta(days=1), timedelta(days=32), timedelta(days=400))
 WORKED = ("completed", "failed", "compensated", "running")
 UNDONE = ("failed", "compensated", "skipped")
@@ -82,15 +81,15 @@ def _last_before(timing: Timing, instant: datetime) -> datetime | None:
 def mapped(slots: str, ours: Timing, slot: datetime, upstream: Upstream) -> list[datetime]:
     """The upstream fire times mapped onto our `slot`, by the audit's own reading."""
     if slots == "same":
-        found = upstream.timing.fire_times(slot, slot + _TICK)
+        found = upstream.timing.fire_times(slot, slot + TICK)
     elif slots == "latest":
-        latest = _last_before(upstream.timing, slot + _TICK)
+        latest = _last_before(upstream.timing, slot + TICK)
         found = [latest] if latest is not None else []
     else:
         grid = Timing(ours.cron, ours.interval, ours.timezone)
         previous = _last_before(grid, slot)
-        start = previous + _TICK if previous is not None else slot
-        found = upstream.timing.fire_times(start, slot + _TICK)
+        start = previous + TICK if previous is not None else slot
+        found = upstream.timing.fire_times(start, slot + TICK)
     return [f for f in found if upstream.floor is None or f >= upstream.floor]
 
 

@@ -32,6 +32,8 @@ from zoneinfo import ZoneInfo
 from schedules.audit.days import MAX_SHIFT, Days
 
 _MINUTE = timedelta(minutes=1)
+# The audit's own (it shares no code with `timing`): `end + TICK` takes in `end` itself.
+TICK = timedelta(microseconds=1)
 # The aliases of docs/catalog.md, each as the seven fields it stands for.
 _ALIASES = {
     "0 0 0 1 1 * *": ("@yearly", "@annually"),
@@ -227,7 +229,7 @@ class Timing:
         if self.start_at is not None:
             start = max(start, self.start_at)
         if self.end_at is not None:
-            end = min(end, self.end_at + timedelta(microseconds=1))
+            end = min(end, self.end_at + TICK)
         if start >= end:
             return []
         if self.interval is not None:

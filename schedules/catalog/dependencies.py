@@ -23,12 +23,11 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from activities.dependency_models import Dependency, OnFailure, SlotMapping
 from activities.lifetime import LONGEST_WITHIN
 from schedules.catalog.durations import Duration, format_duration
-from timing import Timing, zone
+from timing import TICK, Timing, zone
 from timing.zones import changes
 
 # The longest a slot may wait for its upstreams before its policy applies: the catch-up
 # horizon (a slot older than that is never run late either).
-_TICK = timedelta(microseconds=1)
 _SAME_SAMPLE = 200  # our next fire times checked against the upstream's, besides DST days
 _SAME_HORIZON = timedelta(days=400)
 
@@ -132,7 +131,7 @@ def same_mismatch(ours: Timing, upstream: Timing, now: datetime) -> datetime | N
     windows = []
     sample = ours.fire_times(now, end, limit=_SAME_SAMPLE)
     if sample:
-        windows.append((sample[0], sample[-1] + _TICK))
+        windows.append((sample[0], sample[-1] + TICK))
     for zone_name in {ours.timezone, upstream.timezone}:
         for change in changes(zone_name, now, end):
             windows.append((change.at - timedelta(days=1), change.at + timedelta(days=1)))

@@ -12,10 +12,9 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import JobSpec
-from timing import Timing, zone
+from timing import TICK, Timing, zone
 from timing.zones import changes
 
-_TICK = timedelta(microseconds=1)
 _DAY = timedelta(days=1)
 _FAR = datetime(2101, 1, 1, tzinfo=UTC)  # Temporal's calendars match no later year
 _FIRST_YEAR = 1970
@@ -67,7 +66,7 @@ def dst_note(job: JobSpec, instant: datetime, previous: datetime) -> str | None:
             return f"fall back: runs once, at the first {_clock(wall)} ({first.tzname()})"
         which = "second" if local.fold else "first"
         return f"fall back: {_clock(wall)} happens twice; this is the {which} ({local.tzname()})"
-    for change in changes(job.timezone, previous + _TICK, instant + _TICK):
+    for change in changes(job.timezone, previous + TICK, instant + TICK):
         if change.after <= change.before:
             continue  # a fall-back change skips nothing
         skipped = _skipped(job, *change.span)
@@ -92,7 +91,7 @@ def calendar_notes(job: JobSpec, after: datetime, times: list[datetime]) -> dict
     if grid is None or not times:
         return {}
     notes: dict[datetime, list[str]] = {}
-    for fire in job.timing.fires(times[0], times[-1] + _TICK):
+    for fire in job.timing.fires(times[0], times[-1] + TICK):
         if fire.moved:
             notes.setdefault(fire.at, []).append(fire.moved)
     if grid.rule.on_holiday == "skip":

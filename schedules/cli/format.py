@@ -24,7 +24,7 @@ from schedules.catalog.times import (
     utc_text,
 )
 from schedules.server.state import ServerState
-from timing import TZDATA_VERSION
+from timing import TICK, TZDATA_VERSION
 
 
 def _instant(value: datetime | None, timezone: str) -> dict[str, str] | None:
@@ -326,7 +326,7 @@ def next_entry(
     whether the job is paused, by whom and why (`paused_by` and `note`: the server's pause,
     else the catalog's)."""
     # A change at `after` itself counts: `next --from T` lists a run at T.
-    runs, previous = [], after - timedelta(microseconds=1)
+    runs, previous = [], after - TICK
     moved = calendar_notes(job, after, times)
     for instant in times:
         notes = [n for n in (dst_note(job, instant, previous), moved.get(instant)) if n]

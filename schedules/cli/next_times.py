@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from core.errors import TemporalUnreachableError
 from schedules.catalog.model import JobSpec
@@ -13,6 +13,7 @@ from schedules.cli import context as cli
 from schedules.cli.format import format_next, next_entry
 from schedules.health.evidence import paused_by
 from schedules.server.state import OperationError, schedule_state
+from timing import TICK
 
 NAME = "next"
 HELP = "a job's next fire times in local time and UTC, DST changes flagged"
@@ -54,7 +55,7 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
         raise cli.BadInputError(f"-n: must be between 1 and 1000, got {args.n}")
     if args.from_time:
         after = cli.job_time(args.from_time, job, now, "--from")
-        times = job.timing.upcoming(after - timedelta(microseconds=1), args.n)  # at or after
+        times = job.timing.upcoming(after - TICK, args.n)  # at or after
     else:
         after, times = now, job.timing.upcoming(now, args.n)
     paused_by, note = await _paused(job, ctx)

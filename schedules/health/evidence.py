@@ -31,9 +31,7 @@ from schedules.record import (
 )
 from schedules.server.retry import Retry
 from schedules.server.state import OperationError, pollers, schedule_state, workflow_status
-from timing import Timing
-
-_TICK = timedelta(microseconds=1)
+from timing import TICK, Timing
 
 
 def _grid(job: JobSpec) -> Timing:
@@ -46,7 +44,7 @@ def _grid(job: JobSpec) -> Timing:
 
 def latest_fire_time(job: JobSpec, now: datetime) -> datetime | None:
     """The job's newest fire time at or before `now`."""
-    return _grid(job).last_before(now + _TICK)
+    return _grid(job).last_before(now + TICK)
 
 
 def neighbours(job: JobSpec, at: datetime) -> tuple[datetime | None, datetime | None]:
@@ -56,7 +54,7 @@ def neighbours(job: JobSpec, at: datetime) -> tuple[datetime | None, datetime | 
 
 
 def on_grid(job: JobSpec, at: datetime) -> bool:
-    return bool(_grid(job).fire_times(at, at + _TICK))
+    return bool(_grid(job).fire_times(at, at + TICK))
 
 
 async def _manual_row(ev: Evidence, conninfo: str) -> dict[str, Any] | None:
@@ -64,7 +62,7 @@ async def _manual_row(ev: Evidence, conninfo: str) -> dict[str, Any] | None:
     its slot is its start to the microsecond, and operators name it to the second (as its
     workflow id, `runs` and `trigger` show it), so that second is looked up."""
     start = ev.fire
-    end = start + (timedelta(seconds=1) if start.microsecond == 0 else _TICK)
+    end = start + (timedelta(seconds=1) if start.microsecond == 0 else TICK)
     try:
         return await execution_within(conninfo, ev.job.id, start, end)
     except DatabaseUnavailableError as exc:

@@ -40,7 +40,7 @@ from schedules.catalog.times import adjustments, closure_windows
 from schedules.progress import QUIET, Progress
 from schedules.server.found import schedule_or_none
 from schedules.server.times import server_times
-from timing import TZDATA_VERSION, Timing, zone
+from timing import TICK, TZDATA_VERSION, Timing, zone
 from timing.calendars import (
     UTC_NAMES,
     change_windows,
@@ -55,7 +55,6 @@ DEFAULT_DAYS = 365 + 31
 FULL_CHECK = 10_000
 """Fire times in the range up to which every one is compared."""
 CONCURRENCY = 16
-_TICK = timedelta(microseconds=1)
 _ONE_DAY = timedelta(days=1)
 
 Status = Literal["ok", "diverges", "unknown"]
@@ -271,7 +270,7 @@ def diagnose(
         start = min(min(d.intended + d.server, default=now) for d in divergences)
         end = max(max(d.intended + d.server, default=now) for d in divergences)
         modelled = matching_times(stored, start - timedelta(seconds=1), end)
-        if modelled == job.timing.fire_times(start, end + _TICK):
+        if modelled == job.timing.fire_times(start, end + TICK):
             return (
                 f"the spec is what sync writes, in calendars in {name}, and with tzdata "
                 f"{TZDATA_VERSION} they fire the intended times: the server's own time zone "

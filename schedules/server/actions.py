@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from temporalio.api.enums.v1 import ScheduleOverlapPolicy as ProtoOverlap
 from temporalio.api.schedule.v1 import SchedulePatch, TriggerImmediatelyRequest
@@ -26,8 +26,8 @@ from schedules.catalog.times import utc_text
 from schedules.server.retry import Retry
 from schedules.server.state import OperationError, ServerState, schedule_state, translated
 from schedules.server.times import server_times, timestamp
+from timing import TICK
 
-_TICK = timedelta(microseconds=1)
 _POLL = 0.1  # seconds between describe calls while waiting for the server
 
 
@@ -201,8 +201,8 @@ async def backfill(
             )
         first = listed[0]
     request = ScheduleBackfill(
-        start_at=start - _TICK,  # inclusive or not, no whole-second fire time is lost
-        end_at=end - _TICK,
+        start_at=start - TICK,  # inclusive or not, no whole-second fire time is lost
+        end_at=end - TICK,
         overlap=ScheduleOverlapPolicy.BUFFER_ALL,
     )
     earlier = _runs_of(await schedule_state(client, job_id, retry=retry), first)

@@ -18,7 +18,8 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
-_TICK = timedelta(microseconds=1)
+from timing import TICK
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PAGE = 1000  # the server lists at most this many times per call
 _CALL_TIMEOUT = timedelta(seconds=30)
@@ -45,13 +46,13 @@ async def server_times(
     """Every time in `[start, end)` the server's schedule fires (jittered, as it lists
     them), paged past the server's 1,000 per call."""
     found: list[datetime] = []
-    after = start - _TICK  # the server reads (start, end]; its times are whole seconds
+    after = start - TICK  # the server reads (start, end]; its times are whole seconds
     while True:
         request = ListScheduleMatchingTimesRequest(
             namespace=client.namespace,
             schedule_id=schedule_id,
             start_time=timestamp(after),
-            end_time=timestamp(end - _TICK),
+            end_time=timestamp(end - TICK),
         )
         response = await list_matching_times(client, request)
         page = [t.ToDatetime(tzinfo=UTC) for t in response.start_time]

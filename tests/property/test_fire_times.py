@@ -29,11 +29,10 @@ import holidays
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
-from timing import Timing
+from timing import TICK, Timing
 from timing.business import BusinessCalendar, CalendarRule
 
 MINUTE = timedelta(minutes=1)
-TICK = timedelta(microseconds=1)
 ZONES = [
     "America/New_York",
     "Europe/London",

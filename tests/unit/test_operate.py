@@ -18,7 +18,7 @@ from schedules.cli.format import (
     next_entry,
 )
 from schedules.server.state import ServerState
-from timing import TZDATA_VERSION
+from timing import TICK, TZDATA_VERSION
 
 NOW = datetime(2026, 11, 29, 16, 0, tzinfo=UTC)
 
@@ -204,9 +204,7 @@ def test_next_text_shows_local_utc_and_the_dst_column_only_when_needed():
     # Listed from the change itself (`next --from 2027-03-14T03:00`): the note still shows.
     at_change = utc(2027, 3, 14, 7)
     from_change = format_next(
-        next_entry(
-            job(), at_change, job().timing.upcoming(at_change - timedelta(microseconds=1), 1)
-        )
+        next_entry(job(), at_change, job().timing.upcoming(at_change - TICK, 1))
     )
     assert "2027-03-14 03:00 EDT  2027-03-14T07:00:00Z  spring forward" in from_change
     plain = format_next(next_entry(job(), NOW, job().timing.upcoming(NOW, 1)))
