@@ -35,7 +35,7 @@ from activities.telemetry import record_catchup_gap, record_skip
 from core.sql import queries
 from timing import TICK, Timing
 from timing.business import MAX_SHIFT
-from timing.zones import ZoneInfo
+from timing.zones import ZoneInfo, second_occurrence_of
 
 _Q = queries("activities.sql", "catchup")
 
@@ -90,15 +90,6 @@ class Decision:
 
 def _fmt(instant: datetime) -> str:
     return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def second_occurrence_of(slot: datetime, timezone: str) -> datetime | None:
-    """If `slot` is the second of two instants with the same local time, the first one."""
-    zone = ZoneInfo(timezone)
-    local = slot.astimezone(zone).replace(tzinfo=None)
-    first = local.replace(tzinfo=zone, fold=0).astimezone(slot.tzinfo)
-    second = local.replace(tzinfo=zone, fold=1).astimezone(slot.tzinfo)
-    return first if first != second and slot == second else None
 
 
 def repeated_hour_reason(slot: datetime, recorded: set[datetime], plan: PlanInput) -> str | None:

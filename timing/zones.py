@@ -149,6 +149,16 @@ def zone(name: str) -> ZoneInfo:
     return loaded
 
 
+def second_occurrence_of(instant: datetime, name: str) -> datetime | None:
+    """If `instant` is the second of two instants with the same wall clock time in zone
+    `name` (the repeated hour at fall back), the first one; else None."""
+    tz = zone(name)
+    local = instant.astimezone(tz).replace(tzinfo=None)
+    first = local.replace(tzinfo=tz, fold=0).astimezone(instant.tzinfo)
+    second = local.replace(tzinfo=tz, fold=1).astimezone(instant.tzinfo)
+    return first if first != second and instant == second else None
+
+
 def zone_bytes(name: str) -> bytes:
     """The zone's TZif file as the package ships it (what a server would read)."""
     zone(name)  # the same refusal for unknown names

@@ -16,7 +16,6 @@ import psycopg
 from temporalio.client import Client
 
 from activities.backfills import covering_backfill
-from activities.catchup import second_occurrence_of
 from core.errors import TemporalUnreachableError
 from schedules.catalog.compile import job_task_queue
 from schedules.catalog.model import JobSpec
@@ -32,6 +31,7 @@ from schedules.record import (
 from schedules.server.retry import Retry
 from schedules.server.state import OperationError, pollers, schedule_state, workflow_status
 from timing import TICK, Timing
+from timing.zones import second_occurrence_of
 
 
 def _grid(job: JobSpec) -> Timing:

@@ -10,7 +10,6 @@ from activities.catchup import (
     decide,
     repeated_hour_reason,
     run_origin,
-    second_occurrence_of,
     slot_origin,
 )
 from timing import Timing
@@ -110,10 +109,6 @@ def test_all_with_fewer_missed_than_the_cap_runs_them_all():
 def test_the_second_0130_of_a_fall_back_night_is_recognised():
     first = datetime(2027, 11, 7, 5, 30, tzinfo=UTC)  # 01:30 EDT
     second = datetime(2027, 11, 7, 6, 30, tzinfo=UTC)  # 01:30 EST
-    assert second_occurrence_of(second, "America/New_York") == first
-    assert second_occurrence_of(first, "America/New_York") is None
-    assert second_occurrence_of(second, "UTC") is None
-
     fixed = plan(Timing(cron="30 1 * * *", timezone="America/New_York"))
     reason = repeated_hour_reason(second, {first}, fixed)
     assert reason == (

@@ -20,6 +20,7 @@ from timing.zones import (
     changes,
     closest_zone,
     plain_offset,
+    second_occurrence_of,
     zone,
     zone_names,
     zone_problem,
@@ -140,3 +141,15 @@ def test_a_legacy_zone_is_refused_for_a_new_job_pointing_at_the_region(name, reg
             )
     # A timing already stored or recorded with one still reads (`legacy=True`).
     assert zone_problem(name, legacy=True) is None
+
+
+def test_the_second_of_a_repeated_wall_clock_time_names_the_first():
+    first = datetime(2027, 11, 7, 5, 30, tzinfo=UTC)  # 01:30 EDT
+    second = datetime(2027, 11, 7, 6, 30, tzinfo=UTC)  # 01:30 EST
+    assert second_occurrence_of(second, "America/New_York") == first
+    assert second_occurrence_of(first, "America/New_York") is None
+    assert second_occurrence_of(second, "UTC") is None
+    # A spring-forward night repeats nothing.
+    assert (
+        second_occurrence_of(datetime(2027, 3, 14, 7, 30, tzinfo=UTC), "America/New_York") is None
+    )
