@@ -37,6 +37,7 @@ from temporalio.converter import PayloadConverter
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.aio import gather_by
+from core.ids import workflow_id
 from timing import TICK, Timing
 
 logger = logging.getLogger(__name__)
@@ -150,11 +151,6 @@ def overlap_name(policy: int) -> str:
     return _DROPPING.get(policy) or _KEPT.get(policy) or ""
 
 
-def slot_workflow_id(schedule_id: str, slot: datetime) -> str:
-    """The id of the workflow a schedule starts for `slot`: `<schedule id>-<slot>Z`."""
-    return f"{schedule_id}-{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
-
-
 class SkipsInput(BaseModel):
     """A run asking what the server skipped of the backfill that started it."""
 
@@ -218,7 +214,7 @@ async def backfill_skips(client: Any, ask: SkipsInput) -> BackfillSkips | None:
     others = [f for f in fires[:MAX_CHECKED] if f != ask.scheduled_at]
 
     async def started(fire: datetime) -> bool:
-        handle = client.get_workflow_handle(slot_workflow_id(ask.job_name, fire))
+        handle = client.get_workflow_handle(workflow_id(ask.job_name, fire))
         try:
             run = await handle.describe()
         except RPCError as exc:

@@ -10,7 +10,7 @@ history; the schedule's kind and params are read from PostgreSQL when the run be
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -18,6 +18,7 @@ from temporalio.common import SearchAttributeKey
 
 from activities.dependency_models import Dependency
 from activities.models import Origin, SlotOutcome
+from core.ids import stamp
 
 LEDGER_PREFIX = "rt-"
 BATCH_PREFIX = "rt-batch-"
@@ -29,11 +30,6 @@ TENANT_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsTenant")
 SCHEDULE_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsSchedule")
 KIND_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsKind")
 RUNTIME_ATTRIBUTES = (TENANT_ATTRIBUTE, SCHEDULE_ATTRIBUTE, KIND_ATTRIBUTE)
-
-
-def stamp(slot: datetime) -> str:
-    """A slot as workflow ids carry it: `2027-03-14T07:00:00Z`."""
-    return f"{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
 
 
 def ledger_name(schedule_id: int) -> str:

@@ -27,9 +27,10 @@ Pure, as `checks`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from core.ids import workflow_id
 from schedules.audit.finding import Finding, row_witnesses
 from schedules.audit.history import Visibility
 
@@ -39,11 +40,6 @@ from schedules.audit.history import Visibility
 FUTURE_MARGIN = timedelta(seconds=60)
 CLOSED_OK = "COMPLETED"
 IN_FLIGHT = "RUNNING"
-
-
-def own_workflow_id(job_id: str, slot: datetime) -> str:
-    """The workflow id Temporal gives the run of `slot`: `<job>-<UTC time>Z`."""
-    return f"{job_id}-{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
 
 
 def outcome_mismatches(
@@ -59,7 +55,7 @@ def outcome_mismatches(
         if status is None or status == IN_FLIGHT:
             continue  # not listed, gone, or still closing
         if row.status == "completed":
-            if status == CLOSED_OK or row.workflow_id != own_workflow_id(job.id, row.scheduled_at):
+            if status == CLOSED_OK or row.workflow_id != workflow_id(job.id, row.scheduled_at):
                 continue
             detail = f"row completed, but its workflow run {status.lower()}"
         elif status == CLOSED_OK:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from core.ids import workflow_id
 from schedules.audit.agreement import outcome_mismatches, rowless_runs
 from schedules.audit.days import Days
 from schedules.audit.finding import Finding, row_witnesses
@@ -68,10 +69,6 @@ class JobScope:
     judged_from: datetime | None
     note: str = ""
     due: int = 0  # fire times due in [start, end)
-
-
-def workflow_id(job_id: str, slot: datetime) -> str:
-    return f"{job_id}-{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
 
 
 def timing_of(job: Any) -> Timing:

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from schedules.audit.agreement import own_workflow_id
+from core.ids import workflow_id
 from schedules.audit.finding import Finding
 from schedules.audit.history import Window
 
@@ -88,7 +88,7 @@ def unrecorded_pause(
             "fire_times": len(unjudged),
             "first": unjudged[0],
             "last": unjudged[-1],
-            "workflow_id": own_workflow_id(job.id, unjudged[0]),
+            "workflow_id": workflow_id(job.id, unjudged[0]),
             "schedule_paused": True,
         },
     )

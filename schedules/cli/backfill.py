@@ -6,6 +6,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
+from core.ids import workflow_id
 from core.text import printable
 from schedules import progress
 from schedules.backfills import record_backfill
@@ -120,7 +121,7 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
         f"backfill of {job.id}: {len(times)} run(s) in {span}, first "
         f"{local_text(times[0], job.timezone)}, last {local_text(times[-1], job.timezone)}"
     )
-    ids = [f"{job.id}-{utc_text(t)}" for t in times]
+    ids = [workflow_id(job.id, t) for t in times]
     before = await run_ids(client, ids, retry=retry) if args.wait else {}
     served = await translated(
         client,

@@ -17,9 +17,9 @@ from temporalio.client import Client
 
 from activities.backfills import covering_backfill
 from core.errors import TemporalUnreachableError
+from core.ids import workflow_id
 from schedules.catalog.compile import job_task_queue
 from schedules.catalog.model import JobSpec
-from schedules.catalog.times import utc_text
 from schedules.health.explain import Evidence
 from schedules.pauses import pause_in_force, paused_by_text
 from schedules.record import (
@@ -141,7 +141,7 @@ async def gather_evidence(
         ev.schedule = await schedule_state(client, job.id, retry=retry)
         ev.timing_since = ev.schedule.timing_since
         ev.workflow_status = await workflow_status(  # named after when it runs
-            client, f"{job.id}-{utc_text(ev.run_at or fire)}", retry=retry
+            client, workflow_id(job.id, ev.run_at or fire), retry=retry
         )
         ev.pollers = await pollers(client, ev.task_queue, retry=retry)
         if ev.schedule.paused:

@@ -22,6 +22,7 @@ from temporalio.client import (
     ScheduleOverlapPolicy,
 )
 
+from core.ids import workflow_id
 from schedules.catalog.times import utc_text
 from schedules.server.retry import Retry
 from schedules.server.state import OperationError, ServerState, schedule_state, translated
@@ -230,7 +231,7 @@ def _runs_of(state: ServerState, slot: datetime) -> set[str]:
 
 def _backfill_not_started(job_id: str, first: datetime, timeout: float, state: ServerState) -> str:
     message = (
-        f"the backfill of {job_id!r} did not start its first run ({job_id}-{utc_text(first)}) "
+        f"the backfill of {job_id!r} did not start its first run ({workflow_id(job_id, first)}) "
         f"within {timeout:g}s"
     )
     if state.buffered:

@@ -21,7 +21,7 @@ from temporalio.client import Client, WorkflowFailureError
 
 from core import redact
 from core.aio import gather_by
-from schedules.catalog.times import utc_text
+from core.ids import workflow_id as slot_workflow_id
 from schedules.progress import QUIET, Progress
 from schedules.server.found import workflow_or_none
 from schedules.server.retry import Retry
@@ -165,7 +165,7 @@ async def wait_for_slots(
     outcomes = []
     progress.phase("backfill", len(slots))
     for slot in slots:
-        workflow_id = f"{job_id}-{utc_text(slot)}"
+        workflow_id = slot_workflow_id(job_id, slot)
         outcome = RunOutcome(slot=slot, workflow_id=workflow_id, origin="backfill", status="")
         run_id = None
         while _remaining(deadline) > 0:

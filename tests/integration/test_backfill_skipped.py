@@ -20,7 +20,8 @@ from pathlib import Path
 
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
-from activities.backfills import SkipsInput, backfill_skips, slot_workflow_id
+from activities.backfills import SkipsInput, backfill_skips
+from core.ids import workflow_id as slot_workflow_id
 from schedules.catalog.model import load_catalog
 from schedules.cli.main import build_parser
 from schedules.sync.apply import sync
