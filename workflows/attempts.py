@@ -20,11 +20,9 @@ Deterministic: no I/O here, only activities.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, RetryState, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
@@ -32,16 +30,14 @@ with workflow.unsafe.imports_passed_through():
     from activities.lifetime import MAX_SERIES
     from activities.models import AttemptQuery
 
+from workflows.models import BOOKKEEPING
+
 T = TypeVar("T")
 
 # Patched in v4. The branch of runs started before it (v3: fail at the end of their
 # retries) is gone; the call is deprecated (its marker in runs of v7 workers before this
 # release still matches), to be removed in v8 (docs/architecture.md).
 ATTEMPT_SERIES_PATCH = "attempt-series-after-silence"
-
-_CHECK_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
-)
 
 
 def exhausted_by_timeouts(err: ActivityError) -> bool:
@@ -80,9 +76,7 @@ async def with_fresh_series(
                     activity_seq=int(err.activity_id),
                     attempt=maximum_attempts,
                 ),
-                start_to_close_timeout=timedelta(seconds=30),
-                schedule_to_close_timeout=timedelta(hours=1),
-                retry_policy=_CHECK_RETRY,
+                **BOOKKEEPING,
             )
             if ran:
                 raise

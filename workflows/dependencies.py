@@ -35,19 +35,14 @@ with workflow.unsafe.imports_passed_through():
     from activities.dependency_models import WaitInput, WaitResult
     from activities.upstream import CancelInput, UpstreamActivities
 
+from workflows.models import BOOKKEEPING
+
 # Runs started from here on wait for their upstreams; runs started before never did.
 # Patched in v6 (issue 23); deprecate_patch in v8, removed in v9 (docs/architecture.md).
 DEPENDS_PATCH = "depends-on-upstream"
 # How often the server retries the readiness check while no signal comes.
 POLL = timedelta(seconds=30)
 
-_CHECK: dict[str, Any] = {
-    "start_to_close_timeout": timedelta(seconds=30),
-    "schedule_to_close_timeout": timedelta(hours=1),
-    "retry_policy": RetryPolicy(
-        initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
-    ),
-}
 # A poll gives up after a day (a finite retry policy, `activities.lifetime`); the wait then
 # checks and polls anew (`_next`), within its run's bound.
 _POLL: dict[str, Any] = {
@@ -109,7 +104,7 @@ class UpstreamWait:
         return await workflow.execute_local_activity_method(
             UpstreamActivities.check_upstream,
             wait.model_copy(update={"checked_at": workflow.now()}),
-            **_CHECK,
+            **BOOKKEEPING,
         )
 
     async def _cancelled(self, wait: WaitInput) -> None:
@@ -117,5 +112,5 @@ class UpstreamWait:
         await workflow.execute_local_activity_method(
             UpstreamActivities.cancel_wait,
             CancelInput(execution_id=wait.execution_id, run_id=wait.run_id, reason=reason),
-            **_CHECK,
+            **BOOKKEEPING,
         )

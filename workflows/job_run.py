@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
@@ -53,6 +53,7 @@ from workflows.dependencies import DEPENDS_PATCH, UpstreamWait
 from workflows.details import backfill_note, run_headline, showing, summary
 from workflows.failures import cancelled, fail_run, message, superseded
 from workflows.models import (
+    BOOKKEEPING,
     STEPS_ID_SUFFIX,
     Begun,
     JobRun,
@@ -65,15 +66,6 @@ from workflows.run_notes import backfill_skips, mark_no_op
 
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
-
-# Bookkeeping activities retry until the database is back, for up to an hour.
-_BOOKKEEPING: dict[str, Any] = {
-    "start_to_close_timeout": timedelta(seconds=30),
-    "schedule_to_close_timeout": timedelta(hours=1),
-    "retry_policy": RetryPolicy(
-        initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
-    ),
-}
 
 # Runs plan and claim in one local activity (`activities.begin`), and record failures and
 # claim catch-up slots as local activities too. The branch of runs started before it (v1,
@@ -169,7 +161,7 @@ class JobRunWorkflow:
     async def _begin_run(self, begin: BeginInput) -> Begun:
         """Plan and claim the first slot in `begin_run`, a local activity."""
         begun = await workflow.execute_local_activity_method(
-            BeginActivities.begin_run, begin, **_BOOKKEEPING
+            BeginActivities.begin_run, begin, **BOOKKEEPING
         )
         claims = {begun.plan.run[0]: begun.claim} if begun.claim is not None else {}
         return Begun(begin.claim.scheduled_at, begun.plan, claims)
@@ -278,7 +270,7 @@ class JobRunWorkflow:
 
     async def _bookkeeping(self, method: Any, arg: Any) -> Any:
         """A bookkeeping activity (a claim, recording a failure): local."""
-        return await workflow.execute_local_activity_method(method, arg, **_BOOKKEEPING)
+        return await workflow.execute_local_activity_method(method, arg, **BOOKKEEPING)
 
     async def _run_slot(
         self,

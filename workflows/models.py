@@ -37,6 +37,19 @@ STEPS_ID_SUFFIX = "/steps"
 the engine builds, so `schedules/limits.py` holds job ids to what it leaves."""
 
 
+# Bookkeeping activities (they read and write the database, nothing else) retry until the
+# database is back, for up to an hour: one set of settings for every such call.
+DATABASE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
+)
+DATABASE_DEADLINE = timedelta(hours=1)
+BOOKKEEPING: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=30),
+    "schedule_to_close_timeout": DATABASE_DEADLINE,
+    "retry_policy": DATABASE_RETRY,
+}
+
+
 class RetrySettings(BaseModel):
     """Retry policy of a job's work activity (or of each step of a workflow job)."""
 

@@ -41,15 +41,8 @@ with workflow.unsafe.imports_passed_through():
 from workflows.attempts import with_fresh_series
 from workflows.dependencies import DEPENDS_PATCH, UpstreamWait
 from workflows.failures import fail_run, message, superseded
+from workflows.models import BOOKKEEPING
 
-# Bookkeeping activities retry until the database is back, for up to an hour.
-_BOOKKEEPING: dict[str, Any] = {
-    "start_to_close_timeout": timedelta(seconds=30),
-    "schedule_to_close_timeout": timedelta(hours=1),
-    "retry_policy": RetryPolicy(
-        initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
-    ),
-}
 _WORK_RETRY = {"initial_interval": timedelta(seconds=1), "maximum_interval": RUNTIME_RETRY_INTERVAL}
 
 
@@ -149,7 +142,7 @@ class RuntimeRunWorkflow:
     async def _bookkeeping(method: Any, arg: Any) -> Any:
         """A bookkeeping activity (the begin, recording a failure): local, retried until
         the database is back."""
-        return await workflow.execute_local_activity_method(method, arg, **_BOOKKEEPING)
+        return await workflow.execute_local_activity_method(method, arg, **BOOKKEEPING)
 
 
 @workflow.defn

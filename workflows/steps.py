@@ -35,7 +35,6 @@ from types import TracebackType
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -52,7 +51,13 @@ with workflow.unsafe.imports_passed_through():
 from workflows.attempts import with_fresh_series
 from workflows.details import showing, step_progress
 from workflows.failures import cancelled, message, superseded
-from workflows.models import STEPS_ID_SUFFIX, WorkflowJobInput
+from workflows.models import (
+    BOOKKEEPING,
+    DATABASE_DEADLINE,
+    DATABASE_RETRY,
+    STEPS_ID_SUFFIX,
+    WorkflowJobInput,
+)
 
 __all__ = ["COMPENSATED", "STEPS_ID_SUFFIX", "JobSteps"]
 
@@ -60,13 +65,8 @@ COMPENSATED = "Compensated"
 """The error type a workflow job fails with after compensating."""
 
 
-# Bookkeeping and compensations retry until the database is back, for up to an hour: a
-# compensation that gave up would leave a half-done run.
-_PERSISTENT = RetryPolicy(
-    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
-)
-_BOOKKEEPING_TIMEOUT = timedelta(seconds=30)
-_DEADLINE = timedelta(hours=1)
+# Compensations retry as bookkeeping does, until the database is back, for up to an hour:
+# a compensation that gave up would leave a half-done run.
 
 
 @dataclass
@@ -197,9 +197,7 @@ class JobSteps:
                     counts=self.counts,
                     steps=self.done,
                 ),
-                start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
-                schedule_to_close_timeout=_DEADLINE,
-                retry_policy=_PERSISTENT,
+                **BOOKKEEPING,
             )
             self._show(f"completed: {len(self.done)} of {self.total} steps")
             return False
@@ -245,8 +243,8 @@ class JobSteps:
                         if self.job.options.heartbeat_seconds
                         else None
                     ),
-                    schedule_to_close_timeout=_DEADLINE,
-                    retry_policy=_PERSISTENT,
+                    schedule_to_close_timeout=DATABASE_DEADLINE,
+                    retry_policy=DATABASE_RETRY,
                 )
             except ActivityError as err:
                 if superseded(err):
@@ -268,9 +266,7 @@ class JobSteps:
                 compensated=undone,
                 counts=self.counts,
             ),
-            start_to_close_timeout=_BOOKKEEPING_TIMEOUT,
-            schedule_to_close_timeout=_DEADLINE,
-            retry_policy=_PERSISTENT,
+            **BOOKKEEPING,
         )
 
     def _show(self, state: str) -> None:
