@@ -1,6 +1,7 @@
 """The outbox relay: due outbox messages delivered by email or webhook, at least once.
 
-`activities.py` does the work, `queries.sql` holds its SQL.
+`activities.py` does the work, `queries.sql` holds its SQL, `report.py` words the outbox
+for an operator.
 """
 
 from activities.kinds import JobKind

@@ -10,9 +10,10 @@ import json
 
 import psycopg
 
-from activities.outbox import format_messages, recent_messages
+from activities.outbox import recent_messages
 from core import redact
 from core.errors import first_line
+from jobs.outbox_relay.report import format_messages
 from schedules.cli import context as cli
 from schedules.record import DatabaseUnavailableError, database_hint
 
