@@ -15,6 +15,7 @@ here.
 from __future__ import annotations
 
 from schedules.audit import AuditReport, run_audit
+from schedules.backfills import Backfilled, backfill
 from schedules.catalog.model import JobSpec, load_catalog, parse_catalog
 from schedules.compat import RETIRED, Retired, open_retired_runs
 from schedules.health.check_run import run_check
@@ -23,7 +24,7 @@ from schedules.health.explain import Evidence, explain
 from schedules.health.status import CheckReport
 from schedules.health.verify import verify_jobs
 from schedules.record import DatabaseUnavailableError, last_runs, recent_executions
-from schedules.server.actions import backfill, pause, resume, trigger
+from schedules.server.actions import pause, resume, trigger
 from schedules.server.retry import Retry
 from schedules.server.runs import RunOutcome, wait_for_run
 from schedules.server.state import OperationError, ServerState, schedule_state, usable_state
@@ -37,6 +38,7 @@ from schedules.sync.report import Change, SyncReport, format_report
 __all__ = [
     "RETIRED",
     "AuditReport",
+    "Backfilled",
     "Change",
     "CheckReport",
     "DatabaseUnavailableError",

@@ -6,7 +6,7 @@ The fixtures that start the servers are the pytest plugin `devstack.pytest_plugi
 extra (the servers) and pytest.
 """
 
-from devstack.testing.audit import audited, runtime_audited
+from devstack.testing.audit import audit_report, audited, runtime_audited
 from devstack.testing.polling import assert_eventually, wait_for_text
 from devstack.testing.runs import run_now, run_slot_now
 from devstack.testing.worker import WorkerProcess, settings_env
@@ -18,6 +18,7 @@ __all__ = [
     "TEMPLATE_DB",
     "WorkerProcess",
     "assert_eventually",
+    "audit_report",
     "audited",
     "run_now",
     "run_slot_now",

@@ -22,6 +22,34 @@ from schedules.health.check import ScheduleState
 from schedules.pauses import record_pause
 
 
+async def audit_report(
+    client: Client,
+    database_url: str,
+    task_queue: str,
+    jobs: Sequence[Any],
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    states: dict[str, Any] | None = None,
+    known: Sequence[Any] = (),
+) -> AuditReport:
+    """The audit of `jobs` over the scheduled times [start, end) as of now, with no settle
+    time, judged once and not asserted: for a test that expects findings, or reads the
+    report's counts. `audited` is the one that asserts the audit clean."""
+    return await run_audit(
+        database_url,
+        client,
+        jobs,
+        task_queue=task_queue,
+        now=datetime.now(UTC),
+        start=start,
+        end=end,
+        settle=timedelta(0),
+        states=states,
+        known=known,
+    )
+
+
 async def audited(
     client: Client,
     database_url: str,
@@ -62,17 +90,8 @@ async def audited(
                 await record_pause(database_url, job.id, info.created_at, by="sync", note=job.note)
 
     async def clean() -> AuditReport:
-        report = await run_audit(
-            database_url,
-            client,
-            jobs,
-            task_queue=task_queue,
-            now=datetime.now(UTC),
-            start=start,
-            end=end,
-            settle=timedelta(0),
-            states=states,
-            known=known,
+        report = await audit_report(
+            client, database_url, task_queue, jobs, start=start, end=end, states=states, known=known
         )
         assert report.findings == [], "\n".join(
             f"{f.kind} {f.job} {f.slot}: {f.detail} {f.witnesses}" for f in report.findings

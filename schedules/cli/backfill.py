@@ -1,4 +1,5 @@
-"""`python -m schedules backfill JOB --start T --end T`: start the runs of a past range."""
+"""`python -m schedules backfill JOB --start T --end T`: start the runs of a past range
+(`schedules.backfill` does the work; this module reads the arguments and prints)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,16 @@ from datetime import UTC, datetime
 from core.ids import workflow_id
 from core.text import printable
 from schedules import progress
-from schedules.backfills import record_backfill
+from schedules.backfills import BACKFILL_HARD_LIMIT, backfill, backfill_times
 from schedules.catalog.times import local_text, utc_text
 from schedules.cli import context as cli
-from schedules.cli.pauses import best_effort
+from schedules.cli.pauses import warn_unrecorded
 from schedules.cli.wait import WAITED_EXIT, outcome_line, print_summary
-from schedules.server.actions import backfill, trigger_each
 from schedules.server.runs import DEFAULT_WAIT_SECONDS, run_ids, wait_for_slots
-from schedules.server.state import translated, usable_state
-from schedules.server.times import server_times
+from schedules.server.state import usable_state
 
 NAME = "backfill"
-# Temporal buffers the starts of a trigger burst; past about a thousand it drops them.
-BACKFILL_HARD_LIMIT = 1000
+_UNSEEN = "cannot judge the slots it asks for before the job's timing took effect"
 HELP = "start the runs of the fire times in a past range"
 DESCRIPTION = (
     "Start one run per fire time in [--start, --end) under the job's own DST rules "
@@ -90,11 +88,6 @@ def _range(args: argparse.Namespace, job, now: datetime) -> tuple[datetime, date
 
 
 def _check_count(job_id: str, times: list[datetime], span: str, maximum: int, yes: bool) -> None:
-    if len(times) > BACKFILL_HARD_LIMIT:
-        raise cli.BadInputError(
-            f"backfill of {job_id!r} over {span} would start more than "
-            f"{BACKFILL_HARD_LIMIT} runs, the most one backfill may start: split the range"
-        )
     if len(times) > maximum and not yes:
         raise cli.BadInputError(
             f"backfill of {job_id!r} over {span} would start {len(times)} runs, more than "
@@ -109,7 +102,10 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     start, end = _range(args, job, now)
     timeout = args.timeout if args.timeout is not None else DEFAULT_WAIT_SECONDS
     maximum = args.max if args.max is not None else ctx.settings.backfill_max_runs
-    times = job.timing.fire_times(start, end, limit=BACKFILL_HARD_LIMIT + 1)
+    try:
+        times = backfill_times(job, start, end, now)  # more than the hard limit: refused
+    except ValueError as exc:
+        raise cli.BadInputError(str(exc)) from None
     span = f"[{utc_text(start)}, {utc_text(end)})"
     if not times:
         print(f"no fire times of {job.id} in {span}: nothing to start")
@@ -123,30 +119,13 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     )
     ids = [workflow_id(job.id, t) for t in times]
     before = await run_ids(client, ids, retry=retry) if args.wait else {}
-    served = await translated(
-        client,
-        retry,
-        job.id,
-        "listing the fire times",
-        lambda: server_times(client, job.id, start, end),
+    done = await backfill(
+        client, job, start, end, conninfo=cli.database_url(ctx), now=now, retry=retry
     )
-    await best_effort(
-        ctx,
-        "backfill",
-        job.id,
-        lambda url: record_backfill(url, job.id, start, end, times, at=now),
-        "cannot judge the slots it asks for before the job's timing took effect",
-    )
-    if served == times:
-        await backfill(client, job.id, start, end, first=times[0], retry=retry)
-        how = "Temporal backfill"
-    else:
-        # The server's spec fires other times here (a DST-compiled spec covers a bounded
-        # range of years; a catalog change not synced yet): start the job's own times.
-        await trigger_each(client, job.id, times, retry=retry)
-        how = "one trigger per fire time (the server's schedule fires other times here)"
+    if done.unrecorded is not None:
+        warn_unrecorded("backfill", job.id, done.unrecorded, _UNSEEN)
     print(
-        f"requested: {how}, overlap BUFFER_ALL (one after another); a slot that already "
+        f"requested: {done.how}, overlap BUFFER_ALL (one after another); a slot that already "
         "completed is a recorded no-op"
     )
     if state.paused:

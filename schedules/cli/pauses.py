@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 import psycopg
 
 from core import redact
+from core.errors import first_line
 from schedules.cli.context import Context
 
 logger = logging.getLogger(__name__)
@@ -31,10 +32,13 @@ async def best_effort(
         await record(ctx.settings.database_url.get_secret_value())
     except (psycopg.Error, OSError) as exc:
         logger.debug("%s record failed", what, exc_info=True)
-        text = str(exc).strip()
-        reason = redact.scrub(text.splitlines()[0] if text else type(exc).__name__)
-        print(
-            f"warning: the {what} of {job_id} is not recorded in PostgreSQL ({reason}); "
-            f"`schedules audit` {unseen}",
-            file=sys.stderr,
-        )
+        warn_unrecorded(what, job_id, redact.scrub(first_line(exc)), unseen)
+
+
+def warn_unrecorded(what: str, job_id: str, reason: str, unseen: str) -> None:
+    """The one line on stderr saying the `what` of `job_id` is not recorded, and why."""
+    print(
+        f"warning: the {what} of {job_id} is not recorded in PostgreSQL ({reason}); "
+        f"`schedules audit` {unseen}",
+        file=sys.stderr,
+    )

@@ -12,19 +12,32 @@ from devstack.testing.worker import settings_env
 from tests.helpers import ROOT
 from worker.settings import Settings
 
-__all__ = ["WorkerProcess", "schedules_cli", "settings_env"]
+__all__ = ["WorkerProcess", "schedules_cli", "schedules_said", "settings_env"]
 
 
-def schedules_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess:
-    """`python -m schedules ARGS` against the test's servers, output captured."""
+def schedules_cli(
+    settings: Settings, *args: str, catalog: Path | None = None, **env: str
+) -> subprocess.CompletedProcess:
+    """`python -m schedules ARGS` against the test's servers, output captured; `catalog`:
+    that file's jobs alone (`--catalog FILE --without-engine`); `env`: variables to set."""
+    alone = ["--catalog", str(catalog), "--without-engine"] if catalog is not None else []
     return subprocess.run(
-        [sys.executable, "-m", "schedules", *args],
+        [sys.executable, "-m", "schedules", *alone, *args],
         cwd=ROOT,
-        env=settings_env(settings),
+        env=settings_env(settings, **env),
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def schedules_said(
+    settings: Settings, *args: str, catalog: Path | None = None, **env: str
+) -> tuple[int, str]:
+    """`schedules_cli`'s exit code and output (stdout, then stderr); it printed no traceback."""
+    done = schedules_cli(settings, *args, catalog=catalog, **env)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout + done.stderr
 
 
 class WorkerProcess(_WorkerProcess):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
@@ -18,13 +17,15 @@ import psycopg
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
+import schedules as library
+from core.ids import workflow_id
 from schedules import tenants
-from schedules.audit import run_audit
 from schedules.audit.history import Window
 from schedules.audit.runtime import audit_runtime
 from schedules.catalog.model import load_catalog
-from tests.helpers import ROOT, assert_eventually
-from tests.helpers.worker import settings_env
+from tests.helpers import assert_eventually
+from tests.helpers.audit import audit_report
+from tests.helpers.worker import schedules_said
 from tests.integration.jobs import executions, trigger_at
 from tests.integration.runtime import audit_clean, dispatcher, fresh_ids, settled, tick_all
 
@@ -107,41 +108,19 @@ def write_catalog(tmp_path, job_id: str):
 
 async def schedules(settings, catalog, *args: str) -> tuple[int, str]:
     """`python -m schedules --catalog CATALOG ARGS`: its exit code and its output."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "schedules",
-        "--catalog",
-        str(catalog),
-        "--without-engine",
-        *args,
-        cwd=ROOT,
-        env=settings_env(settings),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    out, _ = await process.communicate()
-    return process.returncode, out.decode()
+    return await asyncio.to_thread(schedules_said, settings, *args, catalog=catalog)
 
 
 async def held(client, task_queue: str, job_id: str, slot: datetime):
     """A running workflow, started outside the job's schedule, under the id of the job's
     run of `slot`: the server drops a start of that slot (measured on the dev server 1.32)."""
-    workflow_id = f"{job_id}-{slot:%Y-%m-%dT%H:%M:%SZ}"
-    return await client.start_workflow("HeldSlot", id=workflow_id, task_queue=f"{task_queue}-idle")
+    held_id = workflow_id(job_id, slot)
+    return await client.start_workflow("HeldSlot", id=held_id, task_queue=f"{task_queue}-idle")
 
 
 async def audit_of(client, database_url, task_queue, catalog, start: datetime, end: datetime):
-    return await run_audit(
-        database_url,
-        client,
-        load_catalog(catalog, engine=False),
-        task_queue=task_queue,
-        now=datetime.now(UTC),
-        start=start,
-        end=end,
-        settle=timedelta(0),
-    )
+    jobs = load_catalog(catalog, engine=False)
+    return await audit_report(client, database_url, task_queue, jobs, start=start, end=end)
 
 
 async def test_a_backfill_the_server_drops_before_the_timing_took_effect_is_lost(
@@ -182,6 +161,48 @@ async def test_a_backfill_the_server_drops_before_the_timing_took_effect_is_lost
         await client.get_schedule_handle("asked-hours").delete()
 
 
+async def test_the_library_backfill_does_what_the_command_does(
+    settings, db, client, database_url, task_queue, start_workers, tmp_path
+):
+    """`schedules.backfill` records the request and picks the command's strategy: one
+    Temporal backfill when the server's schedule fires the job's times, else one trigger per
+    fire time (here the catalog moved the job to :30 and was not synced). A range reaching
+    past now is refused before anything is sent."""
+    start_workers(1)
+    synced = write_catalog(tmp_path, "lib-backfill")
+    assert (await schedules(settings, synced, "sync", "--no-prune"))[0] == 0
+    (job,) = load_catalog(synced, engine=False)
+    unsynced = tmp_path / "moved" / "jobs.toml"
+    unsynced.parent.mkdir()
+    unsynced.write_text(synced.read_text().replace('cron = "0 * * * *"', 'cron = "30 * * * *"'))
+    (moved,) = load_catalog(unsynced, engine=False)
+    try:
+        with pytest.raises(ValueError, match="is after now"):
+            await library.backfill(client, job, DAY, _NOW + HOUR, conninfo=database_url)
+        whole = await library.backfill(client, job, DAY, DAY + 2 * HOUR, conninfo=database_url)
+        assert (whole.times, whole.whole, whole.unrecorded) == ([DAY, DAY + HOUR], True, None)
+        each = await library.backfill(client, moved, DAY, DAY + HOUR, conninfo=database_url)
+        half = DAY + HOUR / 2
+        assert (each.times, each.whole) == ([half], False)
+        assert each.how.startswith("one trigger per fire time")
+
+        async def ran():
+            rows = executions(db, "lib-backfill")
+            assert [(r["scheduled_at"], r["status"]) for r in rows] == [
+                (DAY, "completed"),
+                (half, "completed"),
+                (DAY + HOUR, "completed"),
+            ]
+
+        await assert_eventually(ran, timeout=90)
+        asked = db.execute("SELECT slots FROM backfill_requests ORDER BY id").fetchall()
+        assert [slots for (slots,) in asked] == [[DAY, DAY + HOUR], [half]]
+        report = await audit_of(client, database_url, task_queue, synced, DAY, DAY + 2 * HOUR)
+        assert findings(report) == []
+    finally:
+        await client.get_schedule_handle("lib-backfill").delete()
+
+
 async def started(run) -> None:
     try:
         await run.describe()
@@ -213,7 +234,7 @@ async def test_the_backfill_command_waits_for_its_own_first_run_not_for_any_star
         while not command.done():
             nominal += timedelta(seconds=1)
             await trigger_at(client, "asked-once", nominal)
-            run = client.get_workflow_handle(f"asked-once-{nominal:%Y-%m-%dT%H:%M:%SZ}")
+            run = client.get_workflow_handle(workflow_id("asked-once", nominal))
             with contextlib.suppress(AssertionError):
                 await assert_eventually(partial(started, run), timeout=3, interval=0.2)
         code, out = await command
