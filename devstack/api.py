@@ -21,6 +21,7 @@ import httpx
 
 from api import keys
 from core.errors import SchedulerError
+from devstack.processes import stop_process
 
 DEMO_TENANT = "customer-0001"
 KEY_FILE = "api-key"
@@ -65,13 +66,8 @@ class ApiProcess:
             return False
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()  # uvicorn finishes the requests in flight, then exits
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        if self.proc is not None:  # uvicorn finishes the requests in flight, then exits
+            stop_process(self.proc, 30)
 
 
 def _pipe(stream) -> None:

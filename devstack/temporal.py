@@ -15,6 +15,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from devstack.ports import require_free_port
+from devstack.processes import stop_process
 from timing.zones import zoneinfo_dir
 
 PROJECT_ZONES = zoneinfo_dir()
@@ -130,14 +131,8 @@ class TemporalDevServer:
                 await asyncio.sleep(0.25)
 
     def stop(self, timeout: float = 20.0) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        if self.process is not None:
+            stop_process(self.process, timeout)
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

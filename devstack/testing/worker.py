@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from devstack.processes import stop_process
 from devstack.testing.polling import wait_for_text
 from worker.settings import Settings
 
@@ -68,12 +69,7 @@ class WorkerProcess:
     def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM (it drains its in-flight work), SIGKILL after `timeout`; its exit code."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            self.process.send_signal(signal.SIGCONT)  # a stopped process cannot drain
+        code = stop_process(self.process, timeout)
         self._out.close()
-        return self.process.returncode
+        return code
