@@ -14,7 +14,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.enums.v1 import ScheduleOverlapPolicy
 from temporalio.api.schedule.v1 import SchedulePatch, TriggerImmediatelyRequest
 from temporalio.api.workflowservice.v1 import PatchScheduleRequest
-from temporalio.client import Client
+from temporalio.client import Client, ScheduleBackfill
+from temporalio.client import ScheduleOverlapPolicy as Overlap
 from temporalio.service import RPCError
 
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
@@ -177,6 +178,22 @@ async def fired(client: Client, job_id: str, at: datetime, timeout: float = 60.0
         assert at in {a.scheduled_at for a in info.recent_actions}, info.recent_actions
 
     await assert_eventually(started, timeout=timeout)
+
+
+async def backfill_slots(
+    client: Client,
+    job_id: str,
+    first: datetime,
+    last: datetime,
+    *,
+    overlap: Overlap = Overlap.ALLOW_ALL,
+    margin: timedelta = timedelta(minutes=1),
+) -> None:
+    """Temporal's backfill of `job_id`'s fire times from `first` to `last`, both included:
+    one request over a range reaching `margin` past each."""
+    await client.get_schedule_handle(job_id).backfill(
+        ScheduleBackfill(start_at=first - margin, end_at=last + margin, overlap=overlap)
+    )
 
 
 async def trigger_at(client: Client, schedule_id: str, at: datetime) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -21,6 +21,9 @@ from tests.helpers import assert_eventually
 
 SHARDS = 4  # the dispatch shards in force by default (activities/shards.py)
 BUCKETS = 16
+# The lateness the audit grants a test whose dispatcher's clock is a fixed day in the past:
+# its runs are claimed long after their slots (days, a year at most).
+LATE = timedelta(days=365)
 
 # The audit of the runtime schedules, clean (one implementation, which users get too).
 audit_clean = runtime_audited

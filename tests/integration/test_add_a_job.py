@@ -30,7 +30,6 @@ from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
-from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.service import RPCError
 
 from devstack import free_port
@@ -38,6 +37,7 @@ from devstack.postgres import POSTGRES_BIN_PATH
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.wheel import InstalledWheel, site_packages
 from tests.helpers.worker import WorkerProcess, settings_env
+from tests.integration.jobs import backfill_slots
 from tests.integration.namespaces import fresh_namespace
 from worker.settings import Settings
 
@@ -292,13 +292,7 @@ async def add_a_workflow_job(
         london = ZoneInfo("Europe/London")
         yesterday = datetime.now(london).date() - timedelta(days=1)
         slot = datetime.combine(yesterday, time(6), london).astimezone(UTC)
-        await namespace.get_schedule_handle("late-fees").backfill(
-            ScheduleBackfill(
-                start_at=slot - timedelta(seconds=1),
-                end_at=slot + timedelta(seconds=1),
-                overlap=ScheduleOverlapPolicy.ALLOW_ALL,
-            )
-        )
+        await backfill_slots(namespace, "late-fees", slot, slot, margin=timedelta(seconds=1))
 
         async def compensated():
             rows = db.execute(

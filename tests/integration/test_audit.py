@@ -27,6 +27,7 @@ from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import schedules_cli, settings_env
 from tests.integration.jobs import (
     FAST_RETRY,
+    backfill_slots,
     executions,
     grid_after,
     insert_invoices,
@@ -348,12 +349,8 @@ async def test_the_repeated_fall_back_hour_is_judged_by_the_documented_rule(
     start_workers(1)
     first, second = (datetime(2025, 11, 2, h, 30, tzinfo=UTC) for h in (5, 6))
     try:
-        await client.get_schedule_handle(job.id).backfill(
-            ScheduleBackfill(
-                start_at=first - timedelta(minutes=1),
-                end_at=second + timedelta(minutes=1),
-                overlap=ScheduleOverlapPolicy.BUFFER_ALL,
-            )
+        await backfill_slots(
+            client, job.id, first, second, overlap=ScheduleOverlapPolicy.BUFFER_ALL
         )
 
         async def both_settled():

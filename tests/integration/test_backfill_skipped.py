@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,8 +23,8 @@ from core.ids import workflow_id as slot_workflow_id
 from schedules.catalog.model import load_catalog
 from schedules.cli.main import build_parser
 from schedules.sync.apply import sync
-from tests.helpers import ROOT, assert_eventually
-from tests.helpers.worker import settings_env
+from tests.helpers import assert_eventually
+from tests.helpers.worker import schedules_said
 from tests.integration.jobs import end_open_runs
 
 CATALOG = """\
@@ -41,16 +39,7 @@ owner = "ops@example.com"
 
 
 def run_cli(settings, catalog: Path, *args: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--without-engine", *args],
-        cwd=ROOT,
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, done.stdout + done.stderr
+    return schedules_said(settings, *args, catalog=catalog)
 
 
 @contextlib.asynccontextmanager

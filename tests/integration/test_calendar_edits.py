@@ -18,7 +18,6 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from schedules import tenants
-from schedules.audit import run_audit
 from schedules.audit.history import Window
 from schedules.audit.runtime import audit_runtime
 from schedules.health.evidence import gather_evidence
@@ -29,7 +28,7 @@ from schedules.sync.apply import sync
 from schedules.sync.plan import current_run
 from schedules.sync.report import format_report
 from tests.helpers import assert_eventually
-from tests.helpers.audit import audited
+from tests.helpers.audit import audit_report, audited
 from tests.integration import runtime
 from tests.integration.jobs import executions, registered
 from tests.integration.test_calendars import calendar_job
@@ -59,15 +58,13 @@ async def judged(client, database_url, task_queue, job, **found):
     slot); polled while runs settle."""
 
     async def exactly():
-        report = await run_audit(
-            database_url,
+        report = await audit_report(
             client,
+            database_url,
+            task_queue,
             [job],
-            task_queue=task_queue,
-            now=datetime.now(UTC),
             start=THURSDAY - timedelta(hours=1),
             end=MONDAY + timedelta(hours=1),
-            settle=timedelta(0),
         )
         assert {(f.kind, f.slot) for f in report.findings} == set(found.items()), [
             (f.kind, f.job, f.slot, f.detail) for f in report.findings

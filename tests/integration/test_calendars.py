@@ -12,8 +12,6 @@ import uuid
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
-
 from schedules import tenants
 from schedules.catalog.model import JobSpec, default_catalog, parse_each
 from schedules.health.verify import verify_job
@@ -22,7 +20,7 @@ from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually, run_python_walkthrough
 from tests.helpers.audit import audited
 from tests.integration import runtime
-from tests.integration.jobs import FAST_RETRY, executions, registered
+from tests.integration.jobs import FAST_RETRY, backfill_slots, executions, registered
 
 NEW_YORK = ZoneInfo("America/New_York")
 WEEK = (datetime(2026, 11, 23, tzinfo=NEW_YORK), datetime(2026, 12, 3, tzinfo=NEW_YORK))
@@ -61,13 +59,7 @@ def calendar_job(job_id: str, **calendar) -> JobSpec:
 
 async def backfill_and_settle(client, db, job: JobSpec, last: datetime, rows: int) -> list[dict]:
     """Backfill 25 November to the fire time `last`; wait for `rows` completed slots."""
-    await client.get_schedule_handle(job.id).backfill(
-        ScheduleBackfill(
-            start_at=at9(25) - timedelta(minutes=1),
-            end_at=last + timedelta(minutes=1),
-            overlap=ScheduleOverlapPolicy.ALLOW_ALL,
-        )
-    )
+    await backfill_slots(client, job.id, at9(25), last)
 
     async def settled():
         found = executions(db, job.id)
@@ -231,13 +223,7 @@ async def test_the_server_fires_a_short_sessions_close_and_its_runs_keep_their_s
             "Christmas Eve (markets close at 1:00pm)" in verdict.calendar_notes
         )
 
-        await client.get_schedule_handle(job.id).backfill(
-            ScheduleBackfill(
-                start_at=at16(25) - timedelta(minutes=1),
-                end_at=at16(30) + timedelta(minutes=1),
-                overlap=ScheduleOverlapPolicy.ALLOW_ALL,
-            )
-        )
+        await backfill_slots(client, job.id, at16(25), at16(30))
 
         async def settled():
             found = executions(db, job.id)

@@ -8,19 +8,25 @@ from datetime import UTC, datetime, timedelta
 
 from temporalio.client import (
     Client,
-    ScheduleBackfill,
     ScheduleOverlapPolicy,
     ScheduleSpec,
 )
 
 from core.payloads import data_converter
 from devstack import TemporalDevServer, free_port
-from schedules.audit import run_audit
 from schedules.catalog.compile import compile_schedule
 from schedules.catalog.model import parse_catalog
 from schedules.sync.apply import sync
 from tests.helpers import assert_eventually
-from tests.integration.jobs import executions, fire_once, fired, grid_after, wait_until
+from tests.helpers.audit import audit_report
+from tests.integration.jobs import (
+    backfill_slots,
+    executions,
+    fire_once,
+    fired,
+    grid_after,
+    wait_until,
+)
 from workflows import ScheduledJobWorkflow
 
 
@@ -48,12 +54,8 @@ async def test_both_instants_of_a_repeated_0130_run_once(client, db, task_queue,
     start_workers(1)
     first, second = (datetime(2025, 11, 2, h, 30, tzinfo=UTC) for h in (5, 6))
     try:
-        await client.get_schedule_handle(job.id).backfill(
-            ScheduleBackfill(
-                start_at=first - timedelta(minutes=1),
-                end_at=second + timedelta(minutes=1),
-                overlap=ScheduleOverlapPolicy.BUFFER_ALL,
-            )
+        await backfill_slots(
+            client, job.id, first, second, overlap=ScheduleOverlapPolicy.BUFFER_ALL
         )
 
         async def both_settled():
@@ -193,15 +195,13 @@ async def test_catch_up_after_temporal_was_down_follows_each_policy(
         # The audit judges the history from the first fire time to the last one each job's
         # catch-up settled: every fire time has its row, nothing else was run.
         end = min(max(r["scheduled_at"] for r in executions(db, j)) for j in catalog)
-        report = await run_audit(
-            settings.database_url.get_secret_value(),
+        report = await audit_report(
             client,
+            settings.database_url.get_secret_value(),
+            settings.temporal_task_queue,
             list(catalog.values()),
-            task_queue=settings.temporal_task_queue,
-            now=datetime.now(UTC),
             start=first,
             end=end,
-            settle=timedelta(0),
         )
         assert report.findings == []
         assert all(scope.due >= 3 for scope in report.scopes), report.scopes

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,8 +13,7 @@ import pytest
 from devstack import free_port
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
 from schedules.catalog.model import load_catalog
-from tests.helpers import ROOT
-from tests.helpers.worker import settings_env
+from tests.helpers.worker import schedules_cli
 from timing import Timing
 
 CATALOG = """
@@ -39,24 +36,8 @@ def catalog(tmp_path: Path) -> Path:
     return path
 
 
-def check(catalog: Path, env: dict[str, str]) -> tuple[int, dict]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "schedules",
-            "--catalog",
-            str(catalog),
-            "--without-engine",
-            "check",
-            "--json",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def check(settings, catalog: Path, **env: str) -> tuple[int, dict]:
+    done = schedules_cli(settings, "check", "--json", catalog=catalog, **env)
     assert "Traceback" not in done.stderr, done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -100,7 +81,7 @@ async def test_check_is_healthy_then_reports_every_alert_kind(
     try:
         fires = hourly_fires(now)
         insert_runs(db, job.id, fires)
-        code, report = check(catalog, settings_env(settings))
+        code, report = check(settings, catalog)
         assert (code, report["status"], report["alerts"]) == (0, "ok", []), report
         (status,) = report["jobs"]
         assert status["state"] == "active" and status["next_due_source"] == "temporal"
@@ -140,7 +121,7 @@ async def test_check_is_healthy_then_reports_every_alert_kind(
             " VALUES ('InvoiceReminder', '{}', 'dead-1', now(), 'SMTP 550')"
         )
 
-        code, report = check(catalog, settings_env(settings))
+        code, report = check(settings, catalog)
         assert code == 1, report
         assert report["status"] == "alert"
         assert {a["kind"] for a in report["alerts"]} == {
@@ -162,7 +143,7 @@ async def test_check_is_healthy_then_reports_every_alert_kind(
 def test_a_job_without_a_schedule_is_an_alert(db, settings, catalog):
     (job,) = load_catalog(catalog, engine=False)
     insert_runs(db, job.id, hourly_fires(datetime.now(UTC)))
-    code, report = check(catalog, settings_env(settings))
+    code, report = check(settings, catalog)
     assert code == 1, report
     assert [a["kind"] for a in report["alerts"]] == ["schedule_not_registered"]
     assert report["jobs"][0]["state"] == "not registered"
@@ -170,8 +151,8 @@ def test_a_job_without_a_schedule_is_an_alert(db, settings, catalog):
 
 
 def test_database_unreachable_exits_2(settings, catalog):
-    env = settings_env(settings, DATABASE_URL=f"postgresql://postgres@127.0.0.1:{free_port()}/x")
-    code, report = check(catalog, env)
+    unreachable = f"postgresql://postgres@127.0.0.1:{free_port()}/x"
+    code, report = check(settings, catalog, DATABASE_URL=unreachable)
     assert code == 2, report
     assert report["status"] == "unknown"
     assert report["errors"] and report["errors"][0].startswith("cannot read the database")
@@ -181,8 +162,7 @@ def test_database_unreachable_exits_2(settings, catalog):
 def test_temporal_unreachable_exits_2_and_still_reports_the_database(db, settings, catalog):
     (job,) = load_catalog(catalog, engine=False)
     insert_runs(db, job.id, hourly_fires(datetime.now(UTC)))
-    env = settings_env(settings, TEMPORAL_ADDRESS="127.0.0.1:1")
-    code, report = check(catalog, env)
+    code, report = check(settings, catalog, TEMPORAL_ADDRESS="127.0.0.1:1")
     assert code == 2, report
     assert report["errors"] == [report["errors"][0]]
     assert report["errors"][0].startswith("cannot reach Temporal at 127.0.0.1:1")

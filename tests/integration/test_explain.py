@@ -23,7 +23,7 @@ from schedules.catalog.model import load_catalog
 from schedules.catalog.times import local_text
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
-from tests.helpers.worker import settings_env
+from tests.helpers.worker import schedules_said, settings_env
 from tests.integration.jobs import executions, wait_until
 
 LONDON = ZoneInfo("Europe/London")
@@ -48,26 +48,7 @@ def _inline(table: dict) -> str:
 
 
 def explain(settings, catalog: Path, job: str, *args: str, **env: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "schedules",
-            "--catalog",
-            str(catalog),
-            "--without-engine",
-            "explain",
-            job,
-            *args,
-        ],
-        cwd=ROOT,
-        env=settings_env(settings, **env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, done.stdout + done.stderr
+    return schedules_said(settings, "explain", job, *args, catalog=catalog, **env)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 
 import psycopg
-from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from schedules.catalog.model import JobSpec, default_catalog
@@ -16,6 +15,7 @@ from tests.helpers import assert_eventually
 from tests.helpers.audit import audited
 from tests.integration.jobs import (
     FAST_RETRY,
+    backfill_slots,
     executions,
     registered,
     runs_closed,
@@ -97,13 +97,7 @@ def sync_windows(db: psycopg.Connection) -> list[dict]:
 
 
 async def backfill(client, job_id: str, slots: list[datetime]) -> None:
-    await client.get_schedule_handle(job_id).backfill(
-        ScheduleBackfill(
-            start_at=slots[0] - timedelta(minutes=1),
-            end_at=slots[-1] + timedelta(minutes=1),
-            overlap=ScheduleOverlapPolicy.ALLOW_ALL,
-        )
-    )
+    await backfill_slots(client, job_id, slots[0], slots[-1])
 
 
 async def test_backfill_over_five_hours_processes_each_window_once(

@@ -9,13 +9,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy, WorkflowFailureError
+from temporalio.client import WorkflowFailureError
 
 from devstack.temporal import temporal_binary
 from schedules.catalog.compile import job_run
 from tests.helpers import assert_eventually
 from tests.helpers.audit import audited
 from tests.integration.jobs import (
+    backfill_slots,
     executions,
     insert_invoices,
     invoice_job,
@@ -40,13 +41,7 @@ def nightly_slots(days_ago: int, n: int) -> list[datetime]:
 
 
 async def backfill(client, job_id: str, slots: list[datetime]) -> None:
-    await client.get_schedule_handle(job_id).backfill(
-        ScheduleBackfill(
-            start_at=slots[0] - timedelta(minutes=1),
-            end_at=slots[-1] + timedelta(minutes=1),
-            overlap=ScheduleOverlapPolicy.ALLOW_ALL,
-        )
-    )
+    await backfill_slots(client, job_id, slots[0], slots[-1])
 
 
 async def test_backfill_on_three_worker_processes_runs_each_slot_once(

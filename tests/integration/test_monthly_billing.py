@@ -11,8 +11,6 @@ import psycopg
 import pytest
 from temporalio.client import (
     Client,
-    ScheduleBackfill,
-    ScheduleOverlapPolicy,
     WorkflowExecutionStatus,
 )
 
@@ -22,7 +20,7 @@ from devstack.payments import PaymentProviderServer
 from schedules.catalog.model import JobSpec, RetrySpec, default_catalog, parse_catalog
 from tests.helpers import assert_eventually, wait_for_text
 from tests.helpers.audit import audited
-from tests.integration.jobs import executions, registered
+from tests.integration.jobs import backfill_slots, executions, registered
 from worker.migrate import load_migrations
 
 JOB = "monthly-billing"
@@ -104,14 +102,16 @@ def counts(db: psycopg.Connection) -> dict[str, int]:
     }
 
 
+def all_charged(active: int) -> dict[str, int]:
+    """`counts` once each of `active` subscriptions' invoices was charged and receipted."""
+    return dict.fromkeys(("invoices", "paid", "charged", "receipts"), active) | {
+        "void": 0,
+        "declined": 0,
+    }
+
+
 async def backfill(client: Client, job: str = JOB) -> None:
-    await client.get_schedule_handle(job).backfill(
-        ScheduleBackfill(
-            start_at=SLOT - timedelta(minutes=1),
-            end_at=SLOT + timedelta(minutes=1),
-            overlap=ScheduleOverlapPolicy.ALLOW_ALL,
-        )
-    )
+    await backfill_slots(client, job, SLOT, SLOT)
 
 
 async def closed_runs(client: Client, task_queue: str, job: str = JOB) -> list:
@@ -245,14 +245,7 @@ async def test_the_provider_down_for_good_voids_the_uncharged_and_the_month_can_
         assert max(runs, key=lambda r: r.start_time).status == WorkflowExecutionStatus.COMPLETED
         (row,) = executions(db, JOB)
         assert row["status"] == "completed", row["error"]
-        assert counts(db) == {
-            "invoices": active,
-            "paid": active,
-            "void": 0,
-            "charged": active,
-            "declined": 0,
-            "receipts": active,
-        }
+        assert counts(db) == all_charged(active)
         assert set(provider.charged().values()) == {1}
 
 
@@ -281,14 +274,7 @@ async def test_a_worker_killed_while_charging_resumes_at_step_3_on_another_and_c
             assert after[name]["finished_at"] == before[name]["finished_at"]
             assert after[name]["attempt"] == before[name]["attempt"]
         assert after["charge_invoices"]["attempt"] > before["charge_invoices"]["attempt"]
-        assert counts(db) | {"void": 0} == {
-            "invoices": active,
-            "paid": active,
-            "void": 0,
-            "charged": active,
-            "declined": 0,
-            "receipts": active,
-        }
+        assert counts(db) | {"void": 0} == all_charged(active)
         # Every invoice charged once; a repeat (the killed batch) carried the same key.
         assert set(provider.charged().values()) == {1}
         assert set(provider.keys()) == set(provider.charged())
@@ -324,18 +310,7 @@ async def test_a_stale_charging_attempt_commits_nothing(
         # must commit nothing.
         frozen.signal(signal.SIGCONT)
         wait_for_text(frozen.log, ("is stale", "Activity cancelled"), timeout=60)
-        assert (
-            counts(db)
-            == settled
-            == {
-                "invoices": active,
-                "paid": active,
-                "void": 0,
-                "charged": active,
-                "declined": 0,
-                "receipts": active,
-            }
-        )
+        assert counts(db) == settled == all_charged(active)
         assert set(provider.charged().values()) == {1}
 
 
@@ -531,14 +506,7 @@ async def test_two_jobs_of_the_billing_kind_each_claim_the_month_and_bill_a_subs
             (MONTH,),
         ).fetchone()
         assert owners == [JOB]
-        assert counts(db) == {
-            "invoices": active,
-            "paid": active,
-            "void": 0,
-            "charged": active,
-            "declined": 0,
-            "receipts": active,
-        }
+        assert counts(db) == all_charged(active)
         assert len(provider.charged()) == active and set(provider.charged().values()) == {1}
 
 

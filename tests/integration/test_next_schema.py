@@ -13,8 +13,8 @@ from datetime import UTC, date, datetime, timedelta
 
 from psycopg import sql
 
-from schedules.audit import run_audit
 from tests.helpers import assert_eventually
+from tests.helpers.audit import audit_report
 from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import (
     executions,
@@ -106,14 +106,8 @@ async def test_this_release_runs_against_the_next_releases_expanded_schema(
         assert runs.returncode == 0, runs.stderr
         assert "completed" in runs.stdout and "Traceback" not in runs.stderr
 
-        report = await run_audit(
-            database_url,
-            client,
-            [job],
-            task_queue=task_queue,
-            now=datetime.now(UTC),
-            start=slot - timedelta(minutes=1),
-            settle=timedelta(0),
+        report = await audit_report(
+            client, database_url, task_queue, [job], start=slot - timedelta(minutes=1)
         )
         assert report.findings == [], report.findings
         assert report.rows == 1

@@ -35,20 +35,12 @@ from devstack.mailsink import MailSink
 from jobs.outbox_relay.activities import Relay, RelayConfig
 from jobs.outbox_relay.transports import SmtpConfig
 from schedules import tenants
-from schedules.audit import run_audit
 from schedules.health.status import ScheduleState
 from schedules.notices import notify_findings
 from tests.helpers import ROOT, assert_eventually
-from tests.helpers.audit import audited
+from tests.helpers.audit import audit_report, audited
+from tests.integration import runtime
 from tests.integration.jobs import executions, invoice_job, registered, trigger_at
-from tests.integration.runtime import (
-    audit_clean,
-    dispatcher,
-    fresh_ids,
-    insert_schedule,
-    settled,
-    tick_all,
-)
 from tests.integration.test_runtime_batch import as_attempt
 from tests.integration.test_runtime_dispatch import customer
 from tests.integration.test_runtime_schedules_cli import cli, one_error_line
@@ -56,7 +48,6 @@ from tests.integration.test_runtime_schedules_cli import cli, one_error_line
 pytestmark = pytest.mark.timeout(240)
 
 NOW = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)
-LATE = timedelta(days=365)  # the dispatcher's clock is the past: runs are claimed days late
 
 
 class Receiver:
@@ -169,15 +160,13 @@ async def lost_and_late(db, database_url, client, task_queue, job) -> int:
             " finished_at) VALUES (%s, %s, 'completed', 'scheduled', %s, %s)",
             (job.id, slot, started, started + timedelta(seconds=1)),
         )
-    report = await run_audit(
-        database_url,
+    report = await audit_report(
         client,
+        database_url,
+        task_queue,
         [job],
-        task_queue=task_queue,
-        now=datetime.now(UTC),
         start=slots[0],
         end=slots[2] + timedelta(minutes=1),
-        settle=timedelta(0),
         states={job.id: ScheduleState(exists=True, timing_since=slots[0])},
     )
     found = sorted((f.kind, f.slot) for f in report.findings if f.kind in ("lost", "late"))
@@ -291,21 +280,21 @@ async def test_a_runtime_schedules_failure_reaches_its_tenant_by_email_and_webho
     assert "t0ken" not in shown.stdout
 
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     customer = db.execute(
         "INSERT INTO customers (tenant, name, email, timezone)"
         " VALUES ('acme', 'Acme', 'acme@example.com', 'UTC') RETURNING id"
     ).fetchone()[0]
-    sid = insert_schedule(
+    sid = runtime.insert_schedule(
         db, tenant="acme", name="weekly", kind="weekly-report", cron="* * * * *",
         timezone="UTC", params={"customer_id": customer}, next_fire_at=NOW, timing_since=NOW,
     )  # fmt: skip
     await tenants.set_pause_after_failures(database_url, sid, 1, by="test")
     # The slot fails: its customer is another tenant's now (refused, sending nothing).
     db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (customer,))
-    async with dispatcher(database_url, client, task_queue, batches=False) as d:
-        await tick_all(d, NOW)
-        await settled(db, 1)
+    async with runtime.dispatcher(database_url, client, task_queue, batches=False) as d:
+        await runtime.tick_all(d, NOW)
+        await runtime.settled(db, 1)
     assert sorted((n[0], n[1]) for n in notices(db)) == [
         ("NoticeEmail", "failed"),
         ("NoticeEmail", "paused"),
@@ -347,7 +336,9 @@ async def test_a_runtime_schedules_failure_reaches_its_tenant_by_email_and_webho
     assert cleared.stdout.strip() == "acme: no more notices"
     with pytest.raises(ScheduleNotFoundError, match=r"^tenant 'acme' has no notice channels$"):
         await tenants.notices(database_url, "acme")
-    await audit_clean(database_url, client, task_queue, NOW, NOW + timedelta(minutes=1), late=LATE)
+    await runtime.audit_clean(
+        database_url, client, task_queue, NOW, NOW + timedelta(minutes=1), late=runtime.LATE
+    )
 
 
 async def test_a_batchs_failed_slot_queues_its_notices_in_the_batchs_transaction(db, database_url):
@@ -355,12 +346,12 @@ async def test_a_batchs_failed_slot_queues_its_notices_in_the_batchs_transaction
     another tenant) queues its failed and paused notices with its failure; the others,
     completed, queue none. (The batch activity is run directly: no Temporal run, so the
     audit has nothing to judge; test_runtime_tenancy does the same.)"""
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
     cids = [customer(db, f"t{i}", "UTC") for i in range(2)]
     once = {"next_fire_at": minute, "timing_since": minute, "end_at": minute}
     ids = [
-        insert_schedule(db, tenant=f"t{i}", name="weekly", kind="weekly-report",
+        runtime.insert_schedule(db, tenant=f"t{i}", name="weekly", kind="weekly-report",
                         cron="* * * * *", timezone="UTC", params={"customer_id": cid}, **once)
         for i, cid in enumerate(cids)
     ]  # fmt: skip

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from schedules.catalog.model import load_catalog
 from schedules.sync.apply import sync
-from tests.helpers import ROOT
-from tests.helpers.worker import settings_env
+from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import end_open_runs
 
 GOOD = """\
@@ -35,14 +33,7 @@ WARNING = (
 
 
 def run(settings, catalog: Path, *args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "schedules", *args, "--catalog", str(catalog), "--without-engine"],
-        cwd=ROOT,
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = schedules_cli(settings, *args, catalog=catalog)
     assert "Traceback" not in done.stderr, done.stderr
     return done
 

@@ -7,10 +7,9 @@ from datetime import UTC, date, datetime, timedelta
 import psycopg
 from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 
-from schedules.audit import run_audit
 from schedules.catalog.model import JobSpec, default_catalog
 from tests.helpers import assert_eventually
-from tests.helpers.audit import audited
+from tests.helpers.audit import audit_report, audited
 from tests.integration.jobs import FAST_RETRY, executions, registered, runs_closed
 
 JOB = "nightly-reconcile"
@@ -195,15 +194,13 @@ async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_o
             ("complete", 1),
         ]
         assert {txid for *_, txid in journal} == {alert_txid}
-        report = await run_audit(
-            database_url,
+        report = await audit_report(
             client,
+            database_url,
+            task_queue,
             [job],
-            task_queue=task_queue,
-            now=datetime.now(UTC),
             start=AFTER_FALL_BACK - timedelta(minutes=1),
             end=AFTER_FALL_BACK + timedelta(seconds=1),
-            settle=timedelta(0),
         )
         assert report.exit_code == 0 and report.rows == 1, report.findings
 

@@ -16,14 +16,7 @@ from activities.runtime import RuntimeActivities
 from activities.runtime_batch import SLOTS_PER_ACTIVITY
 from activities.runtime_models import BatchInput, batch_workflow_id
 from jobs import runtime_work
-from tests.integration.runtime import (
-    audit_clean,
-    dispatcher,
-    fresh_ids,
-    insert_schedule,
-    settled,
-    tick_all,
-)
+from tests.integration import runtime
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -33,7 +26,7 @@ def noops(db, n: int, minute: datetime, bad: frozenset[int] = frozenset()) -> li
     params the kind refuses (their slot's work raises)."""
     one = {"name": "ping", "kind": "test-noop", "cron": "* * * * *", "timezone": "UTC"}
     at = {"next_fire_at": minute, "timing_since": minute, "end_at": minute}
-    ids = [insert_schedule(db, tenant=f"t{i}", **one, **at) for i in range(n)]
+    ids = [runtime.insert_schedule(db, tenant=f"t{i}", **one, **at) for i in range(n)]
     for i in bad:
         db.execute("UPDATE runtime_schedules SET params = '{\"size\": 0}' WHERE id = %s", (ids[i],))
     return ids
@@ -51,7 +44,7 @@ async def test_a_batch_runs_each_slot_once_and_a_failing_slot_fails_alone(
     db, database_url, client, task_queue, start_workers
 ):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
     # One shard, one batch of 520 slots: the first call's 500 hold the failing slot (so it
     # works them one by one, each in a savepoint), the second's 20 are claimed set-based.
@@ -63,10 +56,10 @@ async def test_a_batch_runs_each_slot_once_and_a_failing_slot_fails_alone(
         " VALUES (%s, %s, 'completed', 'scheduled', now())",
         (f"rt-{settled_before}", minute),
     )
-    async with dispatcher(database_url, client, task_queue) as d:
-        counts = await tick_all(d, minute)
+    async with runtime.dispatcher(database_url, client, task_queue) as d:
+        counts = await runtime.tick_all(d, minute)
     assert counts.intents == len(ids) and counts.started == 1
-    await settled(db, len(ids))
+    await runtime.settled(db, len(ids))
     rows = dict(
         db.execute(
             "SELECT job_name, status FROM job_executions WHERE job_name LIKE 'rt-%%'"
@@ -82,7 +75,9 @@ async def test_a_batch_runs_each_slot_once_and_a_failing_slot_fails_alone(
     for sid in (ids[0], ids[6], ids[-1]):
         assert journal(db, sid) == [("take_over", 1, "running"), ("complete", 1, "completed")]
     assert journal(db, settled_before) == []  # settled before: left alone
-    await audit_clean(database_url, client, task_queue, minute, minute + timedelta(minutes=1))
+    await runtime.audit_clean(
+        database_url, client, task_queue, minute, minute + timedelta(minutes=1)
+    )
 
 
 def as_attempt(batch_id: str, run_id: str, number: int) -> ActivityEnvironment:
@@ -100,7 +95,7 @@ def as_attempt(batch_id: str, run_id: str, number: int) -> ActivityEnvironment:
 
 
 async def test_an_older_attempt_of_a_batch_commits_nothing(db, database_url):
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
     ids = noops(db, 3, minute)
     batch_id = batch_workflow_id(ids[0], minute)

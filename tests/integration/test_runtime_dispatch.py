@@ -14,20 +14,11 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.dispatch import Dispatcher
 from tests.helpers import assert_eventually
-from tests.integration.runtime import (
-    audit_clean,
-    dispatcher,
-    fresh_ids,
-    insert_schedule,
-    settled,
-    slot_rows,
-    tick_all,
-)
+from tests.integration import runtime
 
 pytestmark = pytest.mark.timeout(180)
 
 MONDAY = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)  # 08:00 in New York
-LATE = timedelta(days=365)  # the dispatcher's clock is the past: runs are claimed days late
 
 
 def customer(db, tenant: str, zone: str) -> int:
@@ -42,7 +33,7 @@ async def test_a_tick_starts_each_due_slot_once(
     db, database_url, client, task_queue, start_workers
 ):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     reports = []
     for i in range(3):
         cid = customer(db, f"acme{i}", "America/New_York")
@@ -52,7 +43,7 @@ async def test_a_tick_starts_each_due_slot_once(
             (cid, MONDAY - timedelta(days=2), cid, MONDAY - timedelta(days=8)),
         )
         reports.append(
-            insert_schedule(
+            runtime.insert_schedule(
                 db,
                 tenant=f"acme{i}",
                 name="weekly",
@@ -65,7 +56,7 @@ async def test_a_tick_starts_each_due_slot_once(
             )
         )
     noops = [
-        insert_schedule(
+        runtime.insert_schedule(
             db,
             tenant=f"t{i}",
             name="ping",
@@ -77,16 +68,16 @@ async def test_a_tick_starts_each_due_slot_once(
         )
         for i in range(5)
     ]
-    async with dispatcher(database_url, client, task_queue) as d:
-        early = await tick_all(d, MONDAY - timedelta(minutes=1))
+    async with runtime.dispatcher(database_url, client, task_queue) as d:
+        early = await runtime.tick_all(d, MONDAY - timedelta(minutes=1))
         assert early.intents == 0  # never a run before its time
-        counts = await tick_all(d, MONDAY)
+        counts = await runtime.tick_all(d, MONDAY)
         assert counts.due == 8 and counts.intents == 8
-        await settled(db, 8)
-        again = await tick_all(d, MONDAY)  # a repeated tick adds nothing
+        await runtime.settled(db, 8)
+        again = await runtime.tick_all(d, MONDAY)  # a repeated tick adds nothing
         assert again.intents == 0 and again.started == 0
     for sid in reports + noops:
-        rows = slot_rows(db, sid)
+        rows = runtime.slot_rows(db, sid)
         assert [(r["scheduled_at"], r["status"], r["origin"]) for r in rows] == [
             (MONDAY, "completed", "scheduled")
         ]
@@ -105,9 +96,9 @@ async def test_a_tick_starts_each_due_slot_once(
         " WHERE workflow_id LIKE 'rt-batch-%%'"
     ).fetchone()[0]
     assert batches == 4  # test-noop runs in batches: one per shard that had its slots
-    judged = await audit_clean(
+    judged = await runtime.audit_clean(
         database_url, client, task_queue, MONDAY - timedelta(days=1), MONDAY + timedelta(days=1),
-        late=LATE,
+        late=runtime.LATE,
     )  # fmt: skip
     assert sum(s.due for s in judged.scopes) == 8
 
@@ -116,9 +107,9 @@ async def test_two_dispatchers_on_one_shard_split_the_work(
     db, database_url, client, task_queue, start_workers
 ):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     ids = [
-        insert_schedule(
+        runtime.insert_schedule(
             db,
             tenant=f"t{i}",
             name="every-minute",
@@ -131,8 +122,8 @@ async def test_two_dispatchers_on_one_shard_split_the_work(
         for i in range(40)
     ]
     async with (
-        dispatcher(database_url, client, task_queue) as one,
-        dispatcher(database_url, client, task_queue) as two,
+        runtime.dispatcher(database_url, client, task_queue) as one,
+        runtime.dispatcher(database_url, client, task_queue) as two,
     ):
         for minute in range(3):
             now = MONDAY + timedelta(minutes=minute)
@@ -140,11 +131,11 @@ async def test_two_dispatchers_on_one_shard_split_the_work(
                 *(d.tick(shard, now) for d in (one, two) for shard in range(4))
             )
             assert sum(r.intents for r in results) == 40
-        await settled(db, 120)
+        await runtime.settled(db, 120)
     for sid in ids:
-        assert [r["status"] for r in slot_rows(db, sid)] == ["completed"] * 3
-    await audit_clean(
-        database_url, client, task_queue, MONDAY, MONDAY + timedelta(minutes=3), late=LATE
+        assert [r["status"] for r in runtime.slot_rows(db, sid)] == ["completed"] * 3
+    await runtime.audit_clean(
+        database_url, client, task_queue, MONDAY, MONDAY + timedelta(minutes=3), late=runtime.LATE
     )
 
 
@@ -161,8 +152,8 @@ class _HeldStarts(Dispatcher):
 async def test_a_tick_heartbeats_while_its_starts_wait_for_the_process_gate(db, database_url):
     """The gate is shared by every shard a process ticks; a shard whose starts queue behind
     the others' must keep its activity alive (it once timed out on its heartbeat)."""
-    fresh_ids(db)
-    insert_schedule(
+    runtime.fresh_ids(db)
+    runtime.insert_schedule(
         db, tenant="t", name="ping", kind="weekly-report", cron="0 13 * * *", timezone="UTC",
         next_fire_at=MONDAY, timing_since=MONDAY - timedelta(hours=1),
     )  # fmt: skip

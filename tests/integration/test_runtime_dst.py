@@ -12,15 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.integration.runtime import (
-    audit_clean,
-    dispatcher,
-    fresh_ids,
-    insert_schedule,
-    settled,
-    slot_rows,
-    tick_all,
-)
+from tests.integration import runtime
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -33,7 +25,6 @@ CHANGES = [
     ("America/Santiago", date(2026, 9, 6)),  # 00:00 -> 01:00: no local midnight
 ]
 CRONS = ["30 2 * * *", "30 1 * * *", "0 0 * * *", "15 * * * *"]
-LATE = timedelta(days=365)  # the clock is in the past: runs are claimed long after their slots
 
 
 def tz(name: str) -> ZoneInfo:
@@ -72,14 +63,14 @@ def oracle(cron: str, zone: ZoneInfo, start: datetime, end: datetime) -> list[da
 
 async def test_dst_days_in_five_zones(db, database_url, client, task_queue, start_workers):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     plans = []
     for zone_name, day in CHANGES:
         zone = tz(zone_name)
         start = datetime.combine(day - timedelta(days=1), time(12), zone).astimezone(UTC)
         end = datetime.combine(day + timedelta(days=1), time(12), zone).astimezone(UTC)
         for cron in CRONS:
-            sid = insert_schedule(
+            sid = runtime.insert_schedule(
                 db,
                 tenant=f"{zone_name}-{day}",
                 name=cron,
@@ -94,18 +85,18 @@ async def test_dst_days_in_five_zones(db, database_url, client, task_queue, star
             )
             plans.append((sid, cron, zone, start, end))
     expected = {sid: oracle(cron, zone, start, end) for sid, cron, zone, start, end in plans}
-    async with dispatcher(database_url, client, task_queue) as d:
+    async with runtime.dispatcher(database_url, client, task_queue) as d:
         windows = sorted({(start, end) for _, _, _, start, end in plans})
         for start, end in windows:
             now = start
             while now <= end + timedelta(minutes=30):
-                await tick_all(d, now)
+                await runtime.tick_all(d, now)
                 now += timedelta(minutes=30)
-        await settled(db, sum(len(v) for v in expected.values()), timeout=180)
+        await runtime.settled(db, sum(len(v) for v in expected.values()), timeout=180)
     for sid, cron, zone, _, _ in plans:
-        got = [r["scheduled_at"] for r in slot_rows(db, sid)]
+        got = [r["scheduled_at"] for r in runtime.slot_rows(db, sid)]
         assert got == expected[sid], (zone.key, cron)
-        assert {r["status"] for r in slot_rows(db, sid)} == {"completed"}
+        assert {r["status"] for r in runtime.slot_rows(db, sid)} == {"completed"}
     # Spot checks of the rules themselves (so the oracle is not merely agreeing).
     by_key = {(zone.key, cron, start.date()): expected[sid] for sid, cron, zone, start, _ in plans}
     ny_spring = by_key[("America/New_York", "30 2 * * *", date(2026, 3, 7))]
@@ -114,4 +105,4 @@ async def test_dst_days_in_five_zones(db, database_url, client, task_queue, star
     local = [t.astimezone(tz("America/New_York")) for t in ny_fall]
     assert len([t for t in local if t.date() == date(2026, 11, 1) and t.hour == 1]) == 2
     for start, end in windows:
-        await audit_clean(database_url, client, task_queue, start, end, late=LATE)
+        await runtime.audit_clean(database_url, client, task_queue, start, end, late=runtime.LATE)

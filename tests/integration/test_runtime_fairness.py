@@ -14,25 +14,16 @@ from core.errors import InvalidScheduleError
 from schedules import tenants
 from schedules.health.runtime import runtime_alerts
 from tests.helpers import assert_eventually
-from tests.integration.runtime import (
-    SHARDS,
-    audit_clean,
-    dispatcher,
-    fresh_ids,
-    insert_schedule,
-    settled,
-    tick_all,
-)
+from tests.integration import runtime
 from tests.integration.test_runtime_schedules_cli import cli, one_error_line
 
 pytestmark = pytest.mark.timeout(240)
 
 NOW = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)
-LATE = timedelta(days=365)  # the dispatcher's clock is the past: runs are claimed days late
 
 
 def every_minute(db: psycopg.Connection, tenant: str, name: str, due: datetime) -> int:
-    return insert_schedule(
+    return runtime.insert_schedule(
         db, tenant=tenant, name=name, kind="test-noop", cron="* * * * *", timezone="UTC",
         next_fire_at=due, timing_since=due,
     )  # fmt: skip
@@ -56,35 +47,35 @@ async def test_a_single_slot_is_in_the_first_batch_behind_a_backlog(
     db, database_url, client, task_queue, start_workers
 ):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     # The big tenant's 200 slots are all older than the small one's: oldest first, the
     # small tenant would wait for 25 batches of 8.
     for i in range(200):
         every_minute(db, "big", f"s{i}", NOW - timedelta(seconds=30))
     small = every_minute(db, "small", "one", NOW)
-    shard = small % SHARDS
+    shard = small % runtime.SHARDS
     first: list[dict[str, int]] = []
 
     async def after_decide() -> None:
         if not first:
             first.append(intents_by_tenant(db))
 
-    async with dispatcher(
+    async with runtime.dispatcher(
         database_url, client, task_queue, decide_batch=8, after_decide=after_decide
     ) as d:
         await d.tick(shard, NOW)
         assert first == [{"big": 7, "small": 1}]  # the first batch: one round, then big's
-        await tick_all(d, NOW)
+        await runtime.tick_all(d, NOW)
     assert intents_by_tenant(db) == {"big": 200, "small": 1}
-    await settled(db, 201)
-    await audit_clean(
+    await runtime.settled(db, 201)
+    await runtime.audit_clean(
         database_url, client, task_queue, NOW - timedelta(hours=1), NOW + timedelta(seconds=1),
-        late=LATE,
+        late=runtime.LATE,
     )  # fmt: skip
 
 
 def test_a_tenant_weight_is_its_slots_per_round(db):
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     for i in range(12):
         every_minute(db, "heavy", f"h{i}", NOW - timedelta(minutes=10))
         every_minute(db, "light", f"l{i}", NOW - timedelta(minutes=5))
@@ -107,17 +98,17 @@ async def test_a_run_carries_its_tenant_as_the_fairness_key(
     db, database_url, client, task_queue, start_workers
 ):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     sid = every_minute(db, "acme", "one", NOW)
-    async with dispatcher(database_url, client, task_queue, batches=False) as d:
-        await d.tick(sid % SHARDS, NOW)
-    await settled(db, 1)
+    async with runtime.dispatcher(database_url, client, task_queue, batches=False) as d:
+        await d.tick(sid % runtime.SHARDS, NOW)
+    await runtime.settled(db, 1)
     (workflow_id,) = db.execute("SELECT workflow_id FROM runtime_dispatch_intents").fetchone()
     described = await client.get_workflow_handle(workflow_id).describe()
     assert described.raw_description.workflow_execution_info.priority.fairness_key == "acme"
-    await audit_clean(
+    await runtime.audit_clean(
         database_url, client, task_queue, NOW - timedelta(hours=1), NOW + timedelta(seconds=1),
-        late=LATE,
+        late=runtime.LATE,
     )  # fmt: skip
 
 
@@ -128,14 +119,14 @@ async def test_a_limit_of_two_in_flight_holds_under_a_burst_of_fifty(
     defers the others (audit, check and explain say so), and starts 2 more as those
     finish; from the ledger, never 3 running at once; every slot once."""
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
     cid = db.execute(
         "INSERT INTO customers (tenant, name, email, timezone)"
         " VALUES ('burst', 'Burst', 'burst@example.com', 'UTC') RETURNING id"
     ).fetchone()[0]
     ids = [
-        insert_schedule(
+        runtime.insert_schedule(
             db,
             tenant="burst",
             name=f"r{i}",
@@ -150,18 +141,18 @@ async def test_a_limit_of_two_in_flight_holds_under_a_burst_of_fifty(
         for i in range(50)
     ]
     await tenants.set_limits(database_url, "burst", max_in_flight=2, by="test")
-    async with dispatcher(database_url, client, task_queue, batches=False) as d:
+    async with runtime.dispatcher(database_url, client, task_queue, batches=False) as d:
         with psycopg.connect(database_url) as lock:
             # Each run's report waits behind this lock, its ledger row claimed (running).
             lock.execute("LOCK TABLE weekly_reports IN EXCLUSIVE MODE")
-            first = await tick_all(d, minute)
+            first = await runtime.tick_all(d, minute)
             assert first.intents == 2
 
             async def two_running():
                 assert running(db) == 2
 
             await assert_eventually(two_running, timeout=90, interval=0.1)
-            again = await tick_all(d, minute)
+            again = await runtime.tick_all(d, minute)
             assert again.intents == 0 and again.deferred > 0
             held = [i for i in ids if db.execute(
                 "SELECT deferred_at IS NOT NULL FROM runtime_schedules WHERE id = %s", (i,)
@@ -173,7 +164,7 @@ async def test_a_limit_of_two_in_flight_holds_under_a_burst_of_fifty(
             alerts = await runtime_alerts(database_url, minute, timedelta(days=1), 10)
             assert [a[:2] for a in alerts] == [("tenant_deferred", "tenant:burst")], alerts
             assert "2 in flight (limit 2)" in alerts[0][2]
-            judged = await audit_clean(
+            judged = await runtime.audit_clean(
                 database_url, client, task_queue, minute, minute + timedelta(seconds=1)
             )
             assert (
@@ -183,11 +174,11 @@ async def test_a_limit_of_two_in_flight_holds_under_a_burst_of_fifty(
             lock.rollback()
 
         async def all_decided():
-            await tick_all(d, minute)
+            await runtime.tick_all(d, minute)
             assert intents_by_tenant(db) == {"burst": 50}
 
         await assert_eventually(all_decided, timeout=180, interval=0.2)
-    await settled(db, 50, timeout=120)
+    await runtime.settled(db, 50, timeout=120)
     spans = db.execute(
         "SELECT started_at, finished_at FROM job_executions WHERE job_name LIKE 'rt-%%'"
     ).fetchall()
@@ -199,7 +190,9 @@ async def test_a_limit_of_two_in_flight_holds_under_a_burst_of_fifty(
         ).fetchone()[0]
         == 0
     )
-    await audit_clean(database_url, client, task_queue, minute, minute + timedelta(seconds=1))
+    await runtime.audit_clean(
+        database_url, client, task_queue, minute, minute + timedelta(seconds=1)
+    )
 
 
 async def test_limits_on_the_command_line_and_bad_input(database_url, db):
@@ -234,22 +227,22 @@ async def test_k_consecutive_failures_pause_the_schedule_and_one_more_does_not_r
     db, database_url, client, task_queue, start_workers
 ):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     acme = db.execute(
         "INSERT INTO customers (tenant, name, email, timezone)"
         " VALUES ('acme', 'Acme', 'acme@example.com', 'UTC') RETURNING id"
     ).fetchone()[0]
-    sid = insert_schedule(
+    sid = runtime.insert_schedule(
         db, tenant="acme", name="weekly", kind="weekly-report", cron="* * * * *",
         timezone="UTC", params={"customer_id": acme}, next_fire_at=NOW, timing_since=NOW,
     )  # fmt: skip
     await tenants.set_pause_after_failures(database_url, sid, 2, by="test")
     # Every slot fails: its customer is another tenant's now (refused, sending nothing).
     db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (acme,))
-    async with dispatcher(database_url, client, task_queue, batches=False) as d:
+    async with runtime.dispatcher(database_url, client, task_queue, batches=False) as d:
         for minute in range(3):
-            await tick_all(d, NOW + timedelta(minutes=minute))
-            await settled(db, min(minute + 1, 2))
+            await runtime.tick_all(d, NOW + timedelta(minutes=minute))
+            await runtime.settled(db, min(minute + 1, 2))
     rows = db.execute(
         "SELECT scheduled_at, status FROM job_executions WHERE job_name = %s ORDER BY 1",
         (f"rt-{sid}",),
@@ -270,10 +263,12 @@ async def test_k_consecutive_failures_pause_the_schedule_and_one_more_does_not_r
     await tenants.resume(database_url, sid, by="test")
     db.execute("UPDATE runtime_schedules SET next_fire_at = %s WHERE id = %s",
                (NOW + timedelta(minutes=3), sid))  # fmt: skip
-    async with dispatcher(database_url, client, task_queue, batches=False) as d:
-        await tick_all(d, NOW + timedelta(minutes=3))
-        await settled(db, 3)
+    async with runtime.dispatcher(database_url, client, task_queue, batches=False) as d:
+        await runtime.tick_all(d, NOW + timedelta(minutes=3))
+        await runtime.settled(db, 3)
     assert db.execute("SELECT paused FROM runtime_schedules WHERE id = %s", (sid,)).fetchone() == (
         False,
     )
-    await audit_clean(database_url, client, task_queue, NOW, NOW + timedelta(minutes=2), late=LATE)
+    await runtime.audit_clean(
+        database_url, client, task_queue, NOW, NOW + timedelta(minutes=2), late=runtime.LATE
+    )

@@ -13,14 +13,7 @@ from devstack import free_port
 from schedules import tenants
 from schedules.sync.attributes import runtime_attributes
 from tests.helpers.worker import schedules_cli
-from tests.integration.runtime import (
-    audit_clean,
-    dispatcher,
-    fresh_ids,
-    settled,
-    slot_rows,
-    tick_all,
-)
+from tests.integration import runtime
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -46,36 +39,38 @@ async def test_pause_resume_edit_trigger_backfill(
     db, database_url, client, task_queue, start_workers
 ):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     made = [
         (await tenants.create(database_url, every_minute(n), clock=clock(at(0, 30)))).schedule
         for n in ("edited", "paused")
     ]
     edited, paused = (s.id for s in made)
-    async with dispatcher(database_url, client, task_queue) as d:
+    async with runtime.dispatcher(database_url, client, task_queue) as d:
         for minute in (1, 2, 3):
-            await tick_all(d, at(minute))
+            await runtime.tick_all(d, at(minute))
         for sid in (edited, paused):
             await tenants.pause(database_url, sid, "maintenance", clock=clock(at(3, 30)))
         for minute in (4, 5):
-            await tick_all(d, at(minute))  # paused: nothing of either is dispatched
+            await runtime.tick_all(d, at(minute))  # paused: nothing of either is dispatched
         for sid in (edited, paused):
             await tenants.resume(database_url, sid, clock=clock(at(5, 30)))
-        await tick_all(d, at(6))
+        await runtime.tick_all(d, at(6))
         current = await tenants.get(database_url, edited)
         await tenants.update(
             database_url, edited, current.version, {"cron": "*/2 * * * *"}, clock=clock(at(6, 30))
         )
         for minute in (7, 8):
-            await tick_all(d, at(minute))
+            await runtime.tick_all(d, at(minute))
         await tenants.trigger(database_url, edited, clock=clock(at(8, 40)))
-        await tick_all(d, at(9))
+        await runtime.tick_all(d, at(9))
         await tenants.backfill(database_url, edited, at(3, 50), at(5), clock=clock(at(9, 10)))
-        await tick_all(d, at(10))
-        await settled(db, 8 + 8)
+        await runtime.tick_all(d, at(10))
+        await runtime.settled(db, 8 + 8)
 
     def slots(sid):
-        return [(r["scheduled_at"] - T0, r["status"], r["origin"]) for r in slot_rows(db, sid)]
+        return [
+            (r["scheduled_at"] - T0, r["status"], r["origin"]) for r in runtime.slot_rows(db, sid)
+        ]
 
     m = timedelta(minutes=1)
     assert slots(edited) == [
@@ -89,45 +84,45 @@ async def test_pause_resume_edit_trigger_backfill(
         (10 * m, "completed", "scheduled"),
     ]
     assert [s for s, _, _ in slots(paused)] == [i * m for i in (1, 2, 3, 6, 7, 8, 9, 10)]
-    await audit_clean(database_url, client, task_queue, at(0), at(11), late=LATE)
+    await runtime.audit_clean(database_url, client, task_queue, at(0), at(11), late=LATE)
 
 
 async def test_a_delete_never_interrupts_a_run(
     db, database_url, client, task_queue, start_workers, gate
 ):
     start_workers(1, **gate.env)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     made = [
         (await tenants.create(database_url, every_minute(f"s{i}"), clock=clock(at(0, 30)))).schedule
         for i in range(8)
     ]
     doomed = made[0].id
-    async with dispatcher(database_url, client, task_queue) as d:
-        await tick_all(d, at(1))
+    async with runtime.dispatcher(database_url, client, task_queue) as d:
+        await runtime.tick_all(d, at(1))
         await gate.reached(4)  # one batch per shard, each before its first slot
         await tenants.delete(database_url, doomed, clock=clock(at(1, 20)))
         gate.open()
-        await settled(db, 8)
-        await tick_all(d, at(2))
-        await settled(db, 15)
-    assert [(r["scheduled_at"], r["status"]) for r in slot_rows(db, doomed)] == [
+        await runtime.settled(db, 8)
+        await runtime.tick_all(d, at(2))
+        await runtime.settled(db, 15)
+    assert [(r["scheduled_at"], r["status"]) for r in runtime.slot_rows(db, doomed)] == [
         (at(1), "completed")
     ]
-    await audit_clean(database_url, client, task_queue, at(0), at(3), late=LATE)
+    await runtime.audit_clean(database_url, client, task_queue, at(0), at(3), late=LATE)
 
 
 async def test_a_trigger_given_a_client_starts_at_once_and_is_found_by_tenant(
     db, database_url, client, task_queue, start_workers
 ):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     await runtime_attributes(client, register=True)
     made = (await tenants.create(database_url, every_minute("now"))).schedule
     await tenants.pause(database_url, made.id, "triggered only")
     done = await tenants.trigger(database_url, made.id, client=client, task_queue=task_queue)
     assert done.started == [done.recorded[0].workflow_id]  # no tick needed
-    await settled(db, 1)
-    (row,) = slot_rows(db, made.id)
+    await runtime.settled(db, 1)
+    (row,) = runtime.slot_rows(db, made.id)
     assert (row["status"], row["origin"]) == ("completed", "manual")
     described = await client.get_workflow_handle(done.started[0]).describe()
     attributes = described.typed_search_attributes
@@ -145,7 +140,7 @@ async def test_tenants_trigger_on_the_command_line_starts_the_run_and_waits_for_
     db, database_url, client, task_queue, settings, start_workers
 ):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     await runtime_attributes(client, register=True)
     made = (await tenants.create(database_url, every_minute("cli"))).schedule
     await tenants.pause(database_url, made.id, "triggered only")
@@ -161,12 +156,12 @@ async def test_tenants_trigger_on_the_command_line_starts_the_run_and_waits_for_
     assert note.startswith("note: the schedule is paused by an unrecorded writer (triggered only)")
     assert "manual" in outcome and "completed" in outcome and "noop 1" in outcome, outcome
     assert summary.startswith(f"1 run(s) of {made.ledger_name}: 1 ran")
-    (row,) = slot_rows(db, made.id)  # started at once: no dispatcher ran here
+    (row,) = runtime.slot_rows(db, made.id)  # started at once: no dispatcher ran here
     assert (row["status"], row["origin"]) == ("completed", "manual")
     (marked,) = db.execute("SELECT started_at FROM runtime_dispatch_intents").fetchone()
     assert marked is not None
     start = row["scheduled_at"] - timedelta(minutes=1)
-    await audit_clean(database_url, client, task_queue, start, start + timedelta(minutes=3))
+    await runtime.audit_clean(database_url, client, task_queue, start, start + timedelta(minutes=3))
 
 
 async def test_a_schedule_created_paused_loses_no_slot_in_the_audit(
@@ -174,9 +169,9 @@ async def test_a_schedule_created_paused_loses_no_slot_in_the_audit(
 ):
     """Created with `paused: true` two hours ago (the test's clock), it never ran: its
     fire times since are excused by the pause its creation opened, not reported lost."""
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     data = every_minute("born-paused") | {"paused": True, "note": "waiting for sign-off"}
     made = (await tenants.create(database_url, data, clock=clock(at(0, 30)))).schedule
     assert made.paused
-    assert slot_rows(db, made.id) == []
-    await audit_clean(database_url, client, task_queue, at(0), at(30))
+    assert runtime.slot_rows(db, made.id) == []
+    await runtime.audit_clean(database_url, client, task_queue, at(0), at(30))

@@ -24,15 +24,7 @@ from activities.runtime import RuntimeActivities
 from activities.runtime_models import BatchInput, batch_workflow_id
 from core.errors import InvalidScheduleError
 from schedules import tenants
-from tests.integration.runtime import (
-    audit_clean,
-    dispatcher,
-    fresh_ids,
-    insert_schedule,
-    settled,
-    slot_rows,
-    tick_all,
-)
+from tests.integration import runtime
 from tests.integration.test_runtime_batch import as_attempt
 from tests.integration.test_runtime_dispatch import customer
 from tests.integration.test_runtime_schedules_cli import cli, one_error_line, rows
@@ -110,7 +102,7 @@ async def test_apply_refuses_another_tenants_customer(db, database_url):
 
 
 def test_trigger_and_backfill_refuse_a_schedule_whose_customer_moved(db, database_url, temporal):
-    fresh_ids(db)  # were it started, its run's id would be no other test's
+    runtime.fresh_ids(db)  # were it started, its run's id would be no other test's
     acme = customer(db, "acme", "UTC")
     made = cli(
         database_url,
@@ -137,7 +129,7 @@ async def test_a_slot_whose_customer_moved_before_it_ran_fails_having_sent_nothi
     db, database_url, client, task_queue, start_workers
 ):
     start_workers(1)
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     acme = customer(db, "acme", "UTC")
     data = weekly("acme", acme) | {"paused": True, "note": "test: its trigger only"}
     made = (await tenants.create(database_url, data, clock=lambda: T0)).schedule
@@ -145,10 +137,10 @@ async def test_a_slot_whose_customer_moved_before_it_ran_fails_having_sent_nothi
     # Recorded while the customer was acme's, started after it moved to another tenant.
     await tenants.trigger(database_url, made.id, clock=lambda: slot)
     db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (acme,))
-    async with dispatcher(database_url, client, task_queue) as d:
-        await tick_all(d, slot + timedelta(minutes=1))
-        await settled(db, 1)
-    (row,) = slot_rows(db, made.id)
+    async with runtime.dispatcher(database_url, client, task_queue) as d:
+        await runtime.tick_all(d, slot + timedelta(minutes=1))
+        await runtime.settled(db, 1)
+    (row,) = runtime.slot_rows(db, made.id)
     assert (row["scheduled_at"], row["status"], row["origin"]) == (slot, "failed", "manual")
     assert f"rt-{made.id}: params.customer_id: names no customer of tenant 'acme'" in row["error"]
     reports, emails = db.execute(
@@ -158,7 +150,7 @@ async def test_a_slot_whose_customer_moved_before_it_ran_fails_having_sent_nothi
     told = await tenants.explain(database_url, made.id, slot)
     assert told.verdict.startswith("failed (manual"), told.verdict
     assert "names no customer of tenant 'acme'" in told.verdict
-    judged = await audit_clean(
+    judged = await runtime.audit_clean(
         database_url, client, task_queue, T0, slot + timedelta(minutes=2), late=LATE
     )
     assert judged.rows == 1  # the failed slot is judged: settled, its run failed with it
@@ -167,12 +159,12 @@ async def test_a_slot_whose_customer_moved_before_it_ran_fails_having_sent_nothi
 async def test_a_batch_fails_the_slot_whose_customer_moved_alone(db, database_url):
     # A kind whose params name a tenant's resources may run in batches: each slot is
     # checked in the batch's transaction, and one that names another's fails alone.
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
     cids = [customer(db, f"t{i}", "UTC") for i in range(3)]
     once = {"next_fire_at": minute, "timing_since": minute, "end_at": minute}
     ids = [
-        insert_schedule(db, **weekly(f"t{i}", cid) | {"cron": "* * * * *"}, **once)
+        runtime.insert_schedule(db, **weekly(f"t{i}", cid) | {"cron": "* * * * *"}, **once)
         for i, cid in enumerate(cids)
     ]
     db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (cids[1],))
@@ -190,7 +182,7 @@ async def test_a_batch_fails_the_slot_whose_customer_moved_alone(db, database_ur
             RuntimeActivities(pool, work).run_runtime_batch, BatchInput(batch_id=batch_id)
         )
     assert (done.completed, done.failed) == (2, 1)
-    statuses = [row["status"] for sid in ids for row in slot_rows(db, sid)]
+    statuses = [row["status"] for sid in ids for row in runtime.slot_rows(db, sid)]
     assert statuses == ["completed", "failed", "completed"]
     reported = db.execute(
         "SELECT array_agg(customer_id ORDER BY customer_id) FROM weekly_reports"

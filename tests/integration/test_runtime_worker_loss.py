@@ -26,14 +26,7 @@ from schedules.audit.history import Window
 from schedules.audit.runtime import audit_runtime
 from schedules.health.runtime import runtime_alerts
 from tests.helpers import assert_eventually
-from tests.integration.runtime import (
-    audit_clean,
-    dispatcher,
-    fresh_ids,
-    insert_schedule,
-    settled,
-    tick_all,
-)
+from tests.integration import runtime
 from tests.integration.test_runtime_dispatch import customer
 
 pytestmark = pytest.mark.timeout(300)
@@ -56,11 +49,11 @@ def blocked_by(db: psycopg.Connection, pid: int) -> list[int]:
 async def test_a_lost_workers_runtime_slots_complete_on_another_within_two_minutes(
     db, database_url, client, task_queue, start_workers, fault
 ):
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
     for i in range(SLOTS):
         tenant = f"loss{i}"
-        insert_schedule(
+        runtime.insert_schedule(
             db,
             tenant=tenant,
             name="weekly",
@@ -77,8 +70,8 @@ async def test_a_lost_workers_runtime_slots_complete_on_another_within_two_minut
         # Each slot's report statement queues behind this lock, inside the transaction
         # that took the slot over: the lost worker holds every slot's row.
         lock.execute("LOCK TABLE weekly_reports IN EXCLUSIVE MODE")
-        async with dispatcher(database_url, client, task_queue, batches=False) as d:
-            await tick_all(d, minute)
+        async with runtime.dispatcher(database_url, client, task_queue, batches=False) as d:
+            await runtime.tick_all(d, minute)
 
         async def all_queued():
             assert len(blocked_by(db, lock.info.backend_pid)) == SLOTS
@@ -91,7 +84,7 @@ async def test_a_lost_workers_runtime_slots_complete_on_another_within_two_minut
             # The lost worker's statements go through (a killed one's sessions then end; a
             # frozen one's never send their next statement and end idle).
             lock.rollback()
-            await settled(db, SLOTS, timeout=180)
+            await runtime.settled(db, SLOTS, timeout=180)
         finally:
             if fault == signal.SIGSTOP:
                 lost.signal(signal.SIGCONT)
@@ -118,7 +111,7 @@ async def test_a_lost_workers_runtime_slots_complete_on_another_within_two_minut
     assert (reports, emails) == (SLOTS, SLOTS)
     allowance = runtime_kinds()["weekly-report"].allowance
     assert all(finished - minute <= allowance for *_, finished in rows)
-    await audit_clean(
+    await runtime.audit_clean(
         database_url, client, task_queue, minute, minute + timedelta(minutes=1),
         now=datetime.now(UTC),
     )  # fmt: skip
@@ -130,9 +123,9 @@ async def test_a_slot_running_or_completed_past_its_kinds_allowance_is_seen(
     """`check` reports a slot still running past its kind's allowance, and the audit a slot
     that completed past it (`slow`): what the ten-minute wait of a lost worker's slot looked
     like, unseen, before. The clock of both is the test's."""
-    fresh_ids(db)
+    runtime.fresh_ids(db)
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
-    sid = insert_schedule(
+    sid = runtime.insert_schedule(
         db,
         tenant="slow",
         name="weekly",
@@ -148,8 +141,8 @@ async def test_a_slot_running_or_completed_past_its_kinds_allowance_is_seen(
     start_workers(1)
     with psycopg.connect(database_url) as lock:
         lock.execute("LOCK TABLE weekly_reports IN EXCLUSIVE MODE")  # the slot stays running
-        async with dispatcher(database_url, client, task_queue, batches=False) as d:
-            await tick_all(d, minute)
+        async with runtime.dispatcher(database_url, client, task_queue, batches=False) as d:
+            await runtime.tick_all(d, minute)
 
         async def queued():
             assert len(blocked_by(db, lock.info.backend_pid)) == 1
@@ -166,8 +159,10 @@ async def test_a_slot_running_or_completed_past_its_kinds_allowance_is_seen(
         assert alert[1] == "runtime:weekly-report"
         assert "1 run(s) still running past their kind's allowance" in alert[2]
         assert f"e.g. schedules {sid} " in alert[2]
-    await settled(db, 1)
-    await audit_clean(database_url, client, task_queue, minute, minute + timedelta(minutes=1))
+    await runtime.settled(db, 1)
+    await runtime.audit_clean(
+        database_url, client, task_queue, minute, minute + timedelta(minutes=1)
+    )
 
     # The same slot, as if it had completed past its allowance: `slow`, and nothing else.
     db.execute(

@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,7 +32,7 @@ from schedules.catalog.model import load_catalog
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.audit import audited
-from tests.helpers.worker import settings_env
+from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import end_open_runs
 from workflows import JobRunResult
 
@@ -87,23 +85,7 @@ async def page(temporal, request) -> AsyncIterator[Page]:
 
 
 def check(settings, catalog: Path) -> tuple[int, dict]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "schedules",
-            "--catalog",
-            str(catalog),
-            "--without-engine",
-            "check",
-            "--json",
-        ],
-        cwd=ROOT,
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = schedules_cli(settings, "check", "--json", catalog=catalog)
     assert "Traceback" not in done.stderr, done.stderr
     return done.returncode, json.loads(done.stdout)
 

@@ -12,16 +12,16 @@ the test lets it.
 from __future__ import annotations
 
 import signal
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.worker import Replayer
 
 from core.payloads import data_converter
 from jobs import kind_workflows
-from schedules.audit import run_audit
 from schedules.catalog.model import RetrySpec
 from tests.helpers import assert_eventually, wait_for_text
+from tests.helpers.audit import audit_report
 from tests.integration.jobs import (
     assert_each_invoice_reminded_once,
     executions,
@@ -59,15 +59,13 @@ async def audit_clean(client, database_url: str, job, task_queue: str, row: dict
     """`schedules audit` judges the slot's whole history clean: nothing lost, doubled,
     written by a stale attempt, or left running."""
     slot = row["scheduled_at"]
-    report = await run_audit(
-        database_url,
+    report = await audit_report(
         client,
+        database_url,
+        task_queue,
         [job],
-        task_queue=task_queue,
-        now=datetime.now(UTC),
         start=slot - timedelta(minutes=1),
         end=slot + timedelta(seconds=1),
-        settle=timedelta(0),
     )
     assert report.exit_code == 0, report.findings
     assert report.rows == 1, report
