@@ -16,10 +16,15 @@ __all__ = ["WorkerProcess", "schedules_cli", "schedules_said", "settings_env"]
 
 
 def schedules_cli(
-    settings: Settings, *args: str, catalog: Path | None = None, **env: str
+    settings: Settings,
+    *args: str,
+    catalog: Path | None = None,
+    timeout: float = 120,
+    **env: str,
 ) -> subprocess.CompletedProcess:
     """`python -m schedules ARGS` against the test's servers, output captured; `catalog`:
-    that file's jobs alone (`--catalog FILE --without-engine`); `env`: variables to set."""
+    that file's jobs alone (`--catalog FILE --without-engine`); `env`: variables to set.
+    Raises `TimeoutExpired` after `timeout` seconds (the command hung)."""
     alone = ["--catalog", str(catalog), "--without-engine"] if catalog is not None else []
     return subprocess.run(
         [sys.executable, "-m", "schedules", *alone, *args],
@@ -27,7 +32,7 @@ def schedules_cli(
         env=settings_env(settings, **env),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -23,8 +22,8 @@ from schedules.catalog.compile import compile_schedule
 from schedules.catalog.model import default_catalog, parse_catalog
 from schedules.health.status import ScheduleState
 from schedules.sync.apply import sync
-from tests.helpers import ROOT, assert_eventually
-from tests.helpers.worker import schedules_cli, settings_env
+from tests.helpers import assert_eventually
+from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import (
     FAST_RETRY,
     backfill_slots,
@@ -610,14 +609,7 @@ async def test_sync_pause_and_resume_record_the_pauses_the_audit_excuses(
     )
 
     def schedules(*args: str) -> subprocess.CompletedProcess:
-        done = subprocess.run(
-            [sys.executable, "-m", "schedules", "--catalog", str(path), "--without-engine", *args],
-            cwd=ROOT,
-            env=settings_env(settings),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = schedules_cli(settings, *args, catalog=path)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "not recorded" not in done.stderr, done.stderr
         return done

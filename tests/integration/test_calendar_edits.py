@@ -38,6 +38,8 @@ THURSDAY = datetime(2026, 11, 19, 9, tzinfo=NEW_YORK).astimezone(UTC)
 FRIDAY = datetime(2026, 11, 20, 9, tzinfo=NEW_YORK).astimezone(UTC)
 LATE = timedelta(days=3650)  # the clocks are in the past: runs start long after
 MONDAY = datetime(2026, 11, 23, 9, tzinfo=NEW_YORK).astimezone(UTC)
+# The audit's window: the edited week, an hour either side.
+WINDOW = {"start": THURSDAY - timedelta(hours=1), "end": MONDAY + timedelta(hours=1)}
 NOWHERE = "postgresql://nobody@127.0.0.1:1/nothing"  # refuses connections
 EDIT = datetime(2026, 11, 20, 10, tzinfo=NEW_YORK).astimezone(UTC)  # Friday, 10:00
 
@@ -58,14 +60,7 @@ async def judged(client, database_url, task_queue, job, **found):
     slot); polled while runs settle."""
 
     async def exactly():
-        report = await audit_report(
-            client,
-            database_url,
-            task_queue,
-            [job],
-            start=THURSDAY - timedelta(hours=1),
-            end=MONDAY + timedelta(hours=1),
-        )
+        report = await audit_report(client, database_url, task_queue, [job], **WINDOW)
         assert {(f.kind, f.slot) for f in report.findings} == set(found.items()), [
             (f.kind, f.job, f.slot, f.detail) for f in report.findings
         ]
@@ -150,14 +145,7 @@ async def test_an_edit_runs_or_records_the_moved_slots_it_strands(
         await assert_eventually(thursday_ran, timeout=60)
         thursday, text = await verdict(THURSDAY)
         assert thursday.ran and "edit: dropped by the timing edit of" in text, text
-        await audited(
-            client,
-            database_url,
-            task_queue,
-            [edited],
-            start=THURSDAY - timedelta(hours=1),
-            end=MONDAY + timedelta(hours=1),
-        )
+        await audited(client, database_url, task_queue, [edited], **WINDOW)
 
 
 THANKSGIVING = datetime(2026, 11, 26, tzinfo=NEW_YORK)  # NYSE closed

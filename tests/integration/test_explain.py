@@ -8,8 +8,6 @@ schedule, an unreachable Temporal, a billing run held at its payment provider.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -22,8 +20,8 @@ from devstack.payments import PaymentProviderServer
 from schedules.catalog.model import load_catalog
 from schedules.catalog.times import local_text
 from schedules.sync.apply import sync
-from tests.helpers import ROOT, assert_eventually
-from tests.helpers.worker import schedules_said, settings_env
+from tests.helpers import assert_eventually
+from tests.helpers.worker import schedules_cli, schedules_said
 from tests.integration.jobs import executions, wait_until
 
 LONDON = ZoneInfo("Europe/London")
@@ -129,47 +127,14 @@ async def test_a_night_that_ran_one_skipped_by_its_deadline_and_times_that_are_n
     assert code == 2 and "unknown job 'no-such-job'" in out, out
 
     # `runs` lists the same record: the completed night, its origin and its counts.
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "schedules",
-            "--catalog",
-            str(catalog),
-            "--without-engine",
-            "runs",
-            "nightly",
-        ],
-        cwd=ROOT,
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = schedules_cli(settings, "runs", "nightly", catalog=catalog)
     assert done.returncode == 0, done.stderr
     header, line = done.stdout.splitlines()
     assert header.split()[:4] == ["SCHEDULED", "UTC", "ORIGIN", "STATUS"]
     assert utc(slot) in line and "completed" in line and "reminded 0" in line, line
     # The slot as every command shows a time: local with its zone's abbreviation, then UTC.
     assert line.startswith(f"{local_text(slot, 'Europe/London')}  {utc(slot)}  "), line
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "schedules",
-            "--catalog",
-            str(catalog),
-            "--without-engine",
-            "runs",
-            "strict",
-            "--json",
-        ],
-        cwd=ROOT,
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = schedules_cli(settings, "runs", "strict", "--json", catalog=catalog)
     (run,) = json.loads(done.stdout)["executions"]
     assert run["status"] == "skipped" and run["error"].startswith("missed starting deadline")
 
@@ -232,14 +197,7 @@ async def test_a_run_no_worker_picks_up_a_time_skipped_for_it_and_a_paused_sched
     # Paused: a fire time after the pause starts nothing; explain says who paused it, why.
     paused_at = datetime.now(UTC)
     pause = ("pause", "every5", "--note", "maintenance 42", "--by", "alice")
-    done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--without-engine", *pause],
-        cwd=ROOT,
-        env=settings_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = schedules_cli(settings, *pause, catalog=catalog)
     assert done.returncode == 0, done.stderr
     after = datetime.fromtimestamp((paused_at.timestamp() // 5 + 2) * 5, UTC)
     wait_until(after)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.service import RPCError
 
-from tests.helpers import ROOT, assert_eventually
+from tests.helpers import assert_eventually
 from tests.helpers.audit import audit_report
-from tests.helpers.worker import settings_env
+from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import (
+    backfill_slots,
     executions,
     insert_invoices,
     invoice_job,
@@ -45,13 +43,7 @@ async def test_a_backfill_of_a_future_night_reminds_nobody_and_leaves_the_slot_t
     slot = night(days_ahead=30)
     async with registered(client, job, task_queue):
         # What `temporal schedule backfill` with a future range does: Temporal starts it now.
-        await client.get_schedule_handle(job.id).backfill(
-            ScheduleBackfill(
-                start_at=slot - timedelta(minutes=1),
-                end_at=slot + timedelta(minutes=1),
-                overlap=ScheduleOverlapPolicy.ALLOW_ALL,
-            )
-        )
+        await backfill_slots(client, job.id, slot, slot)
         run = client.get_workflow_handle(
             f"{job.id}-{slot:%Y-%m-%dT%H:%M:%SZ}", result_type=JobRunResult
         )
@@ -88,26 +80,8 @@ def test_the_backfill_command_refuses_a_range_that_ends_after_now(settings, tmp_
         (str(ahead), str(ahead + timedelta(days=1)), "--start"),
         ("2026-01-01", str(ahead), "--end"),
     ]:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "schedules",
-                "--catalog",
-                str(path),
-                "--without-engine",
-                "backfill",
-                "later",
-                "--start",
-                start,
-                "--end",
-                end,
-            ],
-            cwd=ROOT,
-            env=settings_env(settings),
-            capture_output=True,
-            text=True,
-            timeout=60,
+        done = schedules_cli(
+            settings, "backfill", "later", "--start", start, "--end", end, catalog=path
         )
         assert done.returncode == 2
         (line,) = done.stderr.strip().splitlines()

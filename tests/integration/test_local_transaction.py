@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import signal
-from datetime import date, timedelta
+from datetime import date
 
 import psycopg
 from temporalio.api.enums.v1 import EventType
 
 from tests.helpers import assert_eventually, wait_for_text
-from tests.helpers.audit import audited
+from tests.helpers.audit import audited, one_slot
 from tests.integration.jobs import executions, registered, waiting_on
 from tests.integration.test_reconcile import (
     AFTER_FALL_BACK,
@@ -126,11 +126,4 @@ async def test_a_worker_frozen_in_a_runs_transaction_loses_the_run_and_commits_n
         assert journal(db, done["id"]) == [(1, "take_over"), (1, "complete")]
         assert len(reconciliations(db)) == 1 and len(alerts(db)) == 1
 
-        await audited(
-            client,
-            database_url,
-            task_queue,
-            [job],
-            start=AFTER_FALL_BACK - timedelta(minutes=1),
-            end=AFTER_FALL_BACK + timedelta(seconds=1),
-        )
+        await audited(client, database_url, task_queue, [job], **one_slot(AFTER_FALL_BACK))

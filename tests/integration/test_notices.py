@@ -8,7 +8,6 @@ keeps each notice exactly once."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import subprocess
@@ -25,10 +24,6 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 from standardwebhooks import Webhook, WebhookVerificationError
 
-import jobs
-from activities.kinds import build_runtime_kinds
-from activities.runtime import RuntimeActivities
-from activities.runtime_models import BatchInput, batch_workflow_id
 from core.errors import ScheduleNotFoundError
 from devstack import free_port
 from devstack.mailsink import MailSink
@@ -41,7 +36,7 @@ from tests.helpers import ROOT, assert_eventually
 from tests.helpers.audit import audit_report, audited
 from tests.integration import runtime
 from tests.integration.jobs import executions, invoice_job, registered, trigger_at
-from tests.integration.test_runtime_batch import as_attempt
+from tests.integration.test_runtime_batch import weekly_batch
 from tests.integration.test_runtime_dispatch import customer
 from tests.integration.test_runtime_schedules_cli import cli, one_error_line
 
@@ -359,19 +354,7 @@ async def test_a_batchs_failed_slot_queues_its_notices_in_the_batchs_transaction
         await tenants.set_notices(database_url, f"t{i}", emails=[f"ops@t{i}.test"])
     await tenants.set_pause_after_failures(database_url, ids[1], 1, by="test")
     db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (cids[1],))
-    batch_id = batch_workflow_id(ids[0], minute)
-    db.execute(
-        "INSERT INTO runtime_dispatch_intents (schedule_id, scheduled_at, workflow_id, origin)"
-        " SELECT unnest(%s::bigint[]), %s, %s, 'scheduled'",
-        (ids, minute, batch_id),
-    )
-    kind = jobs.runtime_kinds()["weekly-report"]
-    batched = {kind.name: dataclasses.replace(kind, batch=True)}
-    async with AsyncConnectionPool(database_url, min_size=1, max_size=2, open=False) as pool:
-        work = build_runtime_kinds(jobs.kinds().values(), batched, pool)
-        done = await as_attempt(batch_id, "run-1", 1).run(
-            RuntimeActivities(pool, work).run_runtime_batch, BatchInput(batch_id=batch_id)
-        )
+    done = await weekly_batch(db, database_url, ids, minute)
     assert (done.completed, done.failed) == (1, 1)
     queued = db.execute(
         "SELECT payload->>'schedule', payload->>'event', payload->>'to', payload->>'slot'"

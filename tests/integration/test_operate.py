@@ -19,7 +19,7 @@ from schedules.server.state import OperationError
 from schedules.sync.apply import sync
 from schedules.sync.plan import managed_schedule_ids
 from tests.helpers import ROOT, assert_eventually
-from tests.helpers.worker import settings_env
+from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import executions
 
 NEW_YORK = ZoneInfo("America/New_York")
@@ -40,14 +40,7 @@ def write_catalog(tmp_path: Path, **jobs: dict[str, str]) -> Path:
 
 
 def run_cli(settings, catalog: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--without-engine", *args],
-        cwd=ROOT,
-        env=settings_env(settings, **env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return schedules_cli(settings, *args, catalog=catalog, **env)
 
 
 @pytest.fixture
@@ -420,14 +413,7 @@ def test_a_job_without_a_schedule_cannot_be_triggered(settings, tmp_path):
 
 def test_list_with_temporal_unreachable_exits_1_with_one_line(settings, tmp_path):
     catalog = write_catalog(tmp_path, **{"op-any": {"cron": "0 1 * * *", "timezone": "UTC"}})
-    done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--catalog", str(catalog), "--without-engine", "list"],
-        cwd=ROOT,
-        env=settings_env(settings, TEMPORAL_ADDRESS="127.0.0.1:1"),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = schedules_cli(settings, "list", catalog=catalog, TEMPORAL_ADDRESS="127.0.0.1:1")
     assert done.returncode == 1
     assert done.stderr.startswith("error: cannot reach Temporal at 127.0.0.1:1")
     assert len(done.stderr.strip().splitlines()) == 1

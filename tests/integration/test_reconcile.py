@@ -9,7 +9,7 @@ from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 
 from schedules.catalog.model import JobSpec, default_catalog
 from tests.helpers import assert_eventually
-from tests.helpers.audit import audit_report, audited
+from tests.helpers.audit import audit_report, audited, one_slot
 from tests.integration.jobs import FAST_RETRY, executions, registered, runs_closed
 
 JOB = "nightly-reconcile"
@@ -194,14 +194,8 @@ async def test_a_backfilled_night_reconciles_its_previous_local_day_and_alerts_o
             ("complete", 1),
         ]
         assert {txid for *_, txid in journal} == {alert_txid}
-        report = await audit_report(
-            client,
-            database_url,
-            task_queue,
-            [job],
-            start=AFTER_FALL_BACK - timedelta(minutes=1),
-            end=AFTER_FALL_BACK + timedelta(seconds=1),
-        )
+        window = one_slot(AFTER_FALL_BACK)
+        report = await audit_report(client, database_url, task_queue, [job], **window)
         assert report.exit_code == 0 and report.rows == 1, report.findings
 
         # The same night again: the slot is already completed, a recorded no-op.

@@ -11,10 +11,12 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
+import jobs
 from activities.executions import StaleAttemptError
+from activities.kinds import build_runtime_kinds
 from activities.runtime import RuntimeActivities
 from activities.runtime_batch import SLOTS_PER_ACTIVITY
-from activities.runtime_models import BatchInput, batch_workflow_id
+from activities.runtime_models import BatchInput, BatchResult, batch_workflow_id
 from jobs import runtime_work
 from tests.integration import runtime
 
@@ -92,6 +94,24 @@ def as_attempt(batch_id: str, run_id: str, number: int) -> ActivityEnvironment:
         current_attempt_scheduled_time=datetime.now(UTC),
     )
     return env
+
+
+async def weekly_batch(db, database_url: str, ids: list[int], minute: datetime) -> BatchResult:
+    """The weekly reports of schedules `ids` at `minute`, decided as one batch and run by
+    its first attempt (the kind made a batch kind for the test)."""
+    batch_id = batch_workflow_id(ids[0], minute)
+    db.execute(
+        "INSERT INTO runtime_dispatch_intents (schedule_id, scheduled_at, workflow_id, origin)"
+        " SELECT unnest(%s::bigint[]), %s, %s, 'scheduled'",
+        (ids, minute, batch_id),
+    )
+    kind = jobs.runtime_kinds()["weekly-report"]
+    batched = {kind.name: dataclasses.replace(kind, batch=True)}
+    async with AsyncConnectionPool(database_url, min_size=1, max_size=2, open=False) as pool:
+        work = build_runtime_kinds(jobs.kinds().values(), batched, pool)
+        return await as_attempt(batch_id, "run-1", 1).run(
+            RuntimeActivities(pool, work).run_runtime_batch, BatchInput(batch_id=batch_id)
+        )
 
 
 async def test_an_older_attempt_of_a_batch_commits_nothing(db, database_url):

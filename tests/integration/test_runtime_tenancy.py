@@ -11,21 +11,15 @@ so.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
-import jobs
-from activities.kinds import build_runtime_kinds
-from activities.runtime import RuntimeActivities
-from activities.runtime_models import BatchInput, batch_workflow_id
 from core.errors import InvalidScheduleError
 from schedules import tenants
 from tests.integration import runtime
-from tests.integration.test_runtime_batch import as_attempt
+from tests.integration.test_runtime_batch import weekly_batch
 from tests.integration.test_runtime_dispatch import customer
 from tests.integration.test_runtime_schedules_cli import cli, one_error_line, rows
 
@@ -168,19 +162,7 @@ async def test_a_batch_fails_the_slot_whose_customer_moved_alone(db, database_ur
         for i, cid in enumerate(cids)
     ]
     db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (cids[1],))
-    batch_id = batch_workflow_id(ids[0], minute)
-    db.execute(
-        "INSERT INTO runtime_dispatch_intents (schedule_id, scheduled_at, workflow_id, origin)"
-        " SELECT unnest(%s::bigint[]), %s, %s, 'scheduled'",
-        (ids, minute, batch_id),
-    )
-    kind = jobs.runtime_kinds()["weekly-report"]
-    batched = {kind.name: dataclasses.replace(kind, batch=True)}
-    async with AsyncConnectionPool(database_url, min_size=1, max_size=2, open=False) as pool:
-        work = build_runtime_kinds(jobs.kinds().values(), batched, pool)
-        done = await as_attempt(batch_id, "run-1", 1).run(
-            RuntimeActivities(pool, work).run_runtime_batch, BatchInput(batch_id=batch_id)
-        )
+    done = await weekly_batch(db, database_url, ids, minute)
     assert (done.completed, done.failed) == (2, 1)
     statuses = [row["status"] for sid in ids for row in runtime.slot_rows(db, sid)]
     assert statuses == ["completed", "failed", "completed"]

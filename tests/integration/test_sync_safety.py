@@ -18,7 +18,7 @@ from devstack import TemporalDevServer, free_port
 from schedules.server.found import catalog_entry
 from schedules.sync.plan import managed_schedule_ids
 from tests.helpers import ROOT, assert_eventually
-from tests.helpers.worker import settings_env
+from tests.helpers.worker import schedules_cli, settings_env
 from tests.integration.schedule_state import snapshot
 
 # As schedules/server/sync_lock.py names them.
@@ -45,23 +45,7 @@ def catalog(tmp_path: Path, name: str, jobs: dict[str, str], description: str = 
 
 
 def run_sync(settings, path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "schedules",
-            "--catalog",
-            str(path),
-            "--without-engine",
-            "sync",
-            *args,
-        ],
-        cwd=ROOT,
-        env=settings_env(settings, **env),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return schedules_cli(settings, "sync", *args, catalog=path, timeout=180, **env)
 
 
 async def crons(client: Client, ids: set[str]) -> dict[str, str]:

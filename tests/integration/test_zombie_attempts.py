@@ -21,7 +21,7 @@ from core.payloads import data_converter
 from jobs import kind_workflows
 from schedules.catalog.model import RetrySpec
 from tests.helpers import assert_eventually, wait_for_text
-from tests.helpers.audit import audit_report
+from tests.helpers.audit import audit_report, one_slot
 from tests.integration.jobs import (
     assert_each_invoice_reminded_once,
     executions,
@@ -59,14 +59,7 @@ async def audit_clean(client, database_url: str, job, task_queue: str, row: dict
     """`schedules audit` judges the slot's whole history clean: nothing lost, doubled,
     written by a stale attempt, or left running."""
     slot = row["scheduled_at"]
-    report = await audit_report(
-        client,
-        database_url,
-        task_queue,
-        [job],
-        start=slot - timedelta(minutes=1),
-        end=slot + timedelta(seconds=1),
-    )
+    report = await audit_report(client, database_url, task_queue, [job], **one_slot(slot))
     assert report.exit_code == 0, report.findings
     assert report.rows == 1, report
 
