@@ -13,6 +13,8 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
@@ -43,3 +45,14 @@ async def first_row(pool: AsyncConnectionPool, query: str, params: Mapping[str, 
     async with pool.connection() as conn:
         cur = await conn.execute(query, params)
         return await cur.fetchone()
+
+
+async def execute_once(
+    conninfo: str, query: str, params: Mapping[str, Any], connect_timeout: int = 5
+) -> None:
+    """Run one statement on a short connection of its own, autocommit: a command's record
+    of what it did (a pause, a backfill request), written outside any transaction."""
+    async with await psycopg.AsyncConnection.connect(
+        conninfo, connect_timeout=connect_timeout, autocommit=True
+    ) as conn:
+        await conn.execute(query, params)

@@ -29,7 +29,7 @@ from temporalio.client import Client
 
 from core import redact
 from core.errors import first_line
-from core.sql import queries
+from core.sql import execute_once, queries
 from schedules.catalog.model import JobSpec
 from schedules.catalog.times import utc_text
 from schedules.server.actions import backfill as temporal_backfill
@@ -72,10 +72,7 @@ async def record_backfill(
 ) -> None:
     """Record that a backfill of `job_id` over `[start, end)` asks at `at` for `slots`."""
     params = {"job": job_id, "at": at, "start": start, "end": end, "slots": list(slots)}
-    async with await psycopg.AsyncConnection.connect(
-        conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True
-    ) as conn:
-        await conn.execute(_Q["record_backfill"], params)
+    await execute_once(conninfo, _Q["record_backfill"], params, CONNECT_TIMEOUT)
 
 
 def backfill_times(job: JobSpec, start: datetime, end: datetime, now: datetime) -> list[datetime]:

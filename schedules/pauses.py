@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from core.sql import queries
+from core.sql import execute_once, queries
 from schedules.catalog.times import utc_text
 
 _Q = queries("schedules.sql", "pauses")
@@ -78,10 +78,7 @@ async def record_resume(conninfo: str, job_id: str, at: datetime) -> None:
 
 
 async def _execute(conninfo: str, name: str, params: dict[str, Any]) -> None:
-    async with await psycopg.AsyncConnection.connect(
-        conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True
-    ) as conn:
-        await conn.execute(_Q[name], params)
+    await execute_once(conninfo, _Q[name], params, CONNECT_TIMEOUT)
 
 
 def paused_by_sync(jobs: Iterable[Any], report: Any) -> list[str]:
