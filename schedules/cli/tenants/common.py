@@ -36,6 +36,28 @@ def subcommand(
     return parser
 
 
+def tenant_group(
+    commands: argparse._SubParsersAction, name: str, help: str, description: str, exit_codes: str
+) -> argparse._SubParsersAction:
+    """`tenants NAME ACTION TENANT ...`: a group of a tenant's settings; its actions are
+    added with `tenant_action`."""
+    parser = commands.add_parser(name, help=help, description=description, epilog=exit_codes)
+    return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="ACTION")
+
+
+def tenant_action(
+    actions: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    handler: Any,
+    exit_codes: str = EXIT_CODES,
+) -> argparse.ArgumentParser:
+    """An action of a `tenant_group` (`set`, `show`, `clear`), on the tenant it names."""
+    parser = subcommand(actions, name, help, handler, exit_codes)
+    parser.add_argument("tenant", metavar="TENANT")
+    return parser
+
+
 def add_id(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", type=schedule_id, metavar="ID", help="schedule id (rt-ID or ID)")
 

@@ -6,7 +6,16 @@ import argparse
 
 from schedules import tenants
 from schedules.cli.context import Context
-from schedules.cli.tenants.common import add_by, add_id, say, subcommand, url, who
+from schedules.cli.tenants.common import (
+    add_by,
+    add_id,
+    say,
+    subcommand,
+    tenant_action,
+    tenant_group,
+    url,
+    who,
+)
 
 LIMITS_EXIT_CODES = (
     "exit codes: 0 done; 1 PostgreSQL unreachable; 2 bad input (a limit or weight that is "
@@ -15,31 +24,26 @@ LIMITS_EXIT_CODES = (
 
 
 def configure(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    actions = tenant_group(
+        commands,
         "limits",
-        help="a tenant's limits on runs in flight and starts per minute, and its weight",
-        description=(
-            "A tenant's own dispatch settings: at most MAX_IN_FLIGHT runs in flight, at most "
-            "MAX_PER_MINUTE slots started a minute (a slot past either is deferred until "
-            "the limit allows, not lost), and WEIGHT slots per round of the dispatcher's "
-            "round-robin across tenants. A limit not set takes the operator's default "
-            "(RUNTIME_TENANT_MAX_IN_FLIGHT, RUNTIME_TENANT_MAX_PER_MINUTE; unset: none)."
-        ),
-        epilog=LIMITS_EXIT_CODES,
+        "a tenant's limits on runs in flight and starts per minute, and its weight",
+        "A tenant's own dispatch settings: at most MAX_IN_FLIGHT runs in flight, at most "
+        "MAX_PER_MINUTE slots started a minute (a slot past either is deferred until "
+        "the limit allows, not lost), and WEIGHT slots per round of the dispatcher's "
+        "round-robin across tenants. A limit not set takes the operator's default "
+        "(RUNTIME_TENANT_MAX_IN_FLIGHT, RUNTIME_TENANT_MAX_PER_MINUTE; unset: none).",
+        LIMITS_EXIT_CODES,
     )
-    actions = parser.add_subparsers(dest="limits_command", required=True, metavar="ACTION")
-    set_ = subcommand(actions, "set", "set some of a tenant's limits", _set, LIMITS_EXIT_CODES)
-    set_.add_argument("tenant", metavar="TENANT")
+    set_ = tenant_action(actions, "set", "set some of a tenant's limits", _set, LIMITS_EXIT_CODES)
     set_.add_argument("--max-in-flight", type=int, metavar="N", help="runs in flight at most")
     set_.add_argument("--max-per-minute", type=int, metavar="N", help="slots started a minute")
     set_.add_argument("--weight", type=int, metavar="N", help="slots per round (default 1)")
     add_by(set_)
-    show = subcommand(actions, "show", "a tenant's limits and runs in flight", _show)
-    show.add_argument("tenant", metavar="TENANT")
-    clear = subcommand(
+    tenant_action(actions, "show", "a tenant's limits and runs in flight", _show)
+    clear = tenant_action(
         actions, "clear", "back to the defaults and weight 1", _clear, LIMITS_EXIT_CODES
     )
-    clear.add_argument("tenant", metavar="TENANT")
     add_by(clear)
 
     after = subcommand(

@@ -6,7 +6,7 @@ import argparse
 
 from schedules import tenants
 from schedules.cli.context import Context
-from schedules.cli.tenants.common import add_by, say, subcommand, url, who
+from schedules.cli.tenants.common import add_by, say, tenant_action, tenant_group, url, who
 
 NOTIFY_EXIT_CODES = (
     "exit codes: 0 done; 1 PostgreSQL unreachable; 2 bad input (a webhook that is not an "
@@ -16,22 +16,19 @@ NOTIFY_EXIT_CODES = (
 
 
 def configure(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    actions = tenant_group(
+        commands,
         "notify",
-        help="where a tenant's notices of failed, paused, lost and late slots go",
-        description=(
-            "A tenant's notice channels: a webhook (each call signed per Standard Webhooks "
-            "with the tenant's secret, whsec_..., printed once when it is made) and email "
-            "addresses. Its runtime schedules' notices go there, and those of catalog jobs "
-            "whose `notify` names it. See docs/notices.md."
-        ),
-        epilog=NOTIFY_EXIT_CODES,
+        "where a tenant's notices of failed, paused, lost and late slots go",
+        "A tenant's notice channels: a webhook (each call signed per Standard Webhooks "
+        "with the tenant's secret, whsec_..., printed once when it is made) and email "
+        "addresses. Its runtime schedules' notices go there, and those of catalog jobs "
+        "whose `notify` names it. See docs/notices.md.",
+        NOTIFY_EXIT_CODES,
     )
-    actions = parser.add_subparsers(dest="notify_command", required=True, metavar="ACTION")
-    set_ = subcommand(
+    set_ = tenant_action(
         actions, "set", "send a tenant's notices here (both replaced)", _set, NOTIFY_EXIT_CODES
     )
-    set_.add_argument("tenant", metavar="TENANT")
     set_.add_argument("--webhook", metavar="URL", help="POST each notice here, signed")
     set_.add_argument(
         "--email", action="append", default=[], metavar="ADDR", help="email it here (repeat)"
@@ -40,13 +37,11 @@ def configure(commands: argparse._SubParsersAction) -> None:
         "--rotate-secret", action="store_true", help="make a new signing secret (printed)"
     )
     add_by(set_)
-    show = subcommand(actions, "show", "a tenant's notice channels", _show, NOTIFY_EXIT_CODES)
-    show.add_argument("tenant", metavar="TENANT")
+    show = tenant_action(actions, "show", "a tenant's notice channels", _show, NOTIFY_EXIT_CODES)
     show.add_argument(
         "--secret", action="store_true", help="print the signing secret too (for a receiver)"
     )
-    clear = subcommand(actions, "clear", "send a tenant no more notices", _clear)
-    clear.add_argument("tenant", metavar="TENANT")
+    tenant_action(actions, "clear", "send a tenant no more notices", _clear)
 
 
 async def _set(args: argparse.Namespace, ctx: Context) -> int:
