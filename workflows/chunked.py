@@ -24,28 +24,20 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-with workflow.unsafe.imports_passed_through():
-    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL
-
-from workflows.job_run import JobRunWorkflow
+from workflows.job_run import JobRunType, JobRunWorkflow
 from workflows.models import JobRun, JobRunResult
 
 
 @workflow.defn(name="ChunkedJobWorkflow")
-class ChunkedJobWorkflow:
+class ChunkedJobWorkflow(JobRunType):
     """A run of a kind that works in chunks, begun in its work activity run as a local
     activity: plan, claim and first chunk in ONE transaction (and the completion, when the
     work ended there), the rest of the work in its work activity. Sync starts it for such
-    jobs (`workflows.workflow_for`). Only `run` and the signal here: `workflow.defn`
-    inspects each member, for every run."""
+    jobs (`workflows.workflow_for`). Only `run` here (the signal is `JobRunType`'s):
+    `workflow.defn` inspects each member, for every run."""
 
     def __init__(self) -> None:
         self._job = JobRunWorkflow(in_work=True, local_work=True, chunked=True)
-
-    @workflow.signal(name=UPSTREAM_SETTLED_SIGNAL)
-    def upstream_settled(self) -> None:
-        """An upstream slot this run waits for settled: check again now."""
-        self._job.upstream_settled()
 
     @workflow.run
     async def run(self, job: JobRun) -> JobRunResult:

@@ -36,7 +36,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 with workflow.unsafe.imports_passed_through():
     from activities.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
     from activities.catchup import PlanInput
-    from activities.dependency_models import WaitInput
+    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
     from activities.executions import ExecutionActivities
     from activities.models import (
         ClaimInput,
@@ -450,3 +450,16 @@ def _local_attempts(job: JobRun, err: ActivityError | ApplicationError, local: b
     if not local or not isinstance(err, ApplicationError) or job.retry.maximum_attempts < 1:
         return None
     return 1 if err.non_retryable else job.retry.maximum_attempts
+
+
+class JobRunType:
+    """What every workflow type of a job's runs shares besides its `run` (which
+    `workflow.defn` wants defined on the type itself): the signal an upstream's settlement
+    sends. A type sets `_job` in its `__init__`."""
+
+    _job: JobRunWorkflow
+
+    @workflow.signal(name=UPSTREAM_SETTLED_SIGNAL)
+    def upstream_settled(self) -> None:
+        """An upstream slot this run waits for settled: check again now."""
+        self._job.upstream_settled()

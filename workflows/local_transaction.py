@@ -21,28 +21,21 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-with workflow.unsafe.imports_passed_through():
-    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL
-
-from workflows.job_run import JobRunWorkflow
+from workflows.job_run import JobRunType, JobRunWorkflow
 from workflows.models import JobRun, JobRunResult
 
 
 @workflow.defn(name="LocalTransactionJobWorkflow")
-class LocalTransactionJobWorkflow:
+class LocalTransactionJobWorkflow(JobRunType):
     """A run of a kind whose slot work fits in one transaction, begun in its work run as a
     local activity: plan, claim, work and completion in ONE transaction, in the workflow
     task that starts the run. Sync starts it for such jobs (`workflows.workflow_for`); a
     worker of a release without this type leaves its tasks to one that has it. Only `run`
-    and the signal here: `workflow.defn` inspects each member, for every run."""
+    here (the signal is `JobRunType`'s): `workflow.defn` inspects each member, for every
+    run."""
 
     def __init__(self) -> None:
         self._job = JobRunWorkflow(in_work=True, local_work=True)
-
-    @workflow.signal(name=UPSTREAM_SETTLED_SIGNAL)
-    def upstream_settled(self) -> None:
-        """An upstream slot this run waits for settled: check again now."""
-        self._job.upstream_settled()
 
     @workflow.run
     async def run(self, job: JobRun) -> JobRunResult:

@@ -12,30 +12,22 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-with workflow.unsafe.imports_passed_through():
-    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL
-
-from workflows.job_run import JobRunWorkflow
+from workflows.job_run import JobRunType, JobRunWorkflow
 from workflows.models import JobRun, JobRunResult
 
 
 @workflow.defn(name="OneTransactionJobWorkflow")
-class OneTransactionJobWorkflow:
+class OneTransactionJobWorkflow(JobRunType):
     """A run of a kind whose slot work fits in one transaction: it begins in its work
     activity, which plans, claims, works and completes the slot in ONE transaction, with no
     `begin_run` (docs/architecture.md, The cost of one run). Sync starts it for such jobs
     (`workflows.scheduled_job.workflow_for`); a worker of a release without this type
     leaves its tasks to one that has it, so no run of either type ever takes a path its
-    history does not know. Only `run` and the signal here: `workflow.defn` inspects each
-    member, for every run."""
+    history does not know. Only `run` here (the signal is `JobRunType`'s): `workflow.defn`
+    inspects each member, for every run."""
 
     def __init__(self) -> None:
         self._job = JobRunWorkflow(in_work=True)
-
-    @workflow.signal(name=UPSTREAM_SETTLED_SIGNAL)
-    def upstream_settled(self) -> None:
-        """An upstream slot this run waits for settled: check again now."""
-        self._job.upstream_settled()
 
     @workflow.run
     async def run(self, job: JobRun) -> JobRunResult:

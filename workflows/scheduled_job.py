@@ -14,14 +14,12 @@ from typing import Any
 
 from temporalio import workflow
 
-with workflow.unsafe.imports_passed_through():
-    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL
-
 from workflows.job_run import (
     BEGIN_RUN_PATCH,
     CALENDAR_PATCH,
     SCHEDULED_BY_ID,
     SCHEDULED_START_TIME,
+    JobRunType,
     JobRunWorkflow,
     begins_in_work,
 )
@@ -39,18 +37,13 @@ __all__ = [
 
 
 @workflow.defn
-class ScheduledJobWorkflow:
+class ScheduledJobWorkflow(JobRunType):
     """A run of a scheduled job: begin (plan and claim, in `begin_run`), run the slots,
-    summarise (`JobRunWorkflow.run`). Only `run` and the signal here: `workflow.defn`
-    inspects each member, for every run."""
+    summarise (`JobRunWorkflow.run`). Only `run` here (the signal is `JobRunType`'s):
+    `workflow.defn` inspects each member, for every run."""
 
     def __init__(self) -> None:
         self._job = JobRunWorkflow()
-
-    @workflow.signal(name=UPSTREAM_SETTLED_SIGNAL)
-    def upstream_settled(self) -> None:
-        """An upstream slot this run waits for settled: check again now."""
-        self._job.upstream_settled()
 
     @workflow.run
     async def run(self, job: JobRun) -> JobRunResult:
