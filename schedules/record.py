@@ -18,6 +18,7 @@ from core import redact
 from core.errors import first_line, setting_hint
 from core.sql import queries as named_queries
 from schedules.server.state import OperationError
+from timing import TICK
 
 
 class DatabaseUnavailableError(OperationError):
@@ -84,8 +85,7 @@ async def execution_counts(url: str, job_id: str) -> dict[str, Any]:
 
 async def execution_at(url: str, job_id: str, scheduled_at: datetime) -> dict[str, Any] | None:
     """The `job_executions` row of one slot, if it has one."""
-    rows = await _fetch(url, "execution_at", {"job": job_id, "scheduled_at": scheduled_at})
-    return rows[0] if rows else None
+    return await execution_within(url, job_id, scheduled_at, scheduled_at + TICK)
 
 
 async def edited_slot(url: str, job_id: str, scheduled_at: datetime) -> dict[str, Any] | None:

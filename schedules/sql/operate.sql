@@ -21,20 +21,11 @@ WHERE job_name = %(job)s
 ORDER BY scheduled_at DESC
 LIMIT %(limit)s
 
--- name: execution_at
--- One slot's row, for `explain`.
--- With its wait for upstream slots, if it has dependencies (docs/dependencies.md).
-SELECT e.scheduled_at, e.status, e.attempt, e.origin, e.workflow_id, e.holder, e.started_at,
-       e.finished_at, e.result, e.error, w.status AS wait_status, w.progress AS wait_progress,
-       w.began_at AS wait_began_at, w.deadline AS wait_deadline,
-       w.decided_at AS wait_decided_at, w.reason AS wait_reason
-FROM job_executions e
-LEFT JOIN dependency_waits w ON w.execution_id = e.id
-WHERE e.job_name = %(job)s AND e.scheduled_at = %(scheduled_at)s
-
 -- name: execution_within
--- The first row of a slot in [start, end): a manual or direct run's, whose slot is the time
--- it was started at (to the microsecond), for `explain --at` that second.
+-- The first row of a slot in [start, end), for `explain`: one slot's (start, start + 1 µs),
+-- or a manual or direct run's, whose slot is the time it was started at (to the
+-- microsecond), for `explain --at` that second. With its wait for upstream slots, if it has
+-- dependencies (docs/dependencies.md).
 SELECT e.scheduled_at, e.status, e.attempt, e.origin, e.workflow_id, e.holder, e.started_at,
        e.finished_at, e.result, e.error, w.status AS wait_status, w.progress AS wait_progress,
        w.began_at AS wait_began_at, w.deadline AS wait_deadline,
