@@ -31,9 +31,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.dependencies import next_deadline
-    from activities.dependency_models import WaitInput, WaitResult
-    from activities.upstream import CancelInput, UpstreamActivities
+    from activities.dependencies.judge import next_deadline
+    from activities.common.dependency_models import WaitInput, WaitResult
+    from activities.dependencies.upstream import CancelInput, UpstreamActivities
 
 from workflows.models import BOOKKEEPING
 
@@ -43,7 +43,7 @@ DEPENDS_PATCH = "depends-on-upstream"
 # How often the server retries the readiness check while no signal comes.
 POLL = timedelta(seconds=30)
 
-# A poll gives up after a day (a finite retry policy, `activities.lifetime`); the wait then
+# A poll gives up after a day (a finite retry policy, `activities.common.lifetime`); the wait then
 # checks and polls anew (`_next`), within its run's bound.
 _POLL: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=30),

@@ -34,11 +34,11 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
-    from activities.catchup import PlanInput
-    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
-    from activities.executions import ExecutionActivities
-    from activities.models import (
+    from activities.run.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
+    from activities.catchup.missed import PlanInput
+    from activities.common.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
+    from activities.claim.executions import ExecutionActivities
+    from activities.common.models import (
         ClaimInput,
         ClaimResult,
         ExecutionRef,
@@ -67,7 +67,7 @@ from workflows.run_notes import backfill_skips, mark_no_op
 SCHEDULED_START_TIME = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
 SCHEDULED_BY_ID = SearchAttributeKey.for_keyword("TemporalScheduledById")
 
-# Runs plan and claim in one local activity (`activities.begin`), and record failures and
+# Runs plan and claim in one local activity (`activities.run.begin`), and record failures and
 # claim catch-up slots as local activities too. The branch of runs started before it (v1,
 # v2: three activities through the server) is gone; the call is deprecated (its marker in
 # runs begun before this release still matches), to be removed in v8
@@ -92,7 +92,7 @@ class JobRunWorkflow:
         self, in_work: bool = False, local_work: bool = False, chunked: bool = False
     ) -> None:
         # Whether a run of a kind whose slot work fits in one transaction begins in its
-        # work activity (`activities.begin.begin_and_work`): only the runs of
+        # work activity (`activities.run.begin.begin_and_work`): only the runs of
         # `OneTransactionJobWorkflow` and `LocalTransactionJobWorkflow`, workflow types of
         # their own, so that no run of a type ever changes path and needs no patch marker
         # for it. `local_work`: that activity runs as a local activity (the second type).
@@ -134,7 +134,7 @@ class JobRunWorkflow:
 
     async def _begin(self, job: JobRun) -> Begun:
         """Find the run's slot, plan the slots it covers, claim the first: one local
-        activity (`activities.begin`), or the work activity (`_begin_in_work`)."""
+        activity (`activities.run.begin`), or the work activity (`_begin_in_work`)."""
         info = workflow.info()
         scheduled_at = info.typed_search_attributes.get(SCHEDULED_START_TIME)
         # Started by hand without a schedule: its own start time is its slot.
@@ -429,7 +429,7 @@ class JobRunWorkflow:
             ),
             id=f"{info.workflow_id}{STEPS_ID_SUFFIX}",
             result_type=WorkResult,
-            # Bounded by its parent's bound (`activities.lifetime`), and terminated when
+            # Bounded by its parent's bound (`activities.common.lifetime`), and terminated when
             # the parent closes (the default parent-close policy).
             execution_timeout=info.execution_timeout,
         )

@@ -4,7 +4,7 @@
 for an operator.
 """
 
-from activities.kinds import JobKind
+from activities.run.kinds import JobKind
 from jobs.outbox_relay.activities import RelayActivities
 
 KINDS = (JobKind("outbox-relay", RelayActivities, activity="relay_outbox", settings=True),)

@@ -10,7 +10,7 @@ import json
 
 import psycopg
 
-from activities.outbox import recent_messages
+from activities.outbox.messages import recent_messages
 from core import redact
 from core.errors import first_line
 from jobs.outbox_relay.report import format_messages

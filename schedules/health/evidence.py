@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from temporalio.client import Client
 
-from activities.backfills import covering_backfill
+from activities.catchup.backfills import covering_backfill
 from core.errors import TemporalUnreachableError
 from core.ids import workflow_id
 from schedules.catalog.compile import job_task_queue

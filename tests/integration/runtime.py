@@ -13,13 +13,13 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client
 
-from activities.dispatch import Dispatcher, TickCounts
+from activities.runtime.dispatch import Dispatcher, TickCounts
 from devstack.testing.audit import runtime_audited
 from jobs.runtime_dispatch.activities import batch_kinds
 from schedules.sync.attributes import runtime_attributes
 from tests.helpers import assert_eventually
 
-SHARDS = 4  # the dispatch shards in force by default (activities/shards.py)
+SHARDS = 4  # the dispatch shards in force by default (activities/runtime/shards.py)
 BUCKETS = 16
 # The lateness the audit grants a test whose dispatcher's clock is a fixed day in the past:
 # its runs are claimed long after their slots (days, a year at most).

@@ -1,7 +1,7 @@
 """A tenant's schedules name only its own resources (issue 36, item 2).
 
 `weekly-report` declares that its `customer_id` names a customer of the schedule's tenant
-(`RuntimeKind.owns`, `activities.ownership.TenantRow`): every route by which params reach
+(`RuntimeKind.owns`, `activities.runtime.ownership.TenantRow`): every route by which params reach
 a run refuses another tenant's customer, or a missing one, alike, in one line, exit 2,
 nothing written (create, import, update, apply; trigger and backfill of a schedule whose
 customer moved to another tenant since), and a slot whose customer moved before it ran

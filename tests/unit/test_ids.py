@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-from activities.runtime_models import batch_workflow_id, slot_workflow_id
+from activities.runtime.models import batch_workflow_id, slot_workflow_id
 from core.ids import stamp, workflow_id
 
 
