@@ -2,7 +2,7 @@
 
 Every trial runs a real job on real servers (its own Temporal dev server with a state file,
 its own PostgreSQL, real `python -m worker` processes), injects one fault class at a point
-the trial controls (the chunk gate, `activities/chunk_gate.py`, or the payment provider's
+the trial controls (the chunk gate, `activities/chunks/gate.py`, or the payment provider's
 hold), lets the system recover, and is then judged twice:
 
 - by `python -m schedules audit --settle 0s --json` for the trial's job (an independent

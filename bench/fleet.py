@@ -10,7 +10,7 @@ has one) and run the same number of worker processes:
 - **ours**: `LocalTransactionJobWorkflow` (`ScheduledJobWorkflow`'s type for a kind whose
   slot work fits in one transaction, that transaction run as a local activity) running the
   catalog's nightly-reconcile job (its slot work is one statement: the run is planned,
-  claimed, worked and completed in one transaction, `activities.begin.begin_and_work`) on
+  claimed, worked and completed in one transaction, `activities.run.begin.begin_and_work`) on
   empty ledger and payments tables, so
   what is measured is the engine's bookkeeping, not a job's work; the seed side runs the
   same statement. With `--job invoice-reminders`, ours runs the chunked kind of the seeds

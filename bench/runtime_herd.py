@@ -49,8 +49,8 @@ sys.path.insert(0, str(ROOT))
 from chaos import Stack  # noqa: E402
 from results_file import append, today  # noqa: E402
 
-from activities.dispatch import Dispatcher  # noqa: E402
-from activities.runtime_models import (  # noqa: E402
+from activities.runtime.dispatch import Dispatcher  # noqa: E402
+from activities.runtime.models import (  # noqa: E402
     KIND_ATTRIBUTE,
     SCHEDULE_ATTRIBUTE,
     TENANT_ATTRIBUTE,
@@ -265,7 +265,7 @@ async def run(args: argparse.Namespace) -> dict:
             workers.append(WorkerProcess(env | {"WORKER_ROLE": "dispatch"}, log))
         for w in workers:
             await asyncio.to_thread(w.wait_ready, 90)
-        # The dispatch shards in force from the start (`--shards`; activities/shards.py).
+        # The dispatch shards in force from the start (`--shards`; activities/runtime/shards.py).
         db.execute("UPDATE runtime_dispatch_shards SET shards = %s", (args.shards,))
         catalog = load_catalog(shards=args.shards)
         dispatchers = [job for job in catalog if job.kind == "runtime-dispatch"]

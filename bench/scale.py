@@ -15,7 +15,7 @@ own in one embedded PostgreSQL (migrated with `worker.migrate.apply_migrations`)
    as an operator runs them: `python -m schedules list --json`,
    `python -m schedules check --json` and `python -m schedules verify [--days N]`.
 
-And, once, with no Temporal involved: `activities.catchup.plan_in` (what a scheduled run's
+And, once, with no Temporal involved: `activities.catchup.missed.plan_in` (what a scheduled run's
 `begin_run` does first, in its transaction) for a job firing every minute whose timing took
 effect `--slots` minutes ago with no row since, so every fire time but the run's own is
 missed: per call, for catch-up `all` with a large `max_missed` (everything runs, nothing is
@@ -66,7 +66,7 @@ from sync_schedules import (
     wait_listed,
 )
 
-from activities.catchup import MAX_CONSIDERED, PlanInput, _decide_for, plan_in
+from activities.catchup.missed import MAX_CONSIDERED, PlanInput, _decide_for, plan_in
 from devstack import EmbeddedPostgres, free_port
 from schedules.catalog.model import load_catalog
 from schedules.health.verify import DEFAULT_DAYS
@@ -376,7 +376,7 @@ Checks (every one passed, or there would be no figures):
 
 {checks}
 
-Catch-up planning: `activities.catchup.plan_in` for a job firing every minute (UTC) whose
+Catch-up planning: `activities.catchup.missed.plan_in` for a job firing every minute (UTC) whose
 timing took effect the given number of minutes before the run's own slot, no row since
 (each call in a transaction rolled back; median of {args.plan_repeat}):
 

@@ -5,7 +5,7 @@
   `<TEMPORAL_TASK_QUEUE>-dispatch`, served by workers of their own (WORKER_ROLE), so a
   dispatcher is never starved by the work it has just started.
 
-A job kind names its queue (`activities.kinds.JobKind.queue`); sync compiles each job's
+A job kind names its queue (`activities.run.kinds.JobKind.queue`); sync compiles each job's
 schedule onto it, and a worker serves the queues of its role.
 """
 

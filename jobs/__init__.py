@@ -1,7 +1,7 @@
 """The jobs the fleet runs: job families, each a package holding its whole story.
 
-A family's package declares its kinds in `KINDS` (`activities.kinds.JobKind`) and, for the
-kinds runtime schedules may name, `RUNTIME_KINDS` (`activities.kinds.RuntimeKind`); it keeps
+A family's package declares its kinds in `KINDS` (`activities.run.kinds.JobKind`) and, for the
+kinds runtime schedules may name, `RUNTIME_KINDS` (`activities.run.kinds.RuntimeKind`); it keeps
 its params model, its work and its SQL (`queries.sql`) beside them, its tables' migrations
 in a `migrations/` folder (`NNNN_name.sql`, applied by `python -m worker migrate`) and the
 demo data `make run` loads in `demo.sql`. Its schedules come from the catalog.
@@ -30,8 +30,8 @@ from importlib.resources.abc import Traversable
 from types import ModuleType
 from typing import Any
 
-from activities.kinds import JobKind, RuntimeKind, build_kind_activities, build_runtime_kinds
-from activities.runtime import RuntimeKinds
+from activities.run.kinds import JobKind, RuntimeKind, build_kind_activities, build_runtime_kinds
+from activities.runtime.runs import RuntimeKinds
 from core.errors import JobFamilyError, first_line
 
 ENTRY_POINT_GROUP = "scheduled_jobs.jobs"
@@ -161,7 +161,7 @@ def kind_activities(pool: Any, settings: Any) -> list[Callable]:
 
 
 def runtime_work(pool: Any, settings: Any) -> RuntimeKinds:
-    """What runtime schedules' runs need of the kinds (`activities.runtime`), bound to `pool`."""
+    """What runtime schedules' runs need of the kinds (`activities.runtime.runs`), bound to `pool`."""
     return build_runtime_kinds(kinds().values(), runtime_kinds(), pool, settings)
 
 

@@ -3,7 +3,7 @@
 Nothing happens when a slot is lost (no run recorded it) or late, so nothing records it
 then: `schedules audit --notify` finds them and `notify_findings` records each `lost` or
 `late` finding in `slot_notices`, with its notices queued in the same transaction
-(`activities.notices.found_in`). A finding recorded before queues nothing again: each
+(`activities.outbox.notices.found_in`). A finding recorded before queues nothing again: each
 (schedule, slot, event) gets one notice per channel, however often the audit runs.
 A runtime schedule's notices go to its tenant's channels; a catalog job's to the tenant its
 `notify` names (none: no notice).
@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from activities.notices import found_in
+from activities.outbox.notices import found_in
 from schedules.audit.finding import Finding
 
 EVENTS = ("lost", "late")

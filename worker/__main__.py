@@ -163,7 +163,7 @@ def _run(args: argparse.Namespace, settings) -> int:
         print("healthy: polling" if healthy else "unhealthy: no worker of this host polls")
         return 0 if healthy else 1
     if args.command == "outbox":
-        from activities.outbox import format_messages, recent_messages
+        from activities.outbox.messages import format_messages, recent_messages
 
         print(format_messages(*recent_messages(settings.database_conninfo, args.limit)))
         return 0

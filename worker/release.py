@@ -3,7 +3,7 @@ on its job (docs/dependencies.md).
 
 The ledger's trigger (migration 0021) notifies `upstream_settled` with the job's name
 when one of its slots settles and some run waits on it. Each worker listens on one
-connection of its own and signals those runs (`activities.upstream.signal_waiting`); the
+connection of its own and signals those runs (`activities.dependencies.upstream.signal_waiting`); the
 run checks again at once. It is an optimisation: a notification lost while no worker
 listens (a restart, a lost connection) only leaves the run to its next poll, which every
 waiting run has. Several workers signal the same run: it checks once per signal it sees,
@@ -20,8 +20,8 @@ from psycopg import AsyncConnection
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from activities.dependency_models import UPSTREAM_SETTLED_CHANNEL
-from activities.upstream import signal_waiting
+from activities.common.dependency_models import UPSTREAM_SETTLED_CHANNEL
+from activities.dependencies.upstream import signal_waiting
 from core import redact
 from core.errors import first_line
 

@@ -92,11 +92,11 @@ class Settings(BaseSettings):
     # own limits (`schedules tenants limits set`) override them.
     runtime_tenant_max_in_flight: int | None = Field(default=None, ge=1)
     runtime_tenant_max_per_minute: int | None = Field(default=None, ge=1)
-    # The runtime schedules' dispatch shards (issue 40; activities/shards.py): one
+    # The runtime schedules' dispatch shards (issue 40; activities/runtime/shards.py): one
     # dispatcher job each. `schedules sync` makes a change live without a slot lost or run
     # twice (schedules/sync/shards.py); a divisor of the 16 buckets.
     runtime_dispatch_shards: Literal[1, 2, 4, 8, 16] = 4
-    # Tests only (activities/chunk_gate.py): chunked work waits before each chunk while a
+    # Tests only (activities/chunks/gate.py): chunked work waits before each chunk while a
     # session holds this PostgreSQL advisory lock. Never set in production.
     worker_test_chunk_gate: int | None = None
 

@@ -10,7 +10,7 @@
   and workflows make none: their activities' spans still carry the run's trace id.
   `OTEL_SDK_DISABLED=true` turns spans off altogether.
 - Metrics, with `METRICS_PORT` set: one Prometheus endpoint serving our per-job metrics
-  (`activities/telemetry.py`), the database gauges (`worker/gauges.py`) and the Temporal
+  (`activities/common/telemetry.py`), the database gauges (`worker/gauges.py`) and the Temporal
   SDK's own runtime metrics. The SDK core keeps those in Rust and serves them on a
   loopback port of its own (`CoreMetrics`), which the endpoint reads when it is scraped:
   drained into Python instead (a `MetricBuffer`, one update at a time under the GIL), they

@@ -8,7 +8,7 @@ the database whether the last attempt ever took the slot over (`attempt_took_ove
 it did not, that attempt never ran, and the workflow schedules the activity again, a new
 series of attempts, instead of failing the run. An attempt of an earlier series woken
 later can never take the slot back from the new series: take-overs are ordered by
-activity and attempt (`activities.executions.Attempt`).
+activity and attempt (`activities.claim.executions.Attempt`).
 
 A series whose last attempt did run and timed out is a real failure: the run fails as
 before. At most `MAX_SERIES` series run, so work that always hangs before it reaches the
@@ -28,9 +28,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, RetryState, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.executions import ExecutionActivities
-    from activities.lifetime import MAX_SERIES
-    from activities.models import AttemptQuery
+    from activities.claim.executions import ExecutionActivities
+    from activities.common.lifetime import MAX_SERIES
+    from activities.common.models import AttemptQuery
 
 T = TypeVar("T")
 
@@ -58,7 +58,7 @@ async def with_fresh_series(
     """Await `start()` (one activity); start it again while its retries ran out on
     attempts that never reached the database (see the module). `execution_id` None: the
     activity begins the run and takes the slot over in the one transaction of its work
-    (`activities.begin.begin_and_work`), so an attempt that timed out committed nothing
+    (`activities.run.begin.begin_and_work`), so an attempt that timed out committed nothing
     and there is nothing to ask: a new series follows."""
     series = 1
     while True:

@@ -4,7 +4,7 @@
 
 That local activity is the kind's work activity given the run's start: it plans the run,
 claims its first slot and does the work's first chunk in ONE transaction
-(`activities.begin.begin_and_work`), and completes the slot there if the work ended within
+(`activities.run.begin.begin_and_work`), and completes the slot there if the work ended within
 that chunk, so a small run costs what a one-transaction kind's run does
 (`LocalTransactionJobWorkflow`). A run with more work saved its first chunk's progress in
 that transaction; the same workflow task schedules the work activity through the server
@@ -25,7 +25,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL
+    from activities.common.dependency_models import UPSTREAM_SETTLED_SIGNAL
 
 from workflows.job_run import JobRunWorkflow
 from workflows.models import JobRun, JobRunResult

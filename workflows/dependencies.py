@@ -31,9 +31,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.dependencies import next_deadline
-    from activities.dependency_models import WaitInput, WaitResult
-    from activities.upstream import CancelInput, UpstreamActivities
+    from activities.common.dependency_models import WaitInput, WaitResult
+    from activities.dependencies.judge import next_deadline
+    from activities.dependencies.upstream import CancelInput, UpstreamActivities
 
 # Runs started from here on wait for their upstreams; runs started before never did.
 # Patched in v6 (issue 23); deprecate_patch in v8, removed in v9 (docs/architecture.md).
@@ -48,7 +48,7 @@ _CHECK: dict[str, Any] = {
         initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)
     ),
 }
-# A poll gives up after a day (a finite retry policy, `activities.lifetime`); the wait then
+# A poll gives up after a day (a finite retry policy, `activities.common.lifetime`); the wait then
 # checks and polls anew (`_next`), within its run's bound.
 _POLL: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=30),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from workflows.models import SlotRun
 
 if TYPE_CHECKING:
-    from activities.backfills import BackfillSkips
+    from activities.catchup.backfills import BackfillSkips
 
 
 def run_headline(job_name: str, slot: datetime, local_time: str, origin: str) -> str:

@@ -21,8 +21,8 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from activities.executions import ExecutionActivities
-    from activities.models import STALE_ATTEMPT, ExecutionRef, FailureInput
+    from activities.claim.executions import ExecutionActivities
+    from activities.common.models import STALE_ATTEMPT, ExecutionRef, FailureInput
 
 # How a workflow runs a bookkeeping activity: (activity method, its input) -> its result.
 Bookkeeping = Callable[[Any, Any], Awaitable[Any]]

@@ -34,11 +34,10 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
-    from activities.catchup import PlanInput
-    from activities.dependency_models import WaitInput
-    from activities.executions import ExecutionActivities
-    from activities.models import (
+    from activities.catchup.missed import PlanInput
+    from activities.claim.executions import ExecutionActivities
+    from activities.common.dependency_models import WaitInput
+    from activities.common.models import (
         ClaimInput,
         ClaimResult,
         ExecutionRef,
@@ -46,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         WorkInput,
         WorkResult,
     )
+    from activities.run.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
     from timing import Timing
 
 from workflows.attempts import with_fresh_series
@@ -75,7 +75,7 @@ _BOOKKEEPING: dict[str, Any] = {
     ),
 }
 
-# Runs plan and claim in one local activity (`activities.begin`), and record failures and
+# Runs plan and claim in one local activity (`activities.run.begin`), and record failures and
 # claim catch-up slots as local activities too. The branch of runs started before it (v1,
 # v2: three activities through the server) is gone; the call is deprecated (its marker in
 # runs begun before this release still matches), to be removed in v8
@@ -100,7 +100,7 @@ class JobRunWorkflow:
         self, in_work: bool = False, local_work: bool = False, chunked: bool = False
     ) -> None:
         # Whether a run of a kind whose slot work fits in one transaction begins in its
-        # work activity (`activities.begin.begin_and_work`): only the runs of
+        # work activity (`activities.run.begin.begin_and_work`): only the runs of
         # `OneTransactionJobWorkflow` and `LocalTransactionJobWorkflow`, workflow types of
         # their own, so that no run of a type ever changes path and needs no patch marker
         # for it. `local_work`: that activity runs as a local activity (the second type).
@@ -142,7 +142,7 @@ class JobRunWorkflow:
 
     async def _begin(self, job: JobRun) -> Begun:
         """Find the run's slot, plan the slots it covers, claim the first: one local
-        activity (`activities.begin`), or the work activity (`_begin_in_work`)."""
+        activity (`activities.run.begin`), or the work activity (`_begin_in_work`)."""
         info = workflow.info()
         scheduled_at = info.typed_search_attributes.get(SCHEDULED_START_TIME)
         # Started by hand without a schedule: its own start time is its slot.
@@ -437,7 +437,7 @@ class JobRunWorkflow:
             ),
             id=f"{info.workflow_id}{STEPS_ID_SUFFIX}",
             result_type=WorkResult,
-            # Bounded by its parent's bound (`activities.lifetime`), and terminated when
+            # Bounded by its parent's bound (`activities.common.lifetime`), and terminated when
             # the parent closes (the default parent-close policy).
             execution_timeout=info.execution_timeout,
         )

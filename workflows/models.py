@@ -19,9 +19,9 @@ from temporalio.common import RetryPolicy
 
 # Passed through in any sandbox, also one not configured with `worker.run.PASSTHROUGH`.
 with workflow.unsafe.imports_passed_through():
-    from activities.catchup import PlanResult
-    from activities.dependency_models import Dependency
-    from activities.models import (
+    from activities.catchup.missed import PlanResult
+    from activities.common.dependency_models import Dependency
+    from activities.common.models import (
         ClaimResult,
         ExecutionRef,
         Origin,
@@ -83,7 +83,7 @@ class JobRun(BaseModel):
     workflow: str | None = None
     # The kind works a slot in one transaction (`JobKind.slot_work`): the work activity
     # plans the run, claims its first slot and works it in that transaction, no `begin_run`
-    # (`activities.begin.begin_and_work`). Absent from inputs a sync before v6 wrote.
+    # (`activities.run.begin.begin_and_work`). Absent from inputs a sync before v6 wrote.
     one_transaction: bool = False
     # The kind works in fenced chunks (`JobKind.chunked`, read by the engine from its work):
     # the work activity plans the run, claims its first slot and does its first chunk in
@@ -97,7 +97,7 @@ class JobRun(BaseModel):
     starting_deadline_seconds: float | None = Field(default=None, gt=0)
     retry: RetrySettings = Field(default_factory=RetrySettings)
     # When the fire times are (None: a run without a schedule's timing, which covers its
-    # own slot only) and what to do with missed ones (see activities/catchup.py).
+    # own slot only) and what to do with missed ones (see activities/catchup/missed.py).
     timing: Timing | None = None
     catchup: Literal["skip", "latest", "all"] = "latest"
     max_missed: int | None = None
@@ -130,8 +130,8 @@ class JobRunResult(SlotOutcome):
     caught_up: list[SlotRun] = Field(default_factory=list)
     missed_skipped: int = 0
     catchup_gap: int = 0
-    # How the run came about, in the one vocabulary (`activities.models.Origin`, decided by
-    # `activities.catchup.run_origin`).
+    # How the run came about, in the one vocabulary (`activities.common.models.Origin`, decided by
+    # `activities.catchup.missed.run_origin`).
     origin: Origin = "scheduled"
 
 

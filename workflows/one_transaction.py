@@ -13,7 +13,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL
+    from activities.common.dependency_models import UPSTREAM_SETTLED_SIGNAL
 
 from workflows.job_run import JobRunWorkflow
 from workflows.models import JobRun, JobRunResult

@@ -1,4 +1,4 @@
-"""What a run notes at its end for the Temporal UI, from the server (`activities.run_notes`).
+"""What a run notes at its end for the Temporal UI, from the server (`activities.catchup.run_notes`).
 
 - A run the server started late (a backfill, or catch-up after downtime) asks what the
   server skipped of the backfill over its slot, and its details say it
@@ -21,10 +21,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import CancelledError, FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.backfills import BackfillSkips, SkipsInput
-    from activities.catchup import ON_TIME
-    from activities.models import Origin
-    from activities.run_notes import OUTCOME_ATTRIBUTE, RunNotesActivities
+    from activities.catchup.backfills import BackfillSkips, SkipsInput
+    from activities.catchup.missed import ON_TIME
+    from activities.catchup.run_notes import OUTCOME_ATTRIBUTE, RunNotesActivities
+    from activities.common.models import Origin
 
 from workflows.models import JobRun, SlotRun
 

@@ -1,6 +1,6 @@
 """Runs of runtime schedules (issue 21): one slot, or a batch of light slots.
 
-The dispatcher (`activities.dispatch`) starts `RuntimeRunWorkflow` once per (schedule,
+The dispatcher (`activities.runtime.dispatch`) starts `RuntimeRunWorkflow` once per (schedule,
 slot), with the workflow id `rt-<id>-<slot>Z`, and `RuntimeBatchWorkflow` once per batch of
 slots of a kind that runs in batches. Both are deterministic; the claim, the fencing token
 and the work happen in activities, exactly as a catalog job's (`ScheduledJobWorkflow`):
@@ -22,11 +22,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
-    from activities.lifetime import BATCH_CALL, RUNTIME_RETRY_INTERVAL
-    from activities.models import ExecutionRef, WorkInput, WorkResult
-    from activities.runtime import RuntimeActivities
-    from activities.runtime_models import (
+    from activities.common.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
+    from activities.common.lifetime import BATCH_CALL, RUNTIME_RETRY_INTERVAL
+    from activities.common.models import ExecutionRef, WorkInput, WorkResult
+    from activities.runtime.models import (
         BatchInput,
         BatchResult,
         BatchRun,
@@ -36,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         RuntimeRunResult,
         RuntimeWork,
     )
+    from activities.runtime.runs import RuntimeActivities
     from timing import Timing
 
 from workflows.attempts import with_fresh_series
@@ -167,7 +167,7 @@ class RuntimeBatchWorkflow:
                 start_to_close_timeout=timedelta(minutes=10),
                 heartbeat_timeout=timedelta(seconds=30),
                 # Retried until the database is back, for up to a day: then the batch
-                # fails and the dispatcher starts it again (`activities.runtime_start`).
+                # fails and the dispatcher starts it again (`activities.runtime.start`).
                 schedule_to_close_timeout=BATCH_CALL,
                 retry_policy=RetryPolicy(**_WORK_RETRY),
             )

@@ -15,7 +15,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL
+    from activities.common.dependency_models import UPSTREAM_SETTLED_SIGNAL
 
 from workflows.job_run import (
     BEGIN_RUN_PATCH,

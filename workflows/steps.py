@@ -9,7 +9,7 @@ has already planned and claimed the slot, and runs its steps through `JobSteps`:
         await steps.run(Activities.send_receipts, inputs=opened.output)
     return steps.result
 
-- Each step is an activity (`activities/steps.py`) recorded under the slot's execution: a
+- Each step is an activity (`activities/steps/record.py`) recorded under the slot's execution: a
   retry, or a replacement worker, resumes at the first unfinished step and never repeats a
   finished one, and the fencing token keeps a stale attempt from committing anything.
 - A step that works in batches is called again until it says it is done; in between, the
@@ -39,8 +39,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import WorkResult
-    from activities.steps import (
+    from activities.common.models import WorkResult
+    from activities.steps.record import (
         UNDO,
         FinishInput,
         SettleInput,

@@ -14,7 +14,7 @@ That history is the server's implementation (the workflow-based scheduler of Tem
 counter speaks (`explain`, `check`'s count).
 
 `check` and `explain` read it from the CLI; a run the server started for such a backfill
-reads it too, at its end (`backfill_skips`, a local activity of `activities.run_notes`), and
+reads it too, at its end (`backfill_skips`, a local activity of `activities.catchup.run_notes`), and
 says in its Temporal UI details how many slots the server skipped and which. The server
 works through a backfill a few slots per pass (10 on 1.32), oldest first: it starts the
 first slot of a pass and, under Skip, skips every other slot of the pass because that run

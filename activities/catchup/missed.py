@@ -29,15 +29,15 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio import activity
 
-from activities.executions import Clock, utcnow
-from activities.models import Origin
-from activities.telemetry import record_catchup_gap, record_skip
+from activities.claim.executions import Clock, utcnow
+from activities.common.models import Origin
+from activities.common.telemetry import record_catchup_gap, record_skip
 from core.sql import queries
 from timing import Timing
 from timing.business import MAX_SHIFT
 from timing.zones import ZoneInfo
 
-_Q = queries("activities.sql", "catchup")
+_Q = queries("activities.catchup", "catchup")
 
 # How far back missed runs are looked for at most, and how many are considered.
 LOOKBACK = timedelta(days=31)

@@ -4,7 +4,7 @@ Two local activities of `ScheduledJobWorkflow`, each run only on the path that n
 (`workflows.run_notes`):
 
 - `backfill_skips`: a run the server started late (a backfill, or catch-up after downtime)
-  asks what the server skipped of the backfill over its slot (`activities.backfills`), so
+  asks what the server skipped of the backfill over its slot (`activities.catchup.backfills`), so
   its details say how many slots the Web UI dialog's default overlap policy dropped, and
   which.
 - `outcome_attribute`: a run that did no work (its slot was completed, skipped or taken over
@@ -23,7 +23,7 @@ from temporalio import activity
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.common import SearchAttributeKey
 
-from activities.backfills import BackfillSkips, SkipsInput, backfill_skips
+from activities.catchup.backfills import BackfillSkips, SkipsInput, backfill_skips
 
 OUTCOME_ATTRIBUTE = SearchAttributeKey.for_keyword("ScheduledJobsOutcome")
 # How long a worker trusts an answer that the attribute is missing before asking again.

@@ -1,4 +1,4 @@
--- Test-only (activities/chunk_gate.py): wait until no other session holds the gate's
+-- Test-only (activities/chunks/gate.py): wait until no other session holds the gate's
 -- advisory lock exclusively.
 
 -- name: pass

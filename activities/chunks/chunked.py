@@ -11,7 +11,7 @@ transaction, fenced by the token it raised in it.
 
 Nor does a chunked run whose work ends within its first chunk: the engine runs the kind's
 work for its first chunk only (`first_chunk`) inside the transaction that begins the run
-(`activities.begin.begin_and_work`), which then completes the slot, or saves the progress
+(`activities.run.begin.begin_and_work`), which then completes the slot, or saves the progress
 that the work activity's fenced chunks resume from. The kind's code is the same on both
 paths: it hands `run_in_chunks` its plan and step, and the engine decides where they run.
 """
@@ -30,11 +30,11 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import journal
-from activities.chunk_gate import pass_chunk_gate
-from activities.executions import Fence, take_over, take_over_in
-from activities.models import ExecutionRef, WorkInput, WorkResult
-from activities.telemetry import db_span, fenced_span, record_completed, record_run
+from activities.chunks.gate import pass_chunk_gate
+from activities.claim import journal
+from activities.claim.executions import Fence, take_over, take_over_in
+from activities.common.models import ExecutionRef, WorkInput, WorkResult
+from activities.common.telemetry import db_span, fenced_span, record_completed, record_run
 
 Progress = dict[str, Any]
 # plan(conn) -> the first progress; step(conn, progress) -> (next progress, finished?)
@@ -63,7 +63,7 @@ async def fenced(
 
     The execution row stays locked until commit, so no newer attempt can take over while
     this transaction's work is in flight. `execution` labels its span. Its outbox rows name
-    the attempt, and its last statement journals `what` it committed (`activities.journal`).
+    the attempt, and its last statement journals `what` it committed (`activities.claim.journal`).
     """
     with fenced_span(fence, execution):
         async with pool.connection() as conn, conn.transaction():
@@ -108,7 +108,7 @@ async def run_in_one_transaction(
     For a job whose whole work is small (a statement or a few: `jobs.nightly_reconcile`):
     the take-over (`take_over_in`: the fencing token raised, the take-over order checked,
     journaled by its trigger), the work and its outbox rows (named after this execution
-    and attempt, `activities.journal`), the completion and its journal row commit together
+    and attempt, `activities.claim.journal`), the completion and its journal row commit together
     or not at all. The row stays locked from the take-over to the commit, so no other
     attempt commits in between, and an attempt that fails leaves nothing behind: the
     token it raised rolls back with its work, and the next attempt starts from scratch.

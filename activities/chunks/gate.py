@@ -1,7 +1,7 @@
 """A test-only pause point between the chunks of chunked work (`run_in_chunks`).
 
 It gates the chunks of the work activity, not a run's first chunk, which the transaction
-that begins the run does (`activities.begin.begin_and_work`): a run that the gate holds has
+that begins the run does (`activities.run.begin.begin_and_work`): a run that the gate holds has
 claimed its slot and committed that chunk, and its work activity has taken the slot over.
 
 Fault tests must signal a worker while its run is still working, at a point they choose,
@@ -24,7 +24,7 @@ from temporalio import activity
 
 from core.sql import queries
 
-_Q = queries("activities.sql", "chunk_gate")
+_Q = queries("activities.chunks", "chunk_gate")
 _HEARTBEAT_SECONDS = 1.0  # while waiting; well inside any heartbeat timeout a test sets
 _key: int | None = None
 

@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from core.sql import queries
 
-_Q = queries("activities.sql", "auto_pause")
+_Q = queries("activities.claim", "auto_pause")
 _RUNTIME = re.compile(r"^rt-([0-9]+)$")
 
 

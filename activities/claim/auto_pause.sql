@@ -1,4 +1,4 @@
--- Pause on repeated failure (activities/auto_pause.py). Tables: migrations 0019, 0030.
+-- Pause on repeated failure (activities/claim/auto_pause.py). Tables: migrations 0019, 0030.
 
 -- name: auto_pause_runtime
 -- A runtime schedule with pause_after_failures = K whose K latest finished slots since its

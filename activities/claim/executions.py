@@ -22,17 +22,17 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import notices
-from activities.auto_pause import auto_pause_in
-from activities.heartbeat import heartbeating
-from activities.models import (
+from activities.claim.auto_pause import auto_pause_in
+from activities.claim.heartbeat import heartbeating
+from activities.common.models import (
     STALE_ATTEMPT,
     AttemptQuery,
     ClaimInput,
     ClaimResult,
     FailureInput,
 )
-from activities.telemetry import record_claim, record_duplicate, record_failed, traced
+from activities.common.telemetry import record_claim, record_duplicate, record_failed, traced
+from activities.outbox import notices
 from core import redact
 from core.sql import first_row, queries
 
@@ -42,7 +42,7 @@ FUTURE_SLOT = "FutureSlot"
 # A claim for a slot this far ahead of the server's clock is refused (see `claim_execution`).
 _FUTURE_MARGIN_SECONDS = 60.0
 
-_Q = queries("activities.sql", "executions")
+_Q = queries("activities.claim", "executions")
 
 
 def utcnow() -> datetime:
@@ -137,7 +137,7 @@ class Fence:
     async def complete_journaled(
         self, conn: AsyncConnection, progress: dict[str, Any], result: dict[str, Any]
     ) -> float:
-        """`complete`, and the commit journal's row of it (`activities.journal.record`),
+        """`complete`, and the commit journal's row of it (`activities.claim.journal.record`),
         in one statement: the last of the transaction."""
         cur = await conn.execute(
             _Q["complete_and_journal"],
@@ -207,7 +207,7 @@ async def take_over_in(
     `StaleAttemptError` and changes nothing.
 
     A frozen previous attempt may still hold the row inside its transaction: the wait for
-    it heartbeats (`activities.heartbeat`), so this attempt is not timed out meanwhile."""
+    it heartbeats (`activities.claim.heartbeat`), so this attempt is not timed out meanwhile."""
     attempt = attempt or Attempt.current()
     params = {"id": execution_id, "holder": holder_name()}
     params |= attempt.params() if attempt else _NO_ATTEMPT
@@ -241,7 +241,7 @@ class ExecutionActivities:
     @traced("db.claim_execution")
     async def claim_execution(self, claim: ClaimInput) -> ClaimResult:
         """`claim_in` in a transaction of its own: the claim of a workflow that plans in a
-        separate activity (`activities.begin.begin_run` does both in one)."""
+        separate activity (`activities.run.begin.begin_run` does both in one)."""
         # The server's clock for both (the attempt's scheduled and started times), never
         # this worker's: a skewed worker cannot call an on-time slot late.
         info = activity.info() if activity.in_activity() else None
@@ -272,8 +272,8 @@ class ExecutionActivities:
     async def record_failure(self, failure: FailureInput) -> None:
         """Mark the execution failed, unless another workflow run has taken it over; a
         schedule failing its K-th slot in a row is paused in the same transaction
-        (`activities.auto_pause`), and the notices of both are queued in it
-        (`activities.notices`)."""
+        (`activities.claim.auto_pause`), and the notices of both are queued in it
+        (`activities.outbox.notices`)."""
         params = {
             "id": failure.execution_id,
             "run_id": failure.run_id,
@@ -299,7 +299,7 @@ async def claim_in(
     over; a run that starts after its starting deadline is recorded as skipped. A slot whose
     time has not come by `server_now` (the Temporal server's clock) is refused and nothing
     is recorded: its real run comes at its time. The workflow's plan normally stops such a
-    run first (`activities.catchup.future_slot_reason`).
+    run first (`activities.catchup.missed.future_slot_reason`).
     """
     found, params = await _insert_claim(conn, claim, server_now=server_now, now=now)
     if isinstance(found, ClaimResult):
@@ -339,7 +339,7 @@ class OwnClaim:
     fence: Fence | None = None
     inserted: bool = False
     # A running row of this run, found by a `resumable` claim: an earlier attempt committed
-    # the run's first chunk and its progress (`activities.begin`); the work goes on from it.
+    # the run's first chunk and its progress (`activities.run.begin`); the work goes on from it.
     running: bool = False
 
 
@@ -351,7 +351,7 @@ async def claim_own_in(
     now: datetime,
     resumable: bool = False,
 ) -> OwnClaim:
-    """`claim_in` inside the transaction of the work itself (`activities.begin`), where
+    """`claim_in` inside the transaction of the work itself (`activities.run.begin`), where
     only this workflow run's own row may be touched.
 
     A slot with no row is claimed and taken over by the running attempt in one statement

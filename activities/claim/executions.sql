@@ -10,10 +10,10 @@ ON CONFLICT (job_name, scheduled_at) DO NOTHING
 RETURNING id, status
 
 -- name: claim_and_take_over
--- A claim made inside the work's own transaction (`activities.begin`): the slot's row is
+-- A claim made inside the work's own transaction (`activities.run.begin`): the slot's row is
 -- inserted already taken over by the asking attempt (fencing token 1, its holder and
 -- order, journaled as every take-over is), and the transaction is named after it for the
--- outbox rows it writes (`activities.journal`). A claim past the starting deadline is
+-- outbox rows it writes (`activities.claim.journal`). A claim past the starting deadline is
 -- inserted skipped, not taken over. Nothing when the slot has a row already.
 WITH claimed AS (
     INSERT INTO job_executions
@@ -108,7 +108,7 @@ WHERE id = %(id)s
 RETURNING extract(epoch FROM finished_at - started_at)
 
 -- name: complete_and_journal
--- `complete`, and the commit journal's row of it (`activities.journal.record`), at once.
+-- `complete`, and the commit journal's row of it (`activities.claim.journal.record`), at once.
 WITH done AS (
     UPDATE job_executions
     SET status = 'completed', finished_at = now(), progress = %(progress)s,

@@ -1,6 +1,6 @@
 """The commit journal: evidence, written with the effects, of who committed what.
 
-Every fenced transaction (`activities.chunked.fenced`) names its execution and attempt to
+Every fenced transaction (`activities.chunks.chunked.fenced`) names its execution and attempt to
 PostgreSQL as it begins, so the outbox rows it writes carry them (the defaults of
 `outbox_messages.execution_id` and `attempt`), and ends with a `commit_journal` row.
 Take-overs are journaled by a trigger on `job_executions`. `python -m schedules audit`
@@ -14,7 +14,7 @@ from psycopg import AsyncConnection
 
 from core.sql import queries
 
-_Q = queries("activities.sql", "journal")
+_Q = queries("activities.claim", "journal")
 
 
 async def enter(conn: AsyncConnection, execution_id: int, attempt: int) -> None:

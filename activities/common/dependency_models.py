@@ -5,7 +5,7 @@ A job (a catalog job or a runtime schedule) may name upstream jobs whose slots m
 completed before its own slot's work starts. Each `Dependency` names the upstream, how the
 upstream's slots map onto ours (`slots`), how long they may take (`within`) and what to do
 when they fail or are late (`on_failure`). The mapping and the judgement are in
-`activities.dependencies`; the wait is `workflows.dependencies`.
+`activities.dependencies.judge`; the wait is `workflows.dependencies`.
 """
 
 from __future__ import annotations

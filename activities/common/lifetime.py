@@ -10,7 +10,7 @@ bound larger than anything its declared timeouts and retries let it take:
   for upstream slots and its work, retries and attempt series included;
 - a workflow job's steps (the child workflow): its parent's bound, and it ends with it;
 - a runtime schedule's slot run (`RUNTIME_RUN_LIFETIME`) and batch (`BATCH_LIFETIME`),
-  from the limits a runtime kind is held to (`activities.kinds.RuntimeKind`).
+  from the limits a runtime kind is held to (`activities.run.kinds.RuntimeKind`).
 
 Every activity of a run has a finite retry policy: a number of attempts, or a
 schedule-to-close timeout. Pure arithmetic, no I/O.

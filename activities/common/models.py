@@ -71,7 +71,7 @@ class WorkResult(BaseModel):
 class SlotOutcome(BaseModel):
     """How one slot's run ended, in workflow results (what the Temporal UI shows): ids and
     counts only. A catalog job's run (`workflows.models.JobRunResult`, `SlotRun`) and a
-    runtime schedule's (`activities.runtime_models.RuntimeRunResult`) say it alike."""
+    runtime schedule's (`activities.runtime.models.RuntimeRunResult`) say it alike."""
 
     scheduled_at: datetime
     execution_id: int | None = None

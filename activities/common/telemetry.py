@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeVar
 from opentelemetry import metrics, trace
 from temporalio.exceptions import ApplicationError
 
-from activities.models import STALE_ATTEMPT, ExecutionRef
+from activities.common.models import STALE_ATTEMPT, ExecutionRef
 from core import metric_names
 
 RunStatus = Literal[

@@ -1,4 +1,4 @@
--- Slot dependencies (activities/upstream.py). Tables: migration 0021.
+-- Slot dependencies (activities/dependencies/upstream.py). Tables: migration 0021.
 
 -- name: upstream_rows
 -- The upstream's ledger rows of the slots mapped onto ours: the upstream's truth.

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from activities.dependency_models import (
+from activities.common.dependency_models import (
     MAX_FAILED,
     Dependency,
     SlotMapping,

@@ -29,8 +29,8 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.dependencies import judge, missing, progress, upstream_slots
-from activities.dependency_models import (
+from activities.claim.executions import Clock, utcnow
+from activities.common.dependency_models import (
     NOT_READY,
     UPSTREAM_SETTLED_SIGNAL,
     Dependency,
@@ -38,13 +38,13 @@ from activities.dependency_models import (
     WaitInput,
     WaitResult,
 )
-from activities.dispatch import calendar_rule
-from activities.executions import Clock, utcnow
-from activities.runtime_models import ledger_name
+from activities.dependencies.judge import judge, missing, progress, upstream_slots
+from activities.runtime.dispatch import calendar_rule
+from activities.runtime.models import ledger_name
 from core.sql import queries
 from timing import Timing
 
-_Q = queries("activities.sql", "dependencies")
+_Q = queries("activities.dependencies", "dependencies")
 
 WAIT_STATUS = {"ready": "ready", "waiting": "waiting", "skip": "skipped", "run": "run_anyway"}
 

@@ -7,7 +7,7 @@ from psycopg.rows import dict_row
 
 from core.sql import queries
 
-_Q = queries("activities.sql", "outbox")
+_Q = queries("activities.outbox", "outbox")
 
 
 def recent_messages(conninfo: str, limit: int = 20) -> tuple[list[dict], dict, list[dict]]:

@@ -23,7 +23,7 @@ from psycopg import AsyncConnection
 
 from core.sql import queries
 
-_Q = queries("activities.sql", "notices")
+_Q = queries("activities.outbox", "notices")
 _RUNTIME = re.compile(r"^rt-([0-9]+)$")
 
 NOTICE_WEBHOOK = "NoticeWebhook"

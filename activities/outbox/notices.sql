@@ -1,4 +1,4 @@
--- Notices that reach the owner (activities/notices.py). Tables: migrations 0002, 0032.
+-- Notices that reach the owner (activities/outbox/notices.py). Tables: migrations 0002, 0032.
 
 -- name: queue
 -- One outbox message per channel of the tenant that gets the schedule's notices (a runtime

@@ -19,7 +19,7 @@ A run whose kind works its slot in one transaction (`JobKind.slot_work`, `JobRun
 needs no `begin_run`: its work activity begins the run itself (`begin_and_work`), planning,
 claiming, taking over, working and completing its first slot in ONE transaction. So does a
 run of a kind that works in chunks (`JobKind.chunked`, `JobRun.chunked`): the same
-transaction plans the work and does its first chunk (`activities.chunked.first_chunk`), and
+transaction plans the work and does its first chunk (`activities.chunks.chunked.first_chunk`), and
 completes the slot if the work ended there; if not, it saves the progress, and the run's
 work activity goes on from it in fenced chunks, as any chunked attempt that takes over.
 """
@@ -35,8 +35,7 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio import activity
 
-from activities import journal
-from activities.catchup import (
+from activities.catchup.missed import (
     CatchupActivities,
     Decision,
     PlanInput,
@@ -47,8 +46,9 @@ from activities.catchup import (
     planned,
     slot_origin,
 )
-from activities.chunked import first_chunk, settled
-from activities.executions import (
+from activities.chunks.chunked import first_chunk, settled
+from activities.claim import journal
+from activities.claim.executions import (
     Fence,
     OwnClaim,
     claim_in,
@@ -56,9 +56,16 @@ from activities.executions import (
     count_claim,
     take_over_in,
 )
-from activities.models import ClaimInput, ClaimResult, ExecutionRef, Origin, WorkInput, WorkResult
-from activities.runtime import SlotWork
-from activities.telemetry import db_span, record_completed
+from activities.common.models import (
+    ClaimInput,
+    ClaimResult,
+    ExecutionRef,
+    Origin,
+    WorkInput,
+    WorkResult,
+)
+from activities.common.telemetry import db_span, record_completed
+from activities.runtime.runs import SlotWork
 
 
 class BeginInput(BaseModel):
@@ -110,7 +117,7 @@ ChunkedWork = Callable[[WorkInput, Any], Awaitable[WorkResult]]
 
 
 def origins(plan: PlanResult, own: datetime) -> list[Origin]:
-    """How each slot of the plan came about (`activities.catchup.slot_origin`); the slots
+    """How each slot of the plan came about (`activities.catchup.missed.slot_origin`); the slots
     a calendar job's fire time runs (`plan.own`) are all the run's own."""
     mine = set(plan.own)
     return [slot_origin(own if slot in mine else slot, own, plan.origin) for slot in plan.run]
@@ -163,7 +170,7 @@ async def begin_and_work(
 
     Every attempt plans as of the run's start (`begin.server_now`, the workflow's clock,
     also the clock of the starting deadline), and the plan does not look at this run's own
-    rows (`activities.catchup`), so a retry whose predecessor's result was lost plans and
+    rows (`activities.catchup.missed`), so a retry whose predecessor's result was lost plans and
     claims the same. A failed attempt leaves nothing: its plan, claim and token roll back
     with its work. An older attempt woken late (a frozen worker) is refused by the
     take-over order and commits nothing (`take_over_in`). A slot another workflow run holds

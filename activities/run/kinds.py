@@ -6,7 +6,7 @@ a typed params model, and what does one slot's work, either
 - one activity: `activity` names the method of `owner` that does it all, or
 - a workflow of steps: `workflow` is the kind's workflow class, run by `ScheduledJobWorkflow`
   as a child once the slot is claimed (`workflows/steps.py`), and `steps` names the methods
-  of `owner` that are its steps and compensations (`activities/steps.py`).
+  of `owner` that are its steps and compensations (`activities/steps/record.py`).
 
 The engine owns the rest: the catalog validates a job's `params` against the model before
 anything reaches Temporal, and the worker registers each method as an activity that
@@ -27,15 +27,15 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.begin import BegunWork, WorkOrBegin, begin_and_work
-from activities.chunked import works_in_chunks
-from activities.heartbeat import heartbeating
-from activities.lifetime import RUNTIME_RETRY_INTERVAL, RUNTIME_WORK_LIMIT, work_bound
-from activities.models import ExecutionRef, WorkInput, WorkResult
-from activities.ownership import OwnershipCheck, refuse_foreign_slot
-from activities.runtime import RuntimeKinds, SlotWork, run_slot
-from activities.runtime_models import schedule_id_of
-from activities.steps import StepInput, step_activity
+from activities.chunks.chunked import works_in_chunks
+from activities.claim.heartbeat import heartbeating
+from activities.common.lifetime import RUNTIME_RETRY_INTERVAL, RUNTIME_WORK_LIMIT, work_bound
+from activities.common.models import ExecutionRef, WorkInput, WorkResult
+from activities.run.begin import BegunWork, WorkOrBegin, begin_and_work
+from activities.runtime.models import schedule_id_of
+from activities.runtime.ownership import OwnershipCheck, refuse_foreign_slot
+from activities.runtime.runs import RuntimeKinds, SlotWork, run_slot
+from activities.steps.record import StepInput, step_activity
 from core.queues import Queue
 
 Work = Callable[[WorkInput, Any], Awaitable[WorkResult]]
@@ -69,8 +69,8 @@ class JobKind:
     # A kind whose slot is light may name the owner's method that does one slot's work
     # inside a given transaction, `(conn, execution, params) -> counts`: a run of it then
     # plans, claims, works and completes its slot in one transaction, in its work activity
-    # (`activities.begin.begin_and_work`, `JobRun.one_transaction`), and runtime schedules
-    # of this kind can run in batches (`RuntimeKind.batch`, `activities.runtime`).
+    # (`activities.run.begin.begin_and_work`, `JobRun.one_transaction`), and runtime schedules
+    # of this kind can run in batches (`RuntimeKind.batch`, `activities.runtime.runs`).
     slot_work: str | None = None
     # The params model: by default the annotation of the work's `params` argument (the
     # activity's, or the first step's), the one the method is written against.
@@ -99,7 +99,7 @@ class JobKind:
         """Whether the kind's work activity is written on `run_in_chunks` (the engine reads
         it from the method, no field to set): a run then plans, claims and does its first
         chunk in one transaction, and completes there if its work ended
-        (`activities.begin.begin_and_work`, `JobRun.chunked`)."""
+        (`activities.run.begin.begin_and_work`, `JobRun.chunked`)."""
         if self.activity is None or self.slot_work is not None:
             return False
         return works_in_chunks(getattr(self.owner, self.activity))
@@ -123,7 +123,7 @@ class RuntimeKind:
     params_model: type[BaseModel]
     batch: bool = False
     description: str = ""
-    # Which of its params name a tenant's resources (`activities.ownership`: a
+    # Which of its params name a tenant's resources (`activities.runtime.ownership`: a
     # `TenantRow`, or a check of the kind's own): params naming another tenant's are
     # refused when written, and a slot whose params do by then fails in the transaction
     # that would work it, having done nothing.
@@ -162,7 +162,7 @@ class RuntimeKind:
             raise ValueError(
                 f"runtime kind {self.name!r}: timeout x attempts may take {longest} with "
                 f"retries, over the {RUNTIME_WORK_LIMIT.days} days every runtime run's work "
-                "is bounded by (activities/lifetime.py)"
+                "is bounded by (activities/common/lifetime.py)"
             )
 
     @classmethod
@@ -218,9 +218,9 @@ def work_activity(
 ) -> Callable[[WorkOrBegin], Awaitable[WorkResult]]:
     """The activity Temporal runs for `kind`: validate the params once, then do the work of
     the claimed slot; or, given the run's start, begin the run and work its first slot in
-    one transaction (`slot_work`, `activities.begin.begin_and_work`). A runtime slot of a
+    one transaction (`slot_work`, `activities.run.begin.begin_and_work`). A runtime slot of a
     kind whose params name a tenant's resources (`owns`) runs its `slot_work` under their
-    check, in the slot's one transaction (`activities.runtime.run_slot`)."""
+    check, in the slot's one transaction (`activities.runtime.runs.run_slot`)."""
     checked = owned_work(slot_work, owns) if slot_work is not None and owns else None
     chunked = kind.chunked
 
@@ -249,7 +249,7 @@ def work_activity(
 
 def owned_work(work: SlotWork, owns: tuple[OwnershipCheck, ...]) -> SlotWork:
     """`work`, after checking in its transaction that the slot's params name only its
-    tenant's resources, which stay so until it commits (`activities.ownership`)."""
+    tenant's resources, which stay so until it commits (`activities.runtime.ownership`)."""
 
     async def checked(conn: Any, execution: ExecutionRef, params: Any) -> dict[str, int]:
         await refuse_foreign_slot(conn, execution, params.model_dump(mode="json"), owns)

@@ -6,9 +6,9 @@ own fencing token and its own outbox rows. A call works up to `SLOTS_PER_ACTIVIT
 
 - **Set-based**, the common case (slots nobody claimed yet, a herd): ONE statement claims
   them all and takes each over under the activity attempt's token, in the take-over order
-  of `activities.executions.Attempt`, journaling each take-over as the table's trigger
+  of `activities.claim.executions.Attempt`, journaling each take-over as the table's trigger
   journals a raised token (`claim_batch`); then each slot's work runs, its outbox rows
-  naming its execution and token (`activities.journal.enter`); ONE statement completes
+  naming its execution and token (`activities.claim.journal.enter`); ONE statement completes
   them all and journals each completion (`complete_batch`). Three statements for 100
   ledger rows, and one `enter` a slot, instead of a savepoint and seven statements a slot.
 - **One by one**, for the rest: a slot whose row exists already (settled: nothing to do;
@@ -36,9 +36,9 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from temporalio import activity
 
-from activities import journal, notices
-from activities.auto_pause import auto_pause_in
-from activities.executions import (
+from activities.claim import journal
+from activities.claim.auto_pause import auto_pause_in
+from activities.claim.executions import (
     Attempt,
     Fence,
     StaleAttemptError,
@@ -46,15 +46,16 @@ from activities.executions import (
     holder_name,
     take_over_in,
 )
-from activities.models import ClaimInput, ExecutionRef, Origin
-from activities.runtime_models import BatchResult, ledger_name
-from activities.telemetry import record_claim, record_completed, runtime_kind
+from activities.common.models import ClaimInput, ExecutionRef, Origin
+from activities.common.telemetry import record_claim, record_completed, runtime_kind
+from activities.outbox import notices
+from activities.runtime.models import BatchResult, ledger_name
 from core import redact
 from core.sql import queries
 
-_Q = queries("activities.sql", "runtime")
-_EXECUTIONS = queries("activities.sql", "executions")
-_CATCHUP = queries("activities.sql", "catchup")
+_Q = queries("activities.runtime", "runtime")
+_EXECUTIONS = queries("activities.claim", "executions")
+_CATCHUP = queries("activities.catchup", "catchup")
 
 # A batch's slots per activity call (one transaction; it heartbeats as it goes).
 SLOTS_PER_ACTIVITY = 500

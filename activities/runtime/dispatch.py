@@ -2,7 +2,7 @@
 
 Runtime schedules live in PostgreSQL (`runtime_schedules`), not as one Temporal schedule
 each. A few catalog jobs (`runtime-dispatch-0..N-1`, every minute, overlap SKIP; N a live
-setting, `activities.shards`) each run one tick of their shard, whatever the number of
+setting, `activities.runtime.shards`) each run one tick of their shard, whatever the number of
 runtime schedules:
 
 1. **Decide**, in ONE transaction per bounded batch: the shard's due rows
@@ -36,24 +36,24 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client
 
-from activities.heartbeat import heartbeating
-from activities.models import Origin
-from activities.runtime_models import BATCH_SLOTS, batch_workflow_id, slot_workflow_id
-from activities.runtime_start import Intent, attributes_registered, start_intent
-from activities.shards import buckets, shards_at
-from activities.tenant_limits import Budget, TenantDefaults, budgets, count_starts
+from activities.claim.heartbeat import heartbeating
+from activities.common.models import Origin
+from activities.runtime.models import BATCH_SLOTS, batch_workflow_id, slot_workflow_id
+from activities.runtime.shards import buckets, shards_at
+from activities.runtime.start import Intent, attributes_registered, start_intent
+from activities.runtime.tenant_limits import Budget, TenantDefaults, budgets, count_starts
 from core.sql import queries
 from timing import Timing
 from timing.business import BusinessCalendar, CalendarRule
 
-_Q = queries("activities.sql", "dispatch")
+_Q = queries("activities.runtime", "dispatch")
 _TICK = timedelta(microseconds=1)
 
 # A slot dispatched within this of its time runs as `scheduled`; later, it was missed
 # (the dispatcher was down) and its schedule's catch-up policy decides.
 GRACE = timedelta(minutes=2)
 # Missed slots a policy looks at, at most, per schedule and tick (older ones are beyond
-# every policy's reach, as for catalog jobs: `activities.catchup.MAX_CONSIDERED`).
+# every policy's reach, as for catalog jobs: `activities.catchup.missed.MAX_CONSIDERED`).
 MAX_CONSIDERED = 1000
 # Rows locked and decided per transaction: a herd's 15,000 rows in 2 rounds a shard, each
 # a few set-based statements, its batches started as soon as it commits.
@@ -85,7 +85,7 @@ def decide_slots(
     `now`, never one before `timing_since`: an edit does not invent missed runs).
 
     The newest due slot is on time when `now` is within `GRACE` of it; the others were
-    missed. As for catalog jobs (`activities.catchup.decide`): `skip` runs only an on-time
+    missed. As for catalog jobs (`activities.catchup.missed.decide`): `skip` runs only an on-time
     slot; `latest` runs the newest once; `all` runs the `max_missed` newest missed ones,
     oldest first, and the on-time slot besides. Every due slot not run is recorded skipped
     with the reason."""

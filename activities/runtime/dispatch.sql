@@ -1,7 +1,7 @@
--- The dispatcher of runtime schedules (activities/dispatch.py). Tables: migration 0020.
+-- The dispatcher of runtime schedules (activities/runtime/dispatch.py). Tables: migration 0020.
 
 -- name: due
--- The due runtime schedules of one shard (its `buckets`: activities/shards.py), locked for
+-- The due runtime schedules of one shard (its `buckets`: activities/runtime/shards.py), locked for
 -- this transaction; rows another dispatcher holds are passed over (two dispatchers whose
 -- buckets meet split the work), and the lock re-checks that a row is still due: the
 -- buckets only split the work, the row lock decides who takes a row.
@@ -99,7 +99,7 @@ ON CONFLICT (schedule_id, scheduled_at) DO NOTHING
 -- name: schedule_labels
 SELECT tenant, name, kind, deleted_at FROM runtime_schedules WHERE id = %(id)s
 
--- Tenant limits (issue 40; activities/tenant_limits.py).
+-- Tenant limits (issue 40; activities/runtime/tenant_limits.py).
 
 -- name: tenant_limits
 -- The own limits of the tenants of a batch (a tenant without a row takes the defaults).

@@ -16,8 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from temporalio.common import SearchAttributeKey
 
-from activities.dependency_models import Dependency
-from activities.models import Origin, SlotOutcome
+from activities.common.dependency_models import Dependency
+from activities.common.models import Origin, SlotOutcome
 
 LEDGER_PREFIX = "rt-"
 BATCH_PREFIX = "rt-batch-"
@@ -76,12 +76,12 @@ class RuntimeBegin(BaseModel):
 
 
 class RuntimeWork(BaseModel):
-    """How the kind's work activity runs, decided by the kind (`activities.kinds.JobKind`)."""
+    """How the kind's work activity runs, decided by the kind (`activities.run.kinds.JobKind`)."""
 
     activity: str
     params: dict = Field(default_factory=dict)
     timing: dict | None = None  # the schedule's cron and zone, as a `Timing`'s fields
-    # The kind's (`activities.kinds.RuntimeKind`, set by `begin_runtime_run`); the defaults
+    # The kind's (`activities.run.kinds.RuntimeKind`, set by `begin_runtime_run`); the defaults
     # are what a begin of an earlier release recorded without them.
     start_to_close_seconds: float = 600.0
     heartbeat_seconds: float | None = None

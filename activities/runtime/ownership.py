@@ -3,7 +3,7 @@
 A runtime schedule belongs to a tenant, and so must what its params name: a
 `weekly-report` schedule of tenant A whose `customer_id` is B's customer would report B's
 week to A and mail B. A runtime kind declares its params that name a tenant's resources
-(`RuntimeKind.owns`, `activities.kinds`): each an `OwnershipCheck`, a callable that takes a
+(`RuntimeKind.owns`, `activities.run.kinds`): each an `OwnershipCheck`, a callable that takes a
 connection, the schedules' tenants and their params, and answers which of them name
 something their tenant does not own, each with its one line. `TenantRow` is the common
 one: a param names a row of a table whose tenant column is the schedule's tenant; a kind
@@ -29,11 +29,11 @@ from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 from temporalio.exceptions import ApplicationError
 
-from activities.models import ExecutionRef
-from activities.runtime_models import schedule_id_of
+from activities.common.models import ExecutionRef
+from activities.runtime.models import schedule_id_of
 from core.sql import queries
 
-_Q = queries("activities.sql", "ownership")
+_Q = queries("activities.runtime", "ownership")
 
 
 class OwnershipCheck(Protocol):

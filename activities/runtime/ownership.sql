@@ -1,5 +1,5 @@
 -- The checks that a runtime schedule's params name its own tenant's resources
--- (activities/ownership.py). `owned_rows` is a template: {table}, {column} and {tenant}
+-- (activities/runtime/ownership.py). `owned_rows` is a template: {table}, {column} and {tenant}
 -- are identifiers a kind declares (`TenantRow`), quoted by psycopg.sql; the values are
 -- bound.
 

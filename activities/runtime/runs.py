@@ -2,10 +2,10 @@
 
 A slot of a runtime schedule is claimed exactly as a catalog job's (`claim_in`: the
 `job_executions` row `rt-<id>` at the slot, its origin, the run that holds it) and worked by
-its kind's own activity under the fencing token (`activities.chunked`). Kinds that opt in
+its kind's own activity under the fencing token (`activities.chunks.chunked`). Kinds that opt in
 (`RuntimeKind.batch`, `JobKind.slot_work`) run in batches instead: one activity call works
 up to `SLOTS_PER_ACTIVITY` light slots in ONE transaction, claimed and completed set-based,
-each slot still under its own ledger row, token and outbox rows (`activities.runtime_batch`).
+each slot still under its own ledger row, token and outbox rows (`activities.runtime.batch`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 
-from activities.chunk_gate import pass_chunk_gate
-from activities.chunked import run_in_one_transaction
-from activities.executions import Attempt, claim_in
-from activities.heartbeat import heartbeating
-from activities.models import ClaimInput, WorkInput, WorkResult
-from activities.runtime_batch import (
+from activities.chunks.chunked import run_in_one_transaction
+from activities.chunks.gate import pass_chunk_gate
+from activities.claim.executions import Attempt, claim_in
+from activities.claim.heartbeat import heartbeating
+from activities.common.models import ClaimInput, WorkInput, WorkResult
+from activities.common.telemetry import runtime_kind
+from activities.runtime.batch import (
     SLOTS_PER_ACTIVITY,
     Batch,
     Claimant,
@@ -30,7 +31,7 @@ from activities.runtime_batch import (
     WorkRaised,
     record_skipped,
 )
-from activities.runtime_models import (
+from activities.runtime.models import (
     BatchInput,
     BatchResult,
     RuntimeBegin,
@@ -38,12 +39,11 @@ from activities.runtime_models import (
     RuntimeWork,
     ledger_name,
 )
-from activities.telemetry import runtime_kind
 from core.sql import queries
 
 __all__ = ["RuntimeActivities", "RuntimeKinds", "SlotWork", "run_slot"]
 
-_Q = queries("activities.sql", "runtime")
+_Q = queries("activities.runtime", "runtime")
 
 
 async def run_slot(
@@ -51,7 +51,7 @@ async def run_slot(
 ) -> WorkResult:
     """A runtime kind's slot run on its own (`RuntimeRunWorkflow`): its in-transaction work
     (`JobKind.slot_work`, what a batch runs), taken over, done and completed in ONE
-    transaction (`activities.chunked.run_in_one_transaction`)."""
+    transaction (`activities.chunks.chunked.run_in_one_transaction`)."""
 
     async def plan(conn: AsyncConnection) -> dict[str, Any]:
         return {"counts": {}}
@@ -66,7 +66,7 @@ class RuntimeKinds:
     """What the runtime activities need of the job kinds, given by the worker (the
     engine does not import `jobs/`): each kind's work activity and params model, the
     in-transaction work of those that run in batches, and how each kind's slots are timed
-    and retried (its `activities.kinds.RuntimeKind`: `timeout`, `heartbeat`, `attempts`;
+    and retried (its `activities.run.kinds.RuntimeKind`: `timeout`, `heartbeat`, `attempts`;
     `RuntimeWork`'s defaults for a kind not given)."""
 
     def __init__(
@@ -148,7 +148,7 @@ class RuntimeActivities:
     @activity.defn
     async def run_runtime_batch(self, batch: BatchInput) -> BatchResult:
         """Work the next `SLOTS_PER_ACTIVITY` slots of a batch in one transaction: the
-        fresh ones set-based, the others one by one (`activities.runtime_batch`)."""
+        fresh ones set-based, the others one by one (`activities.runtime.batch`)."""
         info = activity.info()
         who = Claimant(
             info.workflow_id,

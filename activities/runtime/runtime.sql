@@ -1,4 +1,4 @@
--- Runs of runtime schedules (activities/runtime.py). Tables: migration 0020.
+-- Runs of runtime schedules (activities/runtime/runs.py). Tables: migration 0020.
 
 -- name: schedule
 -- A slot's schedule, and when the slot is due if its business calendar moved it (its
@@ -26,7 +26,7 @@ WHERE job_name = %(job_name)s AND scheduled_at = %(scheduled_at)s
 
 -- name: claim_batch
 -- A batch's slots that have no ledger row yet, claimed and taken over in ONE statement
--- (activities/runtime_batch.py): a running row per slot under this activity attempt's
+-- (activities/runtime/batch.py): a running row per slot under this activity attempt's
 -- fencing token (1) and take-over order (the `take_over` columns), each take-over
 -- journaled as the table's trigger journals a raised token. A slot whose row exists is
 -- left alone (ON CONFLICT, waiting for an attempt that holds it uncommitted): the caller

@@ -20,7 +20,7 @@ from typing import Any
 
 from core.sql import queries
 
-_Q = queries("activities.sql", "dispatch")
+_Q = queries("activities.runtime", "dispatch")
 
 BUCKETS = 16
 SHARD_COUNTS = (1, 2, 4, 8, 16)  # the counts that divide the buckets evenly

@@ -1,5 +1,5 @@
 """Starting the run of a slot decided for a start (an intent), by the dispatcher's tick
-(`activities.dispatch`) or a trigger given a client (`schedules.tenants.dispatch`).
+(`activities.runtime.dispatch`) or a trigger given a client (`schedules.tenants.dispatch`).
 
 The workflow id is the slot's (`rt-<id>-<slot>Z`) or its batch's (`rt-batch-...`), so a
 start repeated by two dispatchers, a retried tick or a trigger beside a tick is refused by
@@ -23,10 +23,10 @@ from temporalio.common import (
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from activities.lifetime import RUNTIME_RUN_LIFETIME, batch_lifetime
-from activities.models import Origin
-from activities.runtime_batch import SLOTS_PER_ACTIVITY
-from activities.runtime_models import (
+from activities.common.lifetime import RUNTIME_RUN_LIFETIME, batch_lifetime
+from activities.common.models import Origin
+from activities.runtime.batch import SLOTS_PER_ACTIVITY
+from activities.runtime.models import (
     BATCH_PREFIX,
     BATCH_SLOTS,
     KIND_ATTRIBUTE,
@@ -86,7 +86,7 @@ async def start_intent(
             id=workflow_id,
             task_queue=task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-            # Every run is bounded (`activities.lifetime`).
+            # Every run is bounded (`activities.common.lifetime`).
             execution_timeout=BATCH_LIFETIME if batch else RUNTIME_RUN_LIFETIME,
             search_attributes=TypedSearchAttributes(pairs) if attributes else None,
             priority=Priority.default if batch else Priority(fairness_key=fairness_key(intent)),

@@ -3,7 +3,7 @@
 A tenant may have at most N runs in flight and start at most M slots a minute: operator
 defaults (`RUNTIME_TENANT_MAX_IN_FLIGHT`, `RUNTIME_TENANT_MAX_PER_MINUTE`; unset: none),
 overridden per tenant (`runtime_tenant_limits`, `schedules tenants limits set`). The
-dispatcher reads them in its decide transaction (`activities/dispatch.py`): a due slot past
+dispatcher reads them in its decide transaction (`activities/runtime/dispatch.py`): a due slot past
 a limit is *deferred*, its schedule left due (its next fire time unchanged, since when and
 why recorded on the row), and decided again at a later tick, under its catch-up policy.
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from core.sql import queries
 
-_Q = queries("activities.sql", "dispatch")
+_Q = queries("activities.runtime", "dispatch")
 
 
 @dataclass(frozen=True)

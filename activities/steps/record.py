@@ -34,14 +34,14 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import journal
-from activities.chunked import fenced
-from activities.executions import Attempt, Fence, take_over_in
-from activities.models import ExecutionRef, TimingField, WorkResult
-from activities.telemetry import db_span, record_completed, record_run
+from activities.chunks.chunked import fenced
+from activities.claim import journal
+from activities.claim.executions import Attempt, Fence, take_over_in
+from activities.common.models import ExecutionRef, TimingField, WorkResult
+from activities.common.telemetry import db_span, record_completed, record_run
 from core.sql import first_row, queries
 
-_Q = queries("activities.sql", "steps")
+_Q = queries("activities.steps", "steps")
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
--- Queries of the steps of workflow jobs (activities/steps.py). A step's record lives under
+-- Queries of the steps of workflow jobs (activities/steps/record.py). A step's record lives under
 -- its slot's execution; every write to it happens in a transaction fenced by the
 -- execution's attempt (the fencing token).
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from temporalio.client import Client
 
-from activities.runtime_models import RuntimeRunResult
+from activities.runtime.models import RuntimeRunResult
 from schedules import RunOutcome, tenants, trigger, wait_for_run
 
 

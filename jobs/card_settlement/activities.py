@@ -15,9 +15,9 @@ from typing import Any
 from psycopg import AsyncConnection
 from pydantic import BaseModel, Field
 
-from activities.chunked import Progress, run_in_chunks
-from activities.kinds import PoolActivities
-from activities.models import WorkInput, WorkResult
+from activities.chunks.chunked import Progress, run_in_chunks
+from activities.common.models import WorkInput, WorkResult
+from activities.run.kinds import PoolActivities
 from core.sql import queries
 
 _Q = queries(__package__, "queries")

@@ -19,10 +19,10 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.chunked import Progress, run_in_chunks
-from activities.heartbeat import heartbeating
-from activities.kinds import PoolActivities
-from activities.models import ExecutionRef, WorkInput, WorkResult
+from activities.chunks.chunked import Progress, run_in_chunks
+from activities.claim.heartbeat import heartbeating
+from activities.common.models import ExecutionRef, WorkInput, WorkResult
+from activities.run.kinds import PoolActivities
 from core.sql import queries
 from timing import Timing
 

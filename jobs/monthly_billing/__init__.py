@@ -5,7 +5,7 @@ compensation; `provider.py` is the payment provider's API; `queries.sql` holds t
 `demo.sql` the subscriptions `make run` loads.
 """
 
-from activities.kinds import JobKind
+from activities.run.kinds import JobKind
 from jobs.monthly_billing.activities import BillingActivities
 from jobs.monthly_billing.workflow import MonthlyBillingWorkflow
 

@@ -2,7 +2,7 @@
 
 A run scheduled on the 1st bills the *previous* month, in the job's time zone: a late,
 retried or backfilled run bills exactly its own month. Each step is idempotent and recorded
-under the run's execution (`activities/steps.py`):
+under the run's execution (`activities/steps/record.py`):
 
 1. `open_billing_run`: the month's `billing_runs` row, one per (job, month); a second is
    refused. A subscription is invoiced once a month whatever the job: each run works on
@@ -37,7 +37,7 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio.exceptions import ApplicationError
 
-from activities.steps import StepResult, StepRun, uninterrupted
+from activities.steps.record import StepResult, StepRun, uninterrupted
 from core.sql import queries
 from jobs.monthly_billing.provider import (
     Charge,

@@ -6,7 +6,7 @@ when it happens to run. The day is a range of local midnights converted to UTC i
 hours on the spring-forward day, 25 on the fall-back day, and a payment settled at 23:30 local
 belongs to that day whatever the UTC date. The totals, the stored row and (over the threshold)
 one `ReconciliationAlert` outbox message commit with the take-over and the completion mark,
-in one transaction (`activities.chunked.run_in_one_transaction`).
+in one transaction (`activities.chunks.chunked.run_in_one_transaction`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 from psycopg import AsyncConnection
 from pydantic import BaseModel, Field, field_validator
 
-from activities.chunked import Progress, run_in_one_transaction
-from activities.kinds import PoolActivities
-from activities.models import ExecutionRef, WorkInput, WorkResult
+from activities.chunks.chunked import Progress, run_in_one_transaction
+from activities.common.models import ExecutionRef, WorkInput, WorkResult
+from activities.run.kinds import PoolActivities
 from core.sql import queries
 from timing.zones import ZoneInfo, ZoneInfoNotFoundError
 

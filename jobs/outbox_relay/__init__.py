@@ -3,7 +3,7 @@
 `activities.py` does the work, `queries.sql` holds its SQL.
 """
 
-from activities.kinds import JobKind
+from activities.run.kinds import JobKind
 from jobs.outbox_relay.activities import RelayActivities
 
 KINDS = (JobKind("outbox-relay", RelayActivities, activity="relay_outbox", settings=True),)

@@ -34,11 +34,11 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio import activity
 
-from activities.chunked import begin_attempt, fenced
-from activities.executions import holder_name
-from activities.models import WorkInput, WorkResult
-from activities.notices import NOTICE_EMAIL, NOTICE_TYPES, NOTICE_WEBHOOK
-from activities.telemetry import record_completed
+from activities.chunks.chunked import begin_attempt, fenced
+from activities.claim.executions import holder_name
+from activities.common.models import WorkInput, WorkResult
+from activities.common.telemetry import record_completed
+from activities.outbox.notices import NOTICE_EMAIL, NOTICE_TYPES, NOTICE_WEBHOOK
 from core.sql import queries
 from jobs.outbox_relay.notices import NoticeWebhookTransport
 from jobs.outbox_relay.transports import (

@@ -1,4 +1,4 @@
-"""The notices' webhook (`NoticeWebhook` messages, activities/notices.py): each message as
+"""The notices' webhook (`NoticeWebhook` messages, activities/outbox/notices.py): each message as
 one JSON POST to its tenant's webhook, signed per Standard Webhooks with the tenant's
 secret (`core.webhook_signing`).
 
@@ -22,7 +22,7 @@ from core import redact, webhook_signing
 from core.sql import queries
 from jobs.outbox_relay.transports import RETRYABLE_4XX, DeliveryError, OutboxMessage
 
-_Q = queries("activities.sql", "notices")
+_Q = queries("activities.outbox", "notices")
 
 
 def notice_body(message: OutboxMessage) -> dict[str, Any]:

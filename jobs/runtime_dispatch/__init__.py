@@ -1,11 +1,11 @@
 """The dispatcher of runtime schedules: one catalog job per shard (`runtime-dispatch-N`,
-every minute) whose run dispatches its shard's due slots (`activities.dispatch`).
+every minute) whose run dispatches its shard's due slots (`activities.runtime.dispatch`).
 
 Its runs use the fleet's `dispatch` task queue, served by workers that run only ticks
 (WORKER_ROLE=dispatch, or `all`): a herd's batches, started by a tick on the `jobs` queue,
 never keep the next ticks from a worker."""
 
-from activities.kinds import JobKind
+from activities.run.kinds import JobKind
 from jobs.runtime_dispatch.activities import DispatchActivities
 
 KINDS = (

@@ -1,7 +1,7 @@
 """The dispatcher job's work: one tick of its shard, recorded as the job's own slot.
 
 The run takes its own slot over (its fencing token), ticks with its scheduled time as the
-clock (`activities.dispatch.Dispatcher.tick`), and completes with the tick's counts. The
+clock (`activities.runtime.dispatch.Dispatcher.tick`), and completes with the tick's counts. The
 tick is safe without the token: its decisions are ordered by row locks, its starts are
 idempotent, so a retried or duplicated dispatcher run only finishes what another began.
 """
@@ -15,13 +15,13 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio import activity
 
-from activities.chunk_gate import pass_chunk_gate
-from activities.chunked import begin_attempt, fenced
-from activities.dispatch import START_CONCURRENCY, Dispatcher
-from activities.heartbeat import activity_heartbeat
-from activities.models import WorkInput, WorkResult
-from activities.telemetry import record_completed
-from activities.tenant_limits import TenantDefaults
+from activities.chunks.chunked import begin_attempt, fenced
+from activities.chunks.gate import pass_chunk_gate
+from activities.claim.heartbeat import activity_heartbeat
+from activities.common.models import WorkInput, WorkResult
+from activities.common.telemetry import record_completed
+from activities.runtime.dispatch import START_CONCURRENCY, Dispatcher
+from activities.runtime.tenant_limits import TenantDefaults
 
 
 class DispatchParams(BaseModel):

@@ -7,9 +7,9 @@ from __future__ import annotations
 from psycopg import AsyncConnection
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.kinds import JobKind, PoolActivities, RuntimeKind
-from activities.models import ExecutionRef, WorkInput, WorkResult
-from activities.runtime import run_slot
+from activities.common.models import ExecutionRef, WorkInput, WorkResult
+from activities.run.kinds import JobKind, PoolActivities, RuntimeKind
+from activities.runtime.runs import run_slot
 
 
 class NoopParams(BaseModel):

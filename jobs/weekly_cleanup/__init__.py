@@ -3,7 +3,7 @@
 `activities.py` does the work, `queries.sql` holds its SQL.
 """
 
-from activities.kinds import JobKind
+from activities.run.kinds import JobKind
 from jobs.weekly_cleanup.activities import CleanupActivities
 
 KINDS = (JobKind("weekly-cleanup", CleanupActivities, activity="delete_expired_records"),)

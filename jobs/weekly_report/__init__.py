@@ -6,8 +6,8 @@ customer's local week in PostgreSQL and emails it through the outbox, once per s
 `demo.sql` holds `make run`'s customers.
 """
 
-from activities.kinds import JobKind, RuntimeKind
-from activities.ownership import TenantRow
+from activities.run.kinds import JobKind, RuntimeKind
+from activities.runtime.ownership import TenantRow
 from jobs.weekly_report.activities import WeeklyReportActivities
 
 KINDS = (

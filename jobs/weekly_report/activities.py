@@ -11,9 +11,9 @@ from __future__ import annotations
 from psycopg import AsyncConnection
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.kinds import PoolActivities
-from activities.models import ExecutionRef, WorkInput, WorkResult
-from activities.runtime import run_slot
+from activities.common.models import ExecutionRef, WorkInput, WorkResult
+from activities.run.kinds import PoolActivities
+from activities.runtime.runs import run_slot
 from core.sql import queries
 
 _Q = queries(__package__, "queries")

@@ -1,7 +1,7 @@
 """The audit's check of slot dependencies: `dependency_unmet`, a slot whose work started
 before the upstream slots mapped onto it had completed (docs/dependencies.md).
 
-Computed apart from the engine (`activities.dependencies`): the mapping is done again
+Computed apart from the engine (`activities.dependencies.judge`): the mapping is done again
 here with the audit's own fire times (`oracle.py`), from the dependency as the catalog
 (or the runtime schedule's row) states it:
 

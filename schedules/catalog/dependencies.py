@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from activities.dependency_models import Dependency, OnFailure, SlotMapping
-from activities.lifetime import LONGEST_WITHIN
+from activities.common.dependency_models import Dependency, OnFailure, SlotMapping
+from activities.common.lifetime import LONGEST_WITHIN
 from schedules.catalog.durations import Duration, format_duration
 from timing import Timing, zone
 from timing.zones import changes

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from activities.shards import BUCKETS, DEFAULT_SHARDS
+from activities.runtime.shards import BUCKETS, DEFAULT_SHARDS
 from core.errors import CatalogError
 from schedules.catalog.problems import short
 

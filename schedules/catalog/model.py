@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from activities.catchup import MAX_CONSIDERED
-from activities.lifetime import run_lifetime, wait_bound, work_bound
-from activities.shards import DEFAULT_SHARDS
+from activities.catchup.missed import MAX_CONSIDERED
+from activities.common.lifetime import run_lifetime, wait_bound, work_bound
+from activities.runtime.shards import DEFAULT_SHARDS
 from core.errors import CatalogError
 from jobs import kinds
 from schedules.catalog import limits
@@ -191,7 +191,7 @@ class JobSpec(BaseModel):
     @field_validator("max_missed")
     @classmethod
     def _considered(cls, value: int | None) -> int | None:
-        # activities/catchup.py looks at no more missed times than this.
+        # activities/catchup/missed.py looks at no more missed times than this.
         if value is not None and value > 1000:
             raise ValueError(f"must be at most 1000, got {value}")
         return value
@@ -268,7 +268,7 @@ class JobSpec(BaseModel):
     def lifetime(self) -> timedelta:
         """How long a run of this job may live, its workflow execution timeout:
         `max_run_time`, or what the fields let a run take at the longest
-        (`activities.lifetime`): each slot its catch-up policy may run (a calendar job's
+        (`activities.common.lifetime`): each slot its catch-up policy may run (a calendar job's
         fire time: as many as the plan considers), each with its longest wait for upstream
         slots and its work, every attempt of every series at `timeout`, every step of a
         workflow kind (its compensations too) likewise."""

@@ -10,7 +10,7 @@ import json
 
 import psycopg
 
-from activities.outbox import format_messages, recent_messages
+from activities.outbox.messages import format_messages, recent_messages
 from core import redact
 from core.errors import first_line
 from schedules.cli import context as cli

@@ -13,7 +13,7 @@ last run, last success, next due, and an alert for each of
   median of the 20 completed runs before it, and at least a minute more;
 - `backfill_skipped`: slots of a backfill requested during the lookback that the server
   skipped under its overlap policy (the Web UI dialog's default, Skip) and that nothing has
-  run since (`activities.backfills` names them);
+  run since (`activities.catchup.backfills` names them);
 - `dead_outbox`: outbox messages the relay gave up on;
 - `schedule_not_registered`: the job has no schedule on Temporal (or one this project does
   not manage).
@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from activities.backfills import DroppedSlot
+from activities.catchup.backfills import DroppedSlot
 from schedules.health.status import (
     COMPENSATED,
     COMPLETED,

@@ -23,7 +23,7 @@ from psycopg.rows import dict_row
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from activities.backfills import DroppedSlot, backfill_requests, dropped_slots
+from activities.catchup.backfills import DroppedSlot, backfill_requests, dropped_slots
 from core import redact
 from core.aio import gather_by
 from core.errors import first_line, transport_cause

@@ -15,8 +15,8 @@ from typing import Any
 import psycopg
 from temporalio.client import Client
 
-from activities.backfills import covering_backfill
-from activities.catchup import second_occurrence_of
+from activities.catchup.backfills import covering_backfill
+from activities.catchup.missed import second_occurrence_of
 from core.errors import TemporalUnreachableError
 from schedules.catalog.compile import job_task_queue
 from schedules.catalog.model import JobSpec

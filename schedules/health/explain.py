@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from activities.backfills import BackfillRequest
+from activities.catchup.backfills import BackfillRequest
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import JobSpec
 from schedules.catalog.times import local_text, utc_text

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from activities.backfills import DroppedSlot
+from activities.catchup.backfills import DroppedSlot
 
 DEFAULT_GRACE = timedelta(minutes=15)
 DEFAULT_LOOKBACK = timedelta(hours=24)

@@ -27,8 +27,8 @@ from temporalio.client import (
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.run_notes import OUTCOME_ATTRIBUTE
-from activities.runtime_models import RUNTIME_ATTRIBUTES
+from activities.catchup.run_notes import OUTCOME_ATTRIBUTE
+from activities.runtime.models import RUNTIME_ATTRIBUTES
 from schedules.catalog.compile import (
     DIGEST_ATTRIBUTE,
     TIMING_ATTRIBUTE,
@@ -68,7 +68,7 @@ async def timing_attribute(client: Client, register: bool) -> bool:
 
 async def runtime_attributes(client: Client, register: bool) -> bool:
     """Whether runtime schedules' runs can carry their search attributes (tenant, schedule,
-    kind: `activities.runtime_models`), registered like the digest, so the Temporal UI
+    kind: `activities.runtime.models`), registered like the digest, so the Temporal UI
     filters one customer's runs. Where they cannot, the dispatcher starts runs without."""
     found = [await _keyword_attribute(client, key.name, register) for key in RUNTIME_ATTRIBUTES]
     return all(found)

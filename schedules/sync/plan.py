@@ -24,7 +24,7 @@ once per sync. What that means:
   digest existed: correct, only slower. That is logged once per process.
 
 Missed runs are counted from when the job's current timing took effect (`JobRun.timing_since`,
-read by `activities.catchup`), and only the server knows when that was. So a create, or an
+read by `activities.catchup.missed`), and only the server knows when that was. So a create, or an
 update that changes the timing, is two writes: the schedule with its timing marked pending
 (runs meanwhile count no missed time), then, once the server has it, the same schedule with
 `timing_since` set to the server's own time of that write (`created_at`, `last_updated_at`).

@@ -1,7 +1,7 @@
 """The dispatch shards follow `RUNTIME_DISPATCH_SHARDS` at sync (issue 40, item 5).
 
 The count in force for a tick is recorded in PostgreSQL (`runtime_dispatch_shards`, read
-by each tick: `activities.shards`); the engine's dispatcher jobs are `runtime-dispatch-0`
+by each tick: `activities.runtime.shards`); the engine's dispatcher jobs are `runtime-dispatch-0`
 to `-(N-1)`. A sync that finds the setting changed keeps the order that leaves no bucket
 without a dispatcher at any minute:
 
@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from activities.shards import BUCKETS
+from activities.runtime.shards import BUCKETS
 from core.sql import queries
 from schedules.edits import CONNECT_TIMEOUT
 from schedules.record import unavailable

@@ -6,8 +6,8 @@ The Python API an application calls; each function takes a connection string or 
 is the same on the command line. See docs/runtime-schedules.md.
 """
 
-from activities.runtime_models import ledger_name
-from activities.runtime_models import slot_workflow_id as workflow_id
+from activities.runtime.models import ledger_name
+from activities.runtime.models import slot_workflow_id as workflow_id
 from schedules.tenants.api import (
     Outcome,
     Page,

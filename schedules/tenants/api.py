@@ -20,7 +20,7 @@ import schedules.tenants.dependencies as dependencies
 import schedules.tenants.edits as edits
 import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
-from activities.executions import Clock, utcnow
+from activities.claim.executions import Clock, utcnow
 from core.errors import (
     ConflictError,
     InvalidScheduleError,

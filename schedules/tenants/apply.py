@@ -17,7 +17,7 @@ import schedules.tenants.dependencies as dependencies
 import schedules.tenants.edits as edits
 import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
-from activities.executions import Clock, utcnow
+from activities.claim.executions import Clock, utcnow
 from core.errors import InvalidScheduleError
 from schedules.tenants.api import as_definition, searched
 from schedules.tenants.fires import next_fire_at

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 import schedules.tenants.dependencies as dependencies
 import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
-from activities.executions import Clock, utcnow
+from activities.claim.executions import Clock, utcnow
 from core.errors import ConflictError, InvalidScheduleError, QuotaError
 from schedules.catalog.problems import short
 from schedules.progress import QUIET, Progress

@@ -13,8 +13,8 @@ from datetime import datetime
 
 from temporalio.client import Client
 
-from activities.runtime_start import Intent as DispatchIntent
-from activities.runtime_start import attributes_registered, start_intent
+from activities.runtime.start import Intent as DispatchIntent
+from activities.runtime.start import attributes_registered, start_intent
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ async def start_slot(
     `labels` (tenant, name, kind, time zone) as the run's search attributes and summary; whether it was started
     here. False without them, or when a run of its workflow id is open or completed: the
     dispatcher's next tick starts (or marks) every intent not yet marked started
-    (`activities.dispatch`), so a start is never lost, and never doubled."""
+    (`activities.runtime.dispatch`), so a start is never lost, and never doubled."""
     if task_queue is None or labels is None:
         return False
     tenant, name, kind, timezone = labels

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import schedules.tenants.store as store
-from activities.runtime_models import slot_workflow_id
+from activities.runtime.models import slot_workflow_id
 from schedules.edits import Decision, decide_edit
 from schedules.tenants.model import Definition, Schedule
 from timing.edits import stranded

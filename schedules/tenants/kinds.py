@@ -1,6 +1,6 @@
 """The job kinds a runtime schedule may name, each with its params model and batch flag.
 
-Job families declare theirs in `RUNTIME_KINDS` (`activities.kinds.RuntimeKind`, found by
+Job families declare theirs in `RUNTIME_KINDS` (`activities.run.kinds.RuntimeKind`, found by
 `jobs.runtime_kinds()`), so the worker's dispatcher and this API read the same registry
 (`test-noop`, the tests' and benches' kind, is one: `jobs/runtime_noop`). `register_kind`
 adds one in this process only (a test, or an application trying a kind out before its
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from activities.kinds import RuntimeKind
+from activities.run.kinds import RuntimeKind
 from core.errors import InvalidScheduleError
 from jobs import runtime_kinds as declared_kinds
 

@@ -2,7 +2,7 @@
 `clear_limits`; `python -m schedules tenants limits set|show|clear TENANT`.
 
 The dispatcher holds a tenant to at most `max_in_flight` runs in flight and
-`max_per_minute` slots started a minute (activities/tenant_limits.py), and takes its due
+`max_per_minute` slots started a minute (activities/runtime/tenant_limits.py), and takes its due
 slots `weight` at a time in its round-robin across tenants. A limit not set takes the
 operator's default (`RUNTIME_TENANT_MAX_IN_FLIGHT`, `RUNTIME_TENANT_MAX_PER_MINUTE`;
 unset: none). A change applies from the next decision of a dispatcher.

@@ -27,8 +27,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
-from activities.runtime_models import ledger_name
-from activities.shards import BUCKETS as BUCKETS  # a row's bucket (`shard`): id % 16
+from activities.runtime.models import ledger_name
+from activities.runtime.shards import BUCKETS as BUCKETS  # a row's bucket (`shard`): id % 16
 from core.errors import InvalidScheduleError
 from core.text import unprintable
 from schedules.catalog.calendars import (

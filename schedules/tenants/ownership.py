@@ -1,5 +1,5 @@
 """Every write of params, and every slot asked for, checked: a runtime schedule's params
-name only its own tenant's resources (the kind's `owns`, `activities.ownership`).
+name only its own tenant's resources (the kind's `owns`, `activities.runtime.ownership`).
 
 Run in the write's transaction, before anything is written: create, update, apply and
 import check the schedules they write (one statement per check for all of them: an
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from psycopg import AsyncConnection
 
-from activities.ownership import UnownableValueError, foreign
+from activities.runtime.ownership import UnownableValueError, foreign
 from core.errors import InvalidScheduleError
 from schedules.tenants.kinds import runtime_kinds
 from schedules.tenants.model import Definition

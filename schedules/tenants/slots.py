@@ -17,9 +17,9 @@ from temporalio.service import RPCError
 import schedules.tenants.dispatch as dispatch
 import schedules.tenants.ownership as ownership
 import schedules.tenants.store as store
-from activities.executions import Clock, utcnow
-from activities.runtime_models import ledger_name
-from activities.runtime_models import slot_workflow_id as workflow_id
+from activities.claim.executions import Clock, utcnow
+from activities.runtime.models import ledger_name
+from activities.runtime.models import slot_workflow_id as workflow_id
 from core.errors import InvalidScheduleError, ScheduleNotFoundError
 from schedules.tenants.api import utc_text
 from schedules.tenants.fires import FireTime, due_time, next_fire_times

@@ -3,7 +3,7 @@
 
 -- name: insert_logged
 -- The row and its `create` change-log row in one statement; id and shard together (the
--- shard is its dispatch bucket, id modulo 16, fixed at insert: activities/shards.py).
+-- shard is its dispatch bucket, id modulo 16, fixed at insert: activities/runtime/shards.py).
 WITH new AS (SELECT nextval(pg_get_serial_sequence('runtime_schedules', 'id')) AS id),
 inserted AS (
     INSERT INTO runtime_schedules (
@@ -295,7 +295,7 @@ SELECT (SELECT count(*) FROM runtime_dispatch_intents i
 
 -- name: set_pause_after_failures
 -- Pause on repeated failure (issue 40): K consecutive failed slots pause the schedule
--- (activities/sql/auto_pause.sql); NULL: never. Logged as an update.
+-- (activities/claim/auto_pause.sql); NULL: never. Logged as an update.
 WITH old AS (
     SELECT id, pause_after_failures FROM runtime_schedules
     WHERE id = %(id)s AND deleted_at IS NULL FOR UPDATE

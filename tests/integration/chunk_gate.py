@@ -1,4 +1,4 @@
-"""The test's side of the chunk gate (`activities/chunk_gate.py`): a run that waits before
+"""The test's side of the chunk gate (`activities/chunks/gate.py`): a run that waits before
 its next chunk until the test lets it go, so a signal lands where the test wants it."""
 
 from __future__ import annotations

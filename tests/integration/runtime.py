@@ -13,13 +13,13 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client
 
-from activities.dispatch import Dispatcher, TickCounts
+from activities.runtime.dispatch import Dispatcher, TickCounts
 from devstack.testing.audit import runtime_audited
 from jobs.runtime_dispatch.activities import batch_kinds
 from schedules.sync.attributes import runtime_attributes
 from tests.helpers import assert_eventually
 
-SHARDS = 4  # the dispatch shards in force by default (activities/shards.py)
+SHARDS = 4  # the dispatch shards in force by default (activities/runtime/shards.py)
 BUCKETS = 16
 
 # The audit of the runtime schedules, clean (one implementation, which users get too).

@@ -14,9 +14,9 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import SecretStr
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy, ScheduleSpec
 
-from activities.chunked import disable_fence_check, fenced
-from activities.executions import ExecutionActivities, take_over
-from activities.models import ClaimInput, ExecutionRef
+from activities.chunks.chunked import disable_fence_check, fenced
+from activities.claim.executions import ExecutionActivities, take_over
+from activities.common.models import ClaimInput, ExecutionRef
 from jobs.invoice_reminders.activities import remind_chunk, reminder_window
 from schedules.audit import run_audit
 from schedules.catalog.compile import compile_schedule

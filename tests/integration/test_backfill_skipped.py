@@ -1,6 +1,6 @@
 """A backfill under overlap Skip (the Web UI dialog's default) drops slots: `check` names
 each one, `explain` says why, and what the run the backfill started reads of the server at
-its end (`activities.backfills.backfill_skips`) names them too, on the real dev server and
+its end (`activities.catchup.backfills.backfill_skips`) names them too, on the real dev server and
 PostgreSQL.
 
 No worker polls the job's queue, so the backfill's first run stays open and the server
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
-from activities.backfills import SkipsInput, backfill_skips, slot_workflow_id
+from activities.catchup.backfills import SkipsInput, backfill_skips, slot_workflow_id
 from schedules.catalog.model import load_catalog
 from schedules.cli.main import build_parser
 from schedules.sync.apply import sync

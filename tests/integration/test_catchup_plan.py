@@ -9,7 +9,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
-from activities.catchup import CatchupActivities, PlanInput, PlanResult
+from activities.catchup.missed import CatchupActivities, PlanInput, PlanResult
 from tests.integration.jobs import executions
 from timing import Timing
 

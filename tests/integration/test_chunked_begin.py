@@ -1,4 +1,4 @@
-"""A chunked run begun in its work activity (`activities.begin.begin_and_work`, the
+"""A chunked run begun in its work activity (`activities.run.begin.begin_and_work`, the
 invoice-reminders kind): the plan, the claim, the first chunk, its outbox rows and, when the
 work ends there, the completion commit in ONE transaction; a run with more work saves the
 first chunk's progress in it, and the work activity's fenced chunks resume from there."""
@@ -12,9 +12,9 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from activities.begin import BeginInput, BegunWork, WorkOrBegin
-from activities.kinds import work_activity
-from activities.models import ClaimInput, ExecutionRef, WorkInput, WorkResult
+from activities.common.models import ClaimInput, ExecutionRef, WorkInput, WorkResult
+from activities.run.begin import BeginInput, BegunWork, WorkOrBegin
+from activities.run.kinds import work_activity
 from jobs import KINDS
 from jobs.invoice_reminders.activities import InvoiceActivities
 from tests.integration.jobs import assert_each_invoice_reminded_once, insert_invoices

@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 from temporalio.client import ScheduleUpdate, ScheduleUpdateInput
 
-from activities.lifetime import RUNTIME_RUN_LIFETIME
-from activities.runtime_start import Intent, start_intent
+from activities.common.lifetime import RUNTIME_RUN_LIFETIME
+from activities.runtime.start import Intent, start_intent
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import parse_catalog
 from schedules.compat import Retired, open_retired_runs

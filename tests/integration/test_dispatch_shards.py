@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.dispatch import TickCounts
+from activities.runtime.dispatch import TickCounts
 from devstack.testing.worker import settings_env
 from schedules.catalog.model import load_catalog
 from schedules.sync.apply import sync

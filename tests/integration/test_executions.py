@@ -7,9 +7,9 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from activities.chunked import fenced
-from activities.executions import Attempt, ExecutionActivities, StaleAttemptError, take_over
-from activities.models import AttemptQuery, ClaimInput, FailureInput
+from activities.chunks.chunked import fenced
+from activities.claim.executions import Attempt, ExecutionActivities, StaleAttemptError, take_over
+from activities.common.models import AttemptQuery, ClaimInput, FailureInput
 from jobs.invoice_reminders.activities import remind_chunk, reminder_window
 from tests.integration.jobs import executions, insert_invoices, outbox_count
 

@@ -26,9 +26,9 @@ from psycopg_pool import AsyncConnectionPool
 from standardwebhooks import Webhook, WebhookVerificationError
 
 import jobs
-from activities.kinds import build_runtime_kinds
-from activities.runtime import RuntimeActivities
-from activities.runtime_models import BatchInput, batch_workflow_id
+from activities.run.kinds import build_runtime_kinds
+from activities.runtime.models import BatchInput, batch_workflow_id
+from activities.runtime.runs import RuntimeActivities
 from core.errors import ScheduleNotFoundError
 from devstack import free_port
 from devstack.mailsink import MailSink
@@ -132,9 +132,9 @@ import asyncio, sys
 from psycopg_pool import AsyncConnectionPool
 import jobs
 from core.errors import ScheduleNotFoundError
-from activities.kinds import build_runtime_kinds
-from activities.runtime import RuntimeActivities
-from activities.runtime_models import BatchInput, batch_workflow_id
+from activities.run.kinds import build_runtime_kinds
+from activities.runtime.runs import RuntimeActivities
+from activities.runtime.models import BatchInput, batch_workflow_id
 from jobs.outbox_relay.activities import Relay, RelayConfig
 from jobs.outbox_relay.transports import SmtpConfig
 

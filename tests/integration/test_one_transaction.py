@@ -1,7 +1,7 @@
 """Work that fits in one transaction (the nightly-reconcile kind): the take-over, the work,
 its outbox rows, the journal and the completion commit together
-(`activities.chunked.run_in_one_transaction`), and a run that begins in its work activity
-plans and claims in that transaction too (`activities.begin.begin_and_work`); the take-over
+(`activities.chunks.chunked.run_in_one_transaction`), and a run that begins in its work activity
+plans and claims in that transaction too (`activities.run.begin.begin_and_work`); the take-over
 order still refuses an older attempt, which commits nothing."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
-from activities.begin import BeginInput, WorkOrBegin
-from activities.executions import Attempt, ExecutionActivities, StaleAttemptError, take_over
-from activities.kinds import work_activity
-from activities.models import ClaimInput, ExecutionRef, WorkInput
+from activities.claim.executions import Attempt, ExecutionActivities, StaleAttemptError, take_over
+from activities.common.models import ClaimInput, ExecutionRef, WorkInput
+from activities.run.begin import BeginInput, WorkOrBegin
+from activities.run.kinds import work_activity
 from jobs import KINDS
 from jobs.nightly_reconcile.activities import ReconcileActivities, ReconcileParams
 from tests.integration.test_reconcile import AFTER_FALL_BACK, JOB, fall_back_day

@@ -1,4 +1,4 @@
-"""Batches of runtime slots (`activities/runtime_batch.py`): many slots per activity call,
+"""Batches of runtime slots (`activities/runtime/batch.py`): many slots per activity call,
 claimed and completed set-based, each under its own ledger row, fencing token and journal;
 a slot whose work raises fails alone; an older attempt of the activity commits nothing."""
 
@@ -11,10 +11,10 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
-from activities.executions import StaleAttemptError
-from activities.runtime import RuntimeActivities
-from activities.runtime_batch import SLOTS_PER_ACTIVITY
-from activities.runtime_models import BatchInput, batch_workflow_id
+from activities.claim.executions import StaleAttemptError
+from activities.runtime.batch import SLOTS_PER_ACTIVITY
+from activities.runtime.models import BatchInput, batch_workflow_id
+from activities.runtime.runs import RuntimeActivities
 from jobs import runtime_work
 from tests.integration.runtime import (
     audit_clean,

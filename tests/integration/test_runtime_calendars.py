@@ -4,7 +4,7 @@ started and claimed at its fire time, under its own time; a backfill takes the s
 fire times fall in its range; the audit judges the ledger clean.
 
 The first test needs a slot whose own time is still ahead of the Temporal server's clock
-(the claim refuses a slot ahead of it unless the slot is due, `activities.executions`): it
+(the claim refuses a slot ahead of it unless the slot is due, `activities.claim.executions`): it
 reads the wall clock once, for today's date, and builds its calendar around it (tomorrow
 closed), so it holds on any day at any hour.
 """

@@ -12,7 +12,7 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
-from activities.dispatch import Dispatcher
+from activities.runtime.dispatch import Dispatcher
 from tests.helpers import assert_eventually
 from tests.integration.runtime import (
     audit_clean,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from activities.dispatch import _Q
+from activities.runtime.dispatch import _Q
 from core.errors import InvalidScheduleError
 from schedules import tenants
 from schedules.health.runtime import runtime_alerts

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.runtime_models import KIND_ATTRIBUTE, SCHEDULE_ATTRIBUTE, TENANT_ATTRIBUTE
+from activities.runtime.models import KIND_ATTRIBUTE, SCHEDULE_ATTRIBUTE, TENANT_ATTRIBUTE
 from devstack import free_port
 from schedules import tenants
 from schedules.sync.attributes import runtime_attributes

@@ -1,7 +1,7 @@
 """A tenant's schedules name only its own resources (issue 36, item 2).
 
 `weekly-report` declares that its `customer_id` names a customer of the schedule's tenant
-(`RuntimeKind.owns`, `activities.ownership.TenantRow`): every route by which params reach
+(`RuntimeKind.owns`, `activities.runtime.ownership.TenantRow`): every route by which params reach
 a run refuses another tenant's customer, or a missing one, alike, in one line, exit 2,
 nothing written (create, import, update, apply; trigger and backfill of a schedule whose
 customer moved to another tenant since), and a slot whose customer moved before it ran
@@ -19,9 +19,9 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 import jobs
-from activities.kinds import build_runtime_kinds
-from activities.runtime import RuntimeActivities
-from activities.runtime_models import BatchInput, batch_workflow_id
+from activities.run.kinds import build_runtime_kinds
+from activities.runtime.models import BatchInput, batch_workflow_id
+from activities.runtime.runs import RuntimeActivities
 from core.errors import InvalidScheduleError
 from schedules import tenants
 from tests.integration.runtime import (

@@ -12,10 +12,10 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
-from activities.chunked import fenced
-from activities.executions import ExecutionActivities, Fence, StaleAttemptError
-from activities.kinds import build_kind_activities
-from activities.models import ClaimInput, ExecutionRef, WorkInput
+from activities.chunks.chunked import fenced
+from activities.claim.executions import ExecutionActivities, Fence, StaleAttemptError
+from activities.common.models import ClaimInput, ExecutionRef, WorkInput
+from activities.run.kinds import build_kind_activities
 from devstack.temporal import temporal_binary
 from jobs import KINDS
 from jobs.card_settlement.activities import settle_chunk

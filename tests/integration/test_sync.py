@@ -25,7 +25,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
 
-from activities.catchup import CatchupActivities, PlanInput, PlanResult
+from activities.catchup.missed import CatchupActivities, PlanInput, PlanResult
 from core.errors import CatalogError
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
 from schedules.catalog.files import engine_catalog

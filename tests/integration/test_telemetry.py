@@ -28,7 +28,7 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.worker import Worker
 
-from activities.telemetry import record_catchup_gap
+from activities.common.telemetry import record_catchup_gap
 from core import metric_names
 from devstack import free_port
 from tests.helpers import assert_eventually

@@ -29,7 +29,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page, async_playwright
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
-from activities.backfills import slot_workflow_id
+from activities.catchup.backfills import slot_workflow_id
 from schedules.catalog.model import load_catalog
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually

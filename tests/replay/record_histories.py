@@ -41,7 +41,7 @@ from temporalio.client import (
     WorkflowExecutionStatus,
 )
 
-from activities.runtime_models import RuntimeRun, slot_workflow_id
+from activities.runtime.models import RuntimeRun, slot_workflow_id
 from core.payloads import data_converter
 from devstack import EmbeddedPostgres, TemporalDevServer, free_port
 from devstack.payments import PaymentProviderServer

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from activities.dispatch import Dispatcher
-from activities.runtime_models import RuntimeRun, batch_workflow_id, slot_workflow_id
+from activities.runtime.dispatch import Dispatcher
+from activities.runtime.models import RuntimeRun, batch_workflow_id, slot_workflow_id
 from jobs.runtime_dispatch.activities import batch_kinds
 from schedules import tenants
 from schedules.sync.attributes import runtime_attributes

@@ -1,4 +1,4 @@
-"""Naming the slots a backfill's overlap policy dropped (activities/backfills.py)."""
+"""Naming the slots a backfill's overlap policy dropped (activities/catchup/backfills.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from temporalio.api.enums.v1 import ScheduleOverlapPolicy
 from temporalio.api.schedule.v1 import BackfillRequest as BackfillProto
 from temporalio.api.schedule.v1 import SchedulePatch
 
-from activities.backfills import BackfillRequest, dropped_slots, requests_in
+from activities.catchup.backfills import BackfillRequest, dropped_slots, requests_in
 from timing import Timing
 
 HOURLY = Timing(cron="0 * * * *", timezone="UTC")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from activities.catchup import (
+from activities.catchup.missed import (
     Decision,
     PlanInput,
     decide,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.dispatch import decide_slots
+from activities.runtime.dispatch import decide_slots
 from timing import Timing
 
 HOURLY = Timing(cron="0 * * * *", timezone="UTC")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.backfills import BackfillRequest
+from activities.catchup.backfills import BackfillRequest
 from schedules.catalog.model import parse_catalog
 from schedules.health.explain import Evidence, explain, format_verdict
 from schedules.pauses import paused_by_text

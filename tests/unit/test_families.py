@@ -22,8 +22,8 @@ from tests.helpers import ROOT
 
 KIND = '''
 from pydantic import BaseModel
-from activities.kinds import JobKind, PoolActivities
-from activities.models import WorkInput, WorkResult
+from activities.run.kinds import JobKind, PoolActivities
+from activities.common.models import WorkInput, WorkResult
 
 
 class Params(BaseModel):

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.models import ExecutionRef, WorkInput
+from activities.common.models import ExecutionRef, WorkInput
 from jobs.hourly_sync.activities import data_window, job_window
 from timing import Timing
 

@@ -1,4 +1,4 @@
-"""A job kind is declared in one line (`activities.kinds.JobKind`): its params model and its
+"""A job kind is declared in one line (`activities.run.kinds.JobKind`): its params model and its
 description are read from the method that does its work."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from activities.kinds import JobKind, RuntimeKind
+from activities.run.kinds import JobKind, RuntimeKind
 from jobs import kinds, runtime_kinds
 from jobs.card_settlement.activities import SettlementActivities, SettlementParams
 from jobs.monthly_billing.activities import BillingParams
@@ -70,7 +70,7 @@ def test_a_runtime_kind_is_timed_by_its_heartbeat_timeout_and_allowance():
         RuntimeKind("timed", SettlementParams, timeout=timedelta(seconds=20))
     with pytest.raises(ValueError, match="attempts must be >= 1"):
         RuntimeKind("timed", SettlementParams, attempts=0)
-    # Every runtime run is bounded (activities/lifetime.py): 10 series of 100 attempts of
+    # Every runtime run is bounded (activities/common/lifetime.py): 10 series of 100 attempts of
     # 10 min (and 99 waits of 1 min) is over 7 days.
     with pytest.raises(ValueError, match="may take 7 days, 15:10:00 with retries, over the 7 days"):
         RuntimeKind("timed", SettlementParams, attempts=100)

@@ -97,7 +97,7 @@ def test_every_default_is_recorded():
 
 
 def test_a_model_is_written_without_its_defaults_and_read_back_whole():
-    from activities.catchup import PlanResult
+    from activities.catchup.missed import PlanResult
     from workflows.models import JobRun
 
     converter = data_converter.payload_converter

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.catchup import PlanInput, future_slot_reason
+from activities.catchup.missed import PlanInput, future_slot_reason
 from schedules.server.sync_lock import SyncLock, SyncLockError
 from schedules.sync.safety import (
     PruneRefusedError,

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.run_notes import OUTCOME_ATTRIBUTE
+from activities.catchup.run_notes import OUTCOME_ATTRIBUTE
 from core.payloads import data_converter
 from devstack.temporal import temporal_binary
 

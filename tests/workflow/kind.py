@@ -10,7 +10,7 @@ from workflows.models import WorkflowJobInput
 from workflows.steps import JobSteps
 
 with workflow.unsafe.imports_passed_through():
-    from activities.models import WorkResult
+    from activities.common.models import WorkResult
     from tests.workflow.stand_ins import StandIns
 
 

@@ -20,10 +20,9 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.backfills import BackfillSkips, SkipsInput
-from activities.begin import BeginInput, BeginResult, BegunWork, WorkOrBegin
-from activities.catchup import PlanResult
-from activities.models import (
+from activities.catchup.backfills import BackfillSkips, SkipsInput
+from activities.catchup.missed import PlanResult
+from activities.common.models import (
     AttemptQuery,
     ClaimInput,
     ClaimResult,
@@ -31,7 +30,8 @@ from activities.models import (
     WorkInput,
     WorkResult,
 )
-from activities.steps import FinishInput, SettleInput, StepInput, StepResult
+from activities.run.begin import BeginInput, BeginResult, BegunWork, WorkOrBegin
+from activities.steps.record import FinishInput, SettleInput, StepInput, StepResult
 
 WORK = "send_invoice_reminders"  # a real kind's work activity; its stand-in is `work`
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from activities.backfills import BackfillSkips
-from activities.run_notes import OUTCOME_ATTRIBUTE
+from activities.catchup.backfills import BackfillSkips
+from activities.catchup.run_notes import OUTCOME_ATTRIBUTE
 from tests.workflow.runs import SLOT, job, stand_in_worker, start
 from tests.workflow.stand_ins import WORK, StandIns
 

@@ -11,8 +11,8 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from activities.catchup import PlanResult
-from activities.models import STALE_ATTEMPT, WorkResult
+from activities.catchup.missed import PlanResult
+from activities.common.models import STALE_ATTEMPT, WorkResult
 from tests.workflow.runs import SLOT, job, run_to_end
 from tests.workflow.stand_ins import WORK, StandIns
 from workflows import (
@@ -173,7 +173,7 @@ async def test_a_series_whose_last_attempt_took_over_and_timed_out_fails(workflo
 
 
 # A kind whose slot work fits in one transaction (`JobRun.one_transaction`): the work
-# activity begins the run (`activities.begin.begin_and_work`), no begin_run. Both types that
+# activity begins the run (`activities.run.begin.begin_and_work`), no begin_run. Both types that
 # do: the one sync starts (the work a local activity), and the one of runs that schedules
 # synced before v7 start (the work through the server).
 ONE_TRANSACTION_TYPES = pytest.mark.parametrize(

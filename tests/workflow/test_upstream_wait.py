@@ -11,7 +11,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
-from activities.dependency_models import UPSTREAM_SETTLED_SIGNAL, Dependency
+from activities.common.dependency_models import UPSTREAM_SETTLED_SIGNAL, Dependency
 from tests.helpers import assert_eventually
 from tests.workflow.runs import SLOT, job, stand_in_worker, start
 from tests.workflow.stand_ins import WORK, StandIns

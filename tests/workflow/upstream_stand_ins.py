@@ -12,14 +12,14 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from activities.dependency_models import (
+from activities.common.dependency_models import (
     NOT_READY,
     UpstreamProgress,
     WaitInput,
     WaitResult,
     WaitState,
 )
-from activities.upstream import CancelInput
+from activities.dependencies.upstream import CancelInput
 
 LATER = datetime(2100, 1, 1, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from activities.runtime_models import RuntimeRunResult
+from activities.runtime.models import RuntimeRunResult
 from schedules import tenants
 from schedules.cli.context import Context, add_timeout
 from schedules.cli.tenants.common import add_by, add_id, at, say, subcommand, url, when, who
