@@ -1,4 +1,4 @@
--- Named queries of bench/invoice_reminders.py, in the `-- name:` format of activities/sql/.
+-- Named queries of bench/invoice_reminders.py, in the `-- name:` format of the engine's queries (activities/<part>/*.sql).
 
 -- name: reset
 TRUNCATE invoices, outbox_messages, job_executions RESTART IDENTITY CASCADE

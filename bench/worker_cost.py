@@ -64,8 +64,8 @@ from fleet_seed import SeedActivities, SeedInput, SeedWorkflow  # noqa: E402
 from results_file import today  # noqa: E402
 from sync_schedules import describe_machine, provenance, write_results  # noqa: E402
 
-from activities.run.begin import BeginInput, WorkOrBegin  # noqa: E402
 from activities.common.models import ClaimInput  # noqa: E402
+from activities.run.begin import BeginInput, WorkOrBegin  # noqa: E402
 from core.payloads import data_converter  # noqa: E402
 from devstack import free_port  # noqa: E402
 from jobs import kind_activities  # noqa: E402

@@ -1,8 +1,9 @@
 """The one SQL loader: named queries kept in `.sql` files next to the code that runs them.
 
 A file holds several queries, each introduced by a `-- name: query_name` line. Engine
-queries live in `activities/sql/`, each job's in `jobs/<family>/queries.sql`, the process's
-in `worker/sql/`, the CLI's in `schedules/sql/`; tables come from `worker/migrations/`.
+queries live beside the part of the engine that runs them (`activities/<part>/*.sql`),
+each job's in `jobs/<family>/queries.sql`, the process's in `worker/sql/`, the CLI's in
+`schedules/sql/`; tables come from `worker/migrations/`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
 @cache
 def queries(package: str, name: str) -> dict[str, str]:
-    """The queries of `<package>/<name>.sql` by name (e.g. `queries("activities.sql",
+    """The queries of `<package>/<name>.sql` by name (e.g. `queries("activities.claim",
     "executions")`, or `queries(__package__, "queries")` in a job's package)."""
     text = resources.files(package).joinpath(f"{name}.sql").read_text()
     parts = _HEADER.split(text)

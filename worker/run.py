@@ -14,13 +14,13 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.run.begin import BeginActivities
+from activities.catchup.run_notes import RunNotesActivities
 from activities.chunks.gate import set_chunk_gate
 from activities.claim.executions import ExecutionActivities
-from activities.catchup.run_notes import RunNotesActivities
+from activities.dependencies.upstream import UpstreamActivities
+from activities.run.begin import BeginActivities
 from activities.runtime.runs import RuntimeActivities
 from activities.steps.record import StepsActivities
-from activities.dependencies.upstream import UpstreamActivities
 from jobs import kind_activities, kind_workflows, runtime_work
 from worker.client import connect
 from worker.migrate import apply_migrations

@@ -31,8 +31,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.dependencies.judge import next_deadline
     from activities.common.dependency_models import WaitInput, WaitResult
+    from activities.dependencies.judge import next_deadline
     from activities.dependencies.upstream import CancelInput, UpstreamActivities
 
 from workflows.models import BOOKKEEPING

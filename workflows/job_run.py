@@ -34,10 +34,9 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.run.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
     from activities.catchup.missed import PlanInput
-    from activities.common.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
     from activities.claim.executions import ExecutionActivities
+    from activities.common.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
     from activities.common.models import (
         ClaimInput,
         ClaimResult,
@@ -46,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         WorkInput,
         WorkResult,
     )
+    from activities.run.begin import BeginActivities, BeginInput, BegunWork, WorkOrBegin, origins
     from timing import Timing
 
 from workflows.attempts import with_fresh_series

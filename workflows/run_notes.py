@@ -23,8 +23,8 @@ from temporalio.exceptions import CancelledError, FailureError
 with workflow.unsafe.imports_passed_through():
     from activities.catchup.backfills import BackfillSkips, SkipsInput
     from activities.catchup.missed import ON_TIME
-    from activities.common.models import Origin
     from activities.catchup.run_notes import OUTCOME_ATTRIBUTE, RunNotesActivities
+    from activities.common.models import Origin
 
 from workflows.models import JobRun, SlotRun
 

@@ -25,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
     from activities.common.dependency_models import UPSTREAM_SETTLED_SIGNAL, WaitInput
     from activities.common.lifetime import BATCH_CALL, RUNTIME_RETRY_INTERVAL
     from activities.common.models import ExecutionRef, WorkInput, WorkResult
-    from activities.runtime.runs import RuntimeActivities
     from activities.runtime.models import (
         BatchInput,
         BatchResult,
@@ -36,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         RuntimeRunResult,
         RuntimeWork,
     )
+    from activities.runtime.runs import RuntimeActivities
     from timing import Timing
 
 from workflows.attempts import with_fresh_series

@@ -29,7 +29,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.dependencies.judge import judge, missing, progress, upstream_slots
+from activities.claim.executions import Clock, utcnow
 from activities.common.dependency_models import (
     NOT_READY,
     UPSTREAM_SETTLED_SIGNAL,
@@ -38,8 +38,8 @@ from activities.common.dependency_models import (
     WaitInput,
     WaitResult,
 )
+from activities.dependencies.judge import judge, missing, progress, upstream_slots
 from activities.runtime.dispatch import calendar_rule
-from activities.claim.executions import Clock, utcnow
 from activities.runtime.models import ledger_name
 from core.sql import queries
 from timing import Timing

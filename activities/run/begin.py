@@ -56,9 +56,16 @@ from activities.claim.executions import (
     count_claim,
     take_over_in,
 )
-from activities.common.models import ClaimInput, ClaimResult, ExecutionRef, Origin, WorkInput, WorkResult
-from activities.runtime.runs import SlotWork
+from activities.common.models import (
+    ClaimInput,
+    ClaimResult,
+    ExecutionRef,
+    Origin,
+    WorkInput,
+    WorkResult,
+)
 from activities.common.telemetry import db_span, record_completed
+from activities.runtime.runs import SlotWork
 
 
 class BeginInput(BaseModel):

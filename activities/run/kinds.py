@@ -27,14 +27,14 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.run.begin import BegunWork, WorkOrBegin, begin_and_work
 from activities.chunks.chunked import works_in_chunks
 from activities.claim.heartbeat import heartbeating
 from activities.common.lifetime import RUNTIME_RETRY_INTERVAL, RUNTIME_WORK_LIMIT, work_bound
 from activities.common.models import ExecutionRef, WorkInput, WorkResult
+from activities.run.begin import BegunWork, WorkOrBegin, begin_and_work
+from activities.runtime.models import schedule_id_of
 from activities.runtime.ownership import OwnershipCheck, refuse_foreign_slot
 from activities.runtime.runs import RuntimeKinds, SlotWork, run_slot
-from activities.runtime.models import schedule_id_of
 from activities.steps.record import StepInput, step_activity
 from core.queues import Queue
 

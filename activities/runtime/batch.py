@@ -47,8 +47,8 @@ from activities.claim.executions import (
     take_over_in,
 )
 from activities.common.models import ClaimInput, ExecutionRef, Origin
-from activities.runtime.models import BatchResult, ledger_name
 from activities.common.telemetry import record_claim, record_completed, runtime_kind
+from activities.runtime.models import BatchResult, ledger_name
 from core import redact
 from core.sql import queries
 

@@ -39,8 +39,8 @@ from temporalio.client import Client
 from activities.claim.heartbeat import heartbeating
 from activities.common.models import Origin
 from activities.runtime.models import BATCH_SLOTS, batch_workflow_id, slot_workflow_id
-from activities.runtime.start import Intent, attributes_registered, start_intent
 from activities.runtime.shards import buckets, shards_at
+from activities.runtime.start import Intent, attributes_registered, start_intent
 from activities.runtime.tenant_limits import Budget, TenantDefaults, budgets, count_starts
 from core.sql import queries
 from timing import TICK, Timing

@@ -17,11 +17,12 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 
-from activities.chunks.gate import pass_chunk_gate
 from activities.chunks.chunked import run_in_one_transaction
+from activities.chunks.gate import pass_chunk_gate
 from activities.claim.executions import Attempt, claim_in
 from activities.claim.heartbeat import heartbeating
 from activities.common.models import ClaimInput, WorkInput, WorkResult
+from activities.common.telemetry import runtime_kind
 from activities.runtime.batch import (
     SLOTS_PER_ACTIVITY,
     Batch,
@@ -38,7 +39,6 @@ from activities.runtime.models import (
     RuntimeWork,
     ledger_name,
 )
-from activities.common.telemetry import runtime_kind
 from core.sql import queries
 
 __all__ = ["RuntimeActivities", "RuntimeKinds", "SlotWork", "run_slot"]

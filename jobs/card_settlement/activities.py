@@ -16,8 +16,8 @@ from psycopg import AsyncConnection
 from pydantic import BaseModel, Field
 
 from activities.chunks.chunked import Progress, run_in_chunks
-from activities.run.kinds import PoolActivities
 from activities.common.models import WorkInput, WorkResult
+from activities.run.kinds import PoolActivities
 from core.sql import queries
 
 _Q = queries(__package__, "queries")

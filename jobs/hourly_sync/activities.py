@@ -21,8 +21,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.chunks.chunked import Progress, run_in_chunks
 from activities.claim.heartbeat import heartbeating
-from activities.run.kinds import PoolActivities
 from activities.common.models import ExecutionRef, WorkInput, WorkResult
+from activities.run.kinds import PoolActivities
 from core.sql import queries
 from timing import TICK, Timing
 

@@ -18,8 +18,8 @@ from psycopg import AsyncConnection
 from pydantic import BaseModel, Field, field_validator
 
 from activities.chunks.chunked import Progress, run_in_one_transaction
-from activities.run.kinds import PoolActivities
 from activities.common.models import ExecutionRef, WorkInput, WorkResult
+from activities.run.kinds import PoolActivities
 from core.sql import queries
 from timing.zones import ZoneInfo, ZoneInfoNotFoundError
 

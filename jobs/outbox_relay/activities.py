@@ -37,8 +37,8 @@ from temporalio import activity
 from activities.chunks.chunked import begin_attempt, fenced
 from activities.claim.executions import holder_name
 from activities.common.models import WorkInput, WorkResult
-from activities.outbox.notices import NOTICE_EMAIL, NOTICE_TYPES, NOTICE_WEBHOOK
 from activities.common.telemetry import record_completed
+from activities.outbox.notices import NOTICE_EMAIL, NOTICE_TYPES, NOTICE_WEBHOOK
 from core.sql import queries
 from jobs.outbox_relay.notices import NoticeWebhookTransport
 from jobs.outbox_relay.transports import (

@@ -15,12 +15,12 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio import activity
 
-from activities.chunks.gate import pass_chunk_gate
 from activities.chunks.chunked import begin_attempt, fenced
-from activities.runtime.dispatch import START_CONCURRENCY, Dispatcher
+from activities.chunks.gate import pass_chunk_gate
 from activities.claim.heartbeat import activity_heartbeat
 from activities.common.models import WorkInput, WorkResult
 from activities.common.telemetry import record_completed
+from activities.runtime.dispatch import START_CONCURRENCY, Dispatcher
 from activities.runtime.tenant_limits import TenantDefaults
 
 

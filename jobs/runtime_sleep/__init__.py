@@ -10,9 +10,9 @@ import asyncio
 from pydantic import BaseModel, ConfigDict, Field
 
 from activities.chunks.chunked import begin_attempt, fenced
-from activities.run.kinds import JobKind, PoolActivities, RuntimeKind
 from activities.common.models import WorkInput, WorkResult
 from activities.common.telemetry import record_completed
+from activities.run.kinds import JobKind, PoolActivities, RuntimeKind
 
 
 class SleepParams(BaseModel):

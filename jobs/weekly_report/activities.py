@@ -11,8 +11,8 @@ from __future__ import annotations
 from psycopg import AsyncConnection
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.run.kinds import PoolActivities
 from activities.common.models import ExecutionRef, WorkInput, WorkResult
+from activities.run.kinds import PoolActivities
 from activities.runtime.runs import run_slot
 from core.sql import queries
 

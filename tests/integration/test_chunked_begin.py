@@ -12,9 +12,9 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from activities.common.models import ClaimInput, ExecutionRef, WorkInput, WorkResult
 from activities.run.begin import BeginInput, BegunWork, WorkOrBegin
 from activities.run.kinds import work_activity
-from activities.common.models import ClaimInput, ExecutionRef, WorkInput, WorkResult
 from jobs import KINDS
 from jobs.invoice_reminders.activities import InvoiceActivities
 from tests.integration.jobs import assert_each_invoice_reminded_once, insert_invoices

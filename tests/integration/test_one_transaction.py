@@ -15,10 +15,10 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
-from activities.run.begin import BeginInput, WorkOrBegin
 from activities.claim.executions import Attempt, ExecutionActivities, StaleAttemptError, take_over
-from activities.run.kinds import work_activity
 from activities.common.models import ClaimInput, ExecutionRef, WorkInput
+from activities.run.begin import BeginInput, WorkOrBegin
+from activities.run.kinds import work_activity
 from jobs import KINDS
 from jobs.nightly_reconcile.activities import ReconcileActivities, ReconcileParams
 from tests.integration.test_reconcile import AFTER_FALL_BACK, JOB, fall_back_day

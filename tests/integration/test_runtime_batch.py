@@ -14,9 +14,9 @@ from temporalio.testing import ActivityEnvironment
 import jobs
 from activities.claim.executions import StaleAttemptError
 from activities.run.kinds import build_runtime_kinds
-from activities.runtime.runs import RuntimeActivities
 from activities.runtime.batch import SLOTS_PER_ACTIVITY
 from activities.runtime.models import BatchInput, BatchResult, batch_workflow_id
+from activities.runtime.runs import RuntimeActivities
 from jobs import runtime_work
 from tests.integration import runtime
 

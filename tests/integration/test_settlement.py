@@ -14,8 +14,8 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.chunks.chunked import fenced
 from activities.claim.executions import ExecutionActivities, Fence, StaleAttemptError
-from activities.run.kinds import build_kind_activities
 from activities.common.models import ClaimInput, ExecutionRef, WorkInput
+from activities.run.kinds import build_kind_activities
 from devstack.temporal import temporal_binary
 from jobs import KINDS
 from jobs.card_settlement.activities import settle_chunk

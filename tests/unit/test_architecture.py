@@ -302,3 +302,43 @@ def test_the_scheduled_job_workflow_run_reads_at_once():
 
     lines = inspect.getsource(JobRunWorkflow.run).splitlines()
     assert len(lines) < 40, f"JobRunWorkflow.run: {len(lines)} lines"
+
+
+# --- the engine's parts (issue 43, item 7) -------------------------------------------------
+
+ENGINE_PARTS = [
+    "common",
+    "outbox",
+    "claim",
+    "chunks",
+    "steps",
+    "catchup",
+    "runtime",
+    "dependencies",
+    "run",
+]
+
+
+def _part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "activities" and len(parts) > 1 else None
+
+
+def test_every_engine_module_is_in_a_part():
+    """`activities/` holds sub-packages only, one per part of the engine, each listed."""
+    loose = sorted(m for m in MODULES if m.count(".") == 1 and m.startswith("activities."))
+    assert all(_part(m) in ENGINE_PARTS for m in loose), loose
+    flat = sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "activities").glob("*.py")
+        if p.name != "__init__.py"
+    )
+    assert not flat, f"{flat}: put each in one of {ENGINE_PARTS}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if _part(m)))
+def test_an_engine_part_imports_only_parts_before_it(module):
+    rank = {part: i for i, part in enumerate(ENGINE_PARTS)}
+    own = rank[_part(module)]
+    wrong = sorted(t for t in GRAPH[module] if _part(t) and rank[_part(t)] > own)
+    assert not wrong, f"{module} imports {wrong}, after it in {ENGINE_PARTS}"

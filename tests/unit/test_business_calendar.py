@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from activities.run.begin import due_at, origins
 from activities.catchup.missed import PlanInput, PlanResult, _decide_for, run_origin
+from activities.run.begin import due_at, origins
 from schedules.catalog.model import default_catalog, parse_each
 from tests.unit.calendar_match import utc_matching_times
 from timing import Timing

@@ -11,8 +11,8 @@ from datetime import timedelta
 
 import pytest
 
-from activities.dependencies.judge import judge, progress, span_text, upstream_slots
 from activities.common.dependency_models import Dependency, UpstreamProgress, WaitInput
+from activities.dependencies.judge import judge, progress, span_text, upstream_slots
 from core.errors import CatalogError
 from schedules.catalog.files import read_catalog
 from schedules.catalog.model import parse_catalog

@@ -21,7 +21,6 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.catchup.backfills import BackfillSkips, SkipsInput
-from activities.run.begin import BeginInput, BeginResult, BegunWork, WorkOrBegin
 from activities.catchup.missed import PlanResult
 from activities.common.models import (
     AttemptQuery,
@@ -31,6 +30,7 @@ from activities.common.models import (
     WorkInput,
     WorkResult,
 )
+from activities.run.begin import BeginInput, BeginResult, BegunWork, WorkOrBegin
 from activities.steps.record import FinishInput, SettleInput, StepInput, StepResult
 
 WORK = "send_invoice_reminders"  # a real kind's work activity; its stand-in is `work`
