@@ -30,8 +30,8 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import journal
 from activities.chunks.gate import pass_chunk_gate
+from activities.claim import journal
 from activities.claim.executions import Fence, take_over, take_over_in
 from activities.common.models import ExecutionRef, WorkInput, WorkResult
 from activities.common.telemetry import db_span, fenced_span, record_completed, record_run

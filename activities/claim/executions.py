@@ -22,7 +22,6 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import notices
 from activities.claim.auto_pause import auto_pause_in
 from activities.claim.heartbeat import heartbeating
 from activities.common.models import (
@@ -33,6 +32,7 @@ from activities.common.models import (
     FailureInput,
 )
 from activities.common.telemetry import record_claim, record_duplicate, record_failed, traced
+from activities.outbox import notices
 from core import redact
 from core.sql import first_row, queries
 

@@ -35,7 +35,6 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio import activity
 
-from activities import journal
 from activities.catchup.missed import (
     CatchupActivities,
     Decision,
@@ -48,6 +47,7 @@ from activities.catchup.missed import (
     slot_origin,
 )
 from activities.chunks.chunked import first_chunk, settled
+from activities.claim import journal
 from activities.claim.executions import (
     Fence,
     OwnClaim,

@@ -36,7 +36,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from temporalio import activity
 
-from activities import journal, notices
+from activities.claim import journal
 from activities.claim.auto_pause import auto_pause_in
 from activities.claim.executions import (
     Attempt,
@@ -48,6 +48,7 @@ from activities.claim.executions import (
 )
 from activities.common.models import ClaimInput, ExecutionRef, Origin
 from activities.common.telemetry import record_claim, record_completed, runtime_kind
+from activities.outbox import notices
 from activities.runtime.models import BatchResult, ledger_name
 from core import redact
 from core.sql import queries

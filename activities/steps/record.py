@@ -34,8 +34,8 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import journal
 from activities.chunks.chunked import fenced
+from activities.claim import journal
 from activities.claim.executions import Attempt, Fence, take_over_in
 from activities.common.models import ExecutionRef, TimingField, WorkResult
 from activities.common.telemetry import db_span, record_completed, record_run
