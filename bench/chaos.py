@@ -86,7 +86,7 @@ from jobs import runtime_kinds  # noqa: E402
 from schedules.catalog.model import JobSpec, RetrySpec, default_catalog  # noqa: E402
 from schedules.sync.attributes import runtime_attributes  # noqa: E402
 from tests.helpers.worker import WorkerProcess  # noqa: E402
-from tests.integration import test_monthly_billing as billing  # noqa: E402
+from tests.integration import billing  # noqa: E402
 from tests.integration.chunk_gate import ChunkGate  # noqa: E402
 from tests.integration.jobs import insert_invoices, registered  # noqa: E402
 from tests.integration.namespaces import fresh_namespace  # noqa: E402

@@ -36,7 +36,6 @@ with workflow.unsafe.imports_passed_through():
         RuntimeWork,
     )
     from activities.runtime.runs import RuntimeActivities
-    from timing import Timing
 
 from workflows.attempts import with_fresh_series
 from workflows.dependencies import DEPENDS_PATCH, UpstreamWait
@@ -97,7 +96,7 @@ class RuntimeRunWorkflow:
         """Wait until the slot's upstream slots completed (`workflows.dependencies`); the
         reason when a dependency's policy skipped the slot instead."""
         info = workflow.info()
-        timing = Timing.model_validate(work.timing) if work.timing else None
+        timing = work.timing
         wait = WaitInput(
             job_name=execution.job_name,
             scheduled_at=execution.scheduled_at,
@@ -128,7 +127,7 @@ class RuntimeRunWorkflow:
             WorkInput(
                 execution=execution,
                 params=work.params,
-                timing=Timing.model_validate(work.timing) if work.timing else None,
+                timing=work.timing,
             ),
             result_type=WorkResult,
             start_to_close_timeout=timedelta(seconds=work.start_to_close_seconds),

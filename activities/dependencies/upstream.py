@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from psycopg import AsyncConnection
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
@@ -40,7 +41,7 @@ from activities.common.dependency_models import (
 )
 from activities.dependencies.judge import judge, missing, progress, upstream_slots
 from activities.runtime.dispatch import calendar_rule
-from activities.runtime.models import ledger_name
+from activities.runtime.models import ScheduleRow, ledger_name
 from core.sql import queries
 from timing import Timing
 
@@ -167,21 +168,14 @@ class UpstreamActivities:
     ) -> Upstream | str:
         if dep.job is not None:
             return await catalog_upstream(activity.client(), dep.job)
-        cur = await conn.execute(
-            _Q["runtime_upstream"], {"tenant": wait.tenant, "name": dep.schedule}
-        )
-        row = await cur.fetchone()
+        async with conn.cursor(row_factory=class_row(ScheduleRow)) as cur:
+            await cur.execute(_Q["runtime_upstream"], {"tenant": wait.tenant, "name": dep.schedule})
+            row = await cur.fetchone()
         if row is None:
             return f"tenant {wait.tenant!r} has no live schedule named {dep.schedule!r}"
-        sid, cron, zone_name, start_at, end_at, since, *days = row
-        timing = Timing(
-            cron=cron,
-            timezone=zone_name,
-            start_at=start_at,
-            end_at=end_at,
-            calendar=calendar_rule(*days),  # its slots a calendar skips are never due
-        )
-        return Upstream(ledger=ledger_name(sid), timing=timing, since=since)
+        # Its slots a business calendar skips are never due.
+        timing = row.timing(calendar_rule(row.calendar_definition, row.on_holiday))
+        return Upstream(ledger=ledger_name(row.id), timing=timing, since=row.timing_since)
 
     @staticmethod
     async def _record(

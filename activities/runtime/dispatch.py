@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from psycopg.rows import class_row
 from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client
 
@@ -348,11 +349,12 @@ class Dispatcher:
     async def start_unstarted(self, mine: list[int], now: datetime, counts: TickCounts) -> None:
         """Start the workflow of every intent of `mine` due by `now` not marked started."""
         while True:
-            async with self.pool.connection() as conn:
-                cur = await conn.execute(
-                    _Q["unstarted"], {"buckets": mine, "now": now, "limit": 2000}
-                )
-                found = [Intent(*row) for row in await cur.fetchall()]
+            async with (
+                self.pool.connection() as conn,
+                conn.cursor(row_factory=class_row(Intent)) as cur,
+            ):
+                await cur.execute(_Q["unstarted"], {"buckets": mine, "now": now, "limit": 2000})
+                found = await cur.fetchall()
             counts.statements += 1
             if not found:
                 return

@@ -10,8 +10,9 @@ history; the schedule's kind and params are read from PostgreSQL when the run be
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from temporalio.common import SearchAttributeKey
@@ -19,6 +20,8 @@ from temporalio.common import SearchAttributeKey
 from activities.common.dependency_models import Dependency
 from activities.common.models import Origin, SlotOutcome
 from core.ids import stamp
+from timing import Timing
+from timing.business import CalendarRule
 
 LEDGER_PREFIX = "rt-"
 BATCH_PREFIX = "rt-batch-"
@@ -54,6 +57,39 @@ def batch_workflow_id(first_id: int, first_slot: datetime) -> str:
     return f"{BATCH_PREFIX}{first_id}-{stamp(first_slot)}"
 
 
+@dataclass(frozen=True)
+class ScheduleRow:
+    """A `runtime_schedules` row as the engine's queries read it: by column name
+    (`psycopg.rows.class_row(ScheduleRow)`), never by position; a column a query does not
+    select keeps its default."""
+
+    id: int
+    cron: str
+    timezone: str
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    tenant: str = ""
+    name: str = ""
+    kind: str = ""
+    params: dict[str, Any] | None = None
+    deleted_at: datetime | None = None
+    depends_on: list[Any] | None = None
+    timing_since: datetime | None = None
+    calendar_definition: str | None = None  # the business calendar, as JSON text
+    on_holiday: str | None = None
+    due_at: datetime | None = None  # a slot's, read with it: when its calendar moved it
+
+    def timing(self, calendar: CalendarRule | None = None) -> Timing:
+        """When the schedule fires: its cron in its zone, between its bounds."""
+        return Timing(
+            cron=self.cron,
+            timezone=self.timezone,
+            start_at=self.start_at,
+            end_at=self.end_at,
+            calendar=calendar,
+        )
+
+
 class RuntimeRun(BaseModel):
     """The input of `RuntimeRunWorkflow`: one slot of one runtime schedule."""
 
@@ -76,7 +112,9 @@ class RuntimeWork(BaseModel):
 
     activity: str
     params: dict = Field(default_factory=dict)
-    timing: dict | None = None  # the schedule's cron and zone, as a `Timing`'s fields
+    # The schedule's cron, zone and bounds (`ScheduleRow.timing`). A begin recorded by an
+    # earlier release holds the same fields as a plain object: it reads as this `Timing`.
+    timing: Timing | None = None
     # The kind's (`activities.run.kinds.RuntimeKind`, set by `begin_runtime_run`); the defaults
     # are what a begin of an earlier release recorded without them.
     start_to_close_seconds: float = 600.0

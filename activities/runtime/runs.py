@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from psycopg import AsyncConnection
+from psycopg.rows import class_row
 from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 
@@ -37,6 +38,7 @@ from activities.runtime.models import (
     RuntimeBegin,
     RuntimeBegun,
     RuntimeWork,
+    ScheduleRow,
     ledger_name,
 )
 from core.sql import queries
@@ -113,29 +115,27 @@ class RuntimeActivities:
             run_id=begin.run_id,
         )
         async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(
-                _Q["schedule"], {"id": run.schedule_id, "slot": run.scheduled_at}
-            )
-            row = await cur.fetchone()
+            async with conn.cursor(row_factory=class_row(ScheduleRow)) as cur:
+                await cur.execute(_Q["schedule"], {"id": run.schedule_id, "slot": run.scheduled_at})
+                row = await cur.fetchone()
             # A slot decided before its schedule was deleted still runs: a delete never
             # interrupts a run (the dispatcher decides no later slot).
-            if row is None or row[3] not in self.kinds.activities:
+            if row is None or row.kind not in self.kinds.activities:
                 why = f"unknown runtime schedule or kind (schedule {run.schedule_id})"
                 await record_skipped(conn, claim, why)
                 return RuntimeBegun(job_name=claim.job_name, outcome="skipped", reason=why)
-            _, tenant, _, kind, cron, zone, params, start_at, end_at, _, depends_on, due = row
-            claim.due_at = due  # a slot its business calendar moved is claimed then
-            with runtime_kind(kind):
+            claim.due_at = row.due_at  # a slot its business calendar moved is claimed then
+            with runtime_kind(row.kind):
                 claimed = await claim_in(
                     conn, claim, server_now=begin.server_now, now=begin.server_now
                 )
         work = RuntimeWork(
-            activity=self.kinds.activities[kind],
-            params=params or {},
-            timing={"cron": cron, "timezone": zone, "start_at": start_at, "end_at": end_at},
-            depends_on=depends_on or [],
-            tenant=tenant,
-            **self.kinds.timed(kind),
+            activity=self.kinds.activities[row.kind],
+            params=row.params or {},
+            timing=row.timing(),
+            depends_on=row.depends_on or [],
+            tenant=row.tenant,
+            **self.kinds.timed(row.kind),
         )
         return RuntimeBegun(
             execution_id=claimed.execution_id,

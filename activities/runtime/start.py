@@ -45,8 +45,9 @@ BATCH_LIFETIME = batch_lifetime(BATCH_SLOTS, SLOTS_PER_ACTIVITY)
 
 @dataclass(frozen=True)
 class Intent:
-    """A slot decided for a start (a `runtime_dispatch_intents` row) and the labels of its
-    schedule, the run's search attributes."""
+    """A slot decided for a start (a `runtime_dispatch_intents` row, read by column name:
+    the dispatcher's `unstarted`, a trigger's or backfill's `add_intent`) and the labels of
+    its schedule, the run's search attributes and summary."""
 
     schedule_id: int
     scheduled_at: datetime
@@ -56,6 +57,8 @@ class Intent:
     name: str
     kind: str
     timezone: str = "UTC"  # the schedule's zone: the slot's local time in the run's summary
+    decided_at: datetime | None = None
+    started_at: datetime | None = None  # None: no start reported yet
 
 
 async def start_intent(

@@ -20,6 +20,7 @@ import schedules.tenants.store as store
 from activities.claim.executions import Clock, utcnow
 from activities.runtime.models import ledger_name
 from activities.runtime.models import slot_workflow_id as workflow_id
+from activities.runtime.start import Intent
 from core.errors import InvalidScheduleError, ScheduleNotFoundError
 from schedules.tenants.api import utc_text
 from schedules.tenants.fires import FireTime, due_time, next_fire_times
@@ -52,7 +53,7 @@ class Requested:
     leave alone)."""
 
     schedule: Schedule
-    recorded: list[dispatch.Intent]
+    recorded: list[Intent]
     already: list[datetime]
     started: list[str] = field(default_factory=list)
     not_started: str | None = None
@@ -74,7 +75,7 @@ async def _record(
     now: datetime,
     by: str,
     due: dict[datetime, datetime] | None = None,
-) -> tuple[list[dispatch.Intent], list[datetime]]:
+) -> tuple[list[Intent], list[datetime]]:
     """Record an intent per slot (`due`: when each slot a business calendar moved is due);
     the recorded ones, and the slots that had one already."""
     rows = await store.all_rows(
@@ -90,7 +91,7 @@ async def _record(
             "by": by,
         },
     )
-    recorded = [dispatch.Intent(**row) for row in rows]
+    recorded = [Intent(**row) for row in rows]
     taken = {i.scheduled_at for i in recorded}
     return recorded, [s for s in slots if s not in taken]
 
@@ -124,9 +125,8 @@ async def trigger(
     if client is None or not recorded:
         return Requested(schedule, recorded, already)
     (intent,) = recorded
-    labels = (schedule.tenant, schedule.name, schedule.kind, schedule.timezone)
     try:
-        if not await dispatch.start_slot(client, intent, task_queue=task_queue, labels=labels):
+        if not await dispatch.start_slot(client, intent, task_queue=task_queue):
             return Requested(schedule, recorded, already)  # a tick started it first
     except (RPCError, TimeoutError) as exc:  # Temporal away, or refusing
         lines = str(exc).strip().splitlines() or [type(exc).__name__]

@@ -131,15 +131,24 @@ ORDER BY s.name
 -- A slot its business calendar moved is due at its fire time (due_at; NULL: its own).
 -- A trigger's or backfill's slot is not held back by a tenant limit, nor counted in
 -- flight (recorded settled).
-INSERT INTO runtime_dispatch_intents (
-    schedule_id, scheduled_at, decided_at, workflow_id, origin, requested_by, due_at,
-    settled_at
+-- Each recorded intent comes back with its schedule's labels (`activities.runtime.start.
+-- Intent`), what a start of its run needs.
+WITH added AS (
+    INSERT INTO runtime_dispatch_intents (
+        schedule_id, scheduled_at, decided_at, workflow_id, origin, requested_by, due_at,
+        settled_at
+    )
+    SELECT %(schedule_id)s, t.at, %(now)s, t.workflow_id, %(origin)s, %(by)s, t.due_at,
+           %(now)s
+    FROM unnest(%(slots)s::timestamptz[], %(workflow_ids)s::text[], %(dues)s::timestamptz[])
+         AS t (at, workflow_id, due_at)
+    ON CONFLICT (schedule_id, scheduled_at) DO NOTHING
+    RETURNING schedule_id, scheduled_at, decided_at, started_at, workflow_id, origin
 )
-SELECT %(schedule_id)s, t.at, %(now)s, t.workflow_id, %(origin)s, %(by)s, t.due_at, %(now)s
-FROM unnest(%(slots)s::timestamptz[], %(workflow_ids)s::text[], %(dues)s::timestamptz[])
-     AS t (at, workflow_id, due_at)
-ON CONFLICT (schedule_id, scheduled_at) DO NOTHING
-RETURNING schedule_id, scheduled_at, decided_at, started_at, workflow_id, origin
+SELECT a.schedule_id, a.scheduled_at, a.origin, a.workflow_id, s.tenant, s.name, s.kind,
+       s.timezone, a.decided_at, a.started_at
+FROM added a JOIN runtime_schedules s ON s.id = a.schedule_id
+ORDER BY a.scheduled_at
 
 -- name: mark_started
 -- A triggered slot whose run the API started itself (a tick would mark it too).

@@ -158,6 +158,25 @@ def test_no_test_module_imports_conftest():
     assert not offenders, offenders
 
 
+def test_no_bench_imports_a_test_module():
+    """The benches share the tests' helpers (`tests/helpers/`, the helper modules beside the
+    integration tests), never a module of tests (`test_*.py`), whose import collects its
+    fixtures and runs its module-level code (issue 43, item 7)."""
+    offenders = {}
+    for path in sorted((ROOT / "bench").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        found = [
+            n for n in names if n.startswith("tests.") and n.split(".")[-1].startswith("test_")
+        ]
+        if found:
+            offenders[str(path.relative_to(ROOT))] = found
+    assert not offenders, offenders
+
+
 def test_the_conftest_check_sees_an_import():
     assert conftest_imports("from tests.conftest import ROOT") == ["tests.conftest"]
     assert conftest_imports("from tests import conftest") == ["tests.conftest"]
