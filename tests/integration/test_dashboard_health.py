@@ -98,3 +98,19 @@ async def test_the_health_page_links_each_finding_to_its_schedule_and_slot(
             form = {"key": tenant_key, "csrf": web.cookies["sj_login"]}
             assert web.post("/ui/login", data=form).status_code == 401
             assert web.get("/ui/health").status_code == 303
+
+
+async def test_without_temporal_the_page_says_so_and_shows_the_rest(database_url):
+    """Temporal away: the check's status is unknown with one line naming the server, and
+    the page still answers (here: no audit recorded yet)."""
+    away = ApiSettings(database_url=database_url, temporal_address="127.0.0.1:1")
+    async with serving(away) as api:
+        with httpx.Client(base_url=api.url, timeout=60) as web:
+            web.get("/ui/login")
+            form = {"key": await api.key(None), "csrf": web.cookies["sj_login"]}
+            assert web.post("/ui/login", data=form).status_code == 303
+            page = web.get("/ui/health")
+    assert page.status_code == 200, page.text
+    assert "Status <strong>unknown</strong>" in page.text
+    assert "cannot reach Temporal at 127.0.0.1:1" in page.text
+    assert "No audit recorded yet" in page.text and "Traceback" not in page.text
