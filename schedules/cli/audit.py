@@ -11,6 +11,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
+
 from core import redact
 from core.errors import SchedulerError, first_line
 from schedules.audit import (
@@ -233,11 +235,25 @@ async def _audit(args: argparse.Namespace, ctx: cli.Context) -> int:
     summary = facts(report, args.settle)
     print(render(report.findings, summary, zones, args.json))
     if args.record:
-        await record_report(cli.database_url(ctx), report, summary, zones, by="schedules audit")
+        await _record(cli.database_url(ctx), report, summary, zones)
     if args.notify:
         new = await notify_findings(cli.database_url(ctx), report.findings, by_id, args.timeout)
         print(f"notices: {new} new lost or late slot(s) recorded", file=sys.stderr)
     return report.exit_code
+
+
+async def _record(url: str, report: Any, summary: dict[str, Any], zones: dict) -> None:
+    """Record the report for the dashboard; a failure to is a warning, not the verdict's
+    exit code (the findings are printed: they stand)."""
+    try:
+        await record_report(url, report, summary, zones, by="schedules audit")
+    except (SchedulerError, psycopg.Error, OSError) as exc:
+        logger.debug("recording the audit report failed", exc_info=True)
+        print(
+            f"warning: the report was not recorded ({redact.scrub(first_line(exc, ''))}): "
+            "the dashboard's health page shows an older one",
+            file=sys.stderr,
+        )
 
 
 def facts(report: Any, settle: timedelta) -> dict[str, Any]:

@@ -254,6 +254,14 @@ async def test_the_command_prints_json_lines_and_exits_by_what_it_found(settings
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     newest = db.execute(f"{reported} ORDER BY id DESC").fetchall()
     assert [(v, n, f) for v, _, n, f, _ in newest] == [("clean", 0, []), ("findings", 1, lines)]
+    # A report it cannot record is a warning: the verdict's exit code stands.
+    db.execute("DROP TABLE audit_reports")
+    unrecorded = schedules_cli(settings, "audit", *args, "--settle", "0s")
+    assert unrecorded.returncode == 0 and unrecorded.stdout.startswith("audit: 0 finding(s)")
+    (warning,) = unrecorded.stderr.splitlines()
+    assert (
+        warning.startswith("warning: the report was not recorded (") and "audit_reports" in warning
+    )
 
     for bad, named in [
         (("--from", "yesterday"), "--from"),
