@@ -1,7 +1,8 @@
 """The HTTP API's app: `create_app(settings)`, served by `python -m api serve` (uvicorn).
 
 Where things go (the api/ README):
-- `api/routes/`: one router per resource (`schedules.py`: `/v1/schedules`), each route a
+- `api/routes/`: one router per resource (`schedules.py`: `/v1/schedules`; `tenants.py`:
+  a tenant's limits and notice channels, `/v1/tenants/{tenant}/...`), each route a
   few lines over one library call (`schedules.tenants`); shared pieces in `common.py`.
 - `api/pages/`: the operator's server-rendered pages (the dashboard), Jinja2 templates
   next to their routes, on this same app.
@@ -28,7 +29,7 @@ from api import problems
 from api.deps import Conn
 from api.limits import BodyLimits, RateLimiter
 from api.pages import install as install_pages
-from api.routes import actions, bulk, schedules
+from api.routes import actions, bulk, schedules, tenants
 from api.schemas import components
 from api.settings import ApiSettings
 from worker.pool import connection_pool
@@ -56,6 +57,7 @@ def create_app(settings: ApiSettings) -> FastAPI:
     app.include_router(schedules.router)
     app.include_router(actions.router)
     app.include_router(bulk.router)
+    app.include_router(tenants.router)
     install_pages(app)  # the operator's dashboard, /ui (api/pages)
     app.add_api_route("/healthz", healthz, methods=["GET"], tags=["health"])
     app.add_api_route("/readyz", readyz, methods=["GET"], tags=["health"], responses=_READY)

@@ -24,6 +24,9 @@ class ApiSettings(Settings):
     api_session_secret: SecretStr | None = None
     api_proxy_user_header: str | None = None
     api_trusted_proxy: str | None = None
+    # The Temporal Web UI's address: the health page links each run to its page there
+    # (`<url>/namespaces/<TEMPORAL_NAMESPACE>/workflows/...`). Default: the dev stack's.
+    temporal_ui_url: str = "http://localhost:8233"
 
 
 def load_api_settings() -> ApiSettings:

@@ -154,7 +154,8 @@ class LocalStack:
             "PYTHONUNBUFFERED": "1",
         }
         # Before the workers: `workers ready` is the stack's last line, the API is up by then.
-        self.api.start(env)
+        # The health page links runs to this stack's Web UI, on whatever port it has.
+        self.api.start(env | {"TEMPORAL_UI_URL": f"http://localhost:{self.ui_port}"})
         self.api_key, new = await demo_key(settings.database_url.get_secret_value(), self.state)
         kept = "created now" if new else f"kept in {self.state / 'api-key'}"
         _say(f"HTTP API on {self.api.url} (docs: {self.api.url}/docs)")

@@ -15,6 +15,7 @@ here.
 from __future__ import annotations
 
 from schedules.audit import AuditReport, run_audit
+from schedules.audit.reports import StoredAudit, latest_report, record_report
 from schedules.backfills import Backfilled, backfill
 from schedules.catalog.model import JobSpec, load_catalog, parse_catalog
 from schedules.compat import RETIRED, Retired, open_retired_runs
@@ -49,6 +50,7 @@ __all__ = [
     "Retry",
     "RunOutcome",
     "ServerState",
+    "StoredAudit",
     "SyncReport",
     "apply_sync",
     "backfill",
@@ -57,12 +59,14 @@ __all__ = [
     "format_report",
     "gather_evidence",
     "last_runs",
+    "latest_report",
     "load_catalog",
     "open_retired_runs",
     "parse_catalog",
     "pause",
     "plan_sync",
     "recent_executions",
+    "record_report",
     "resume",
     "run_audit",
     "run_check",

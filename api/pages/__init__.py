@@ -3,6 +3,8 @@
 - `session.py`: who is signed in (a session cookie from an operator key, or a trusted
   proxy's header) and the CSRF token of every form that writes.
 - `views.py`: the pages that read (the schedules, one schedule, a backfill's preview).
+- `health.py`: `check`'s findings now and the newest recorded `audit` report, each
+  linked to its schedule and slot, each run to the Temporal UI.
 - `forms.py`: the forms that write, each one call of the library the CLI calls
   (`schedules.tenants`): pause, resume, trigger, backfill; and login, logout.
 - `templates/`: the Jinja2 templates.
@@ -16,7 +18,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from api.pages import forms, views
+from api.pages import forms, health, views
 from api.pages.render import render
 from api.pages.session import CsrfRefused, NotSignedIn
 
@@ -24,6 +26,7 @@ from api.pages.session import CsrfRefused, NotSignedIn
 def install(app: FastAPI) -> None:
     """Mount the pages and their two answers: to the login form, or a refused post."""
     app.include_router(views.router)
+    app.include_router(health.router)
     app.include_router(forms.router)
     app.add_exception_handler(NotSignedIn, _to_login)
     app.add_exception_handler(CsrfRefused, _refused)

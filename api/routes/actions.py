@@ -29,6 +29,14 @@ class PauseRequest(BaseModel):
     note: str = Field(min_length=1, max_length=MAX_NOTE)
 
 
+class ResumeRequest(BaseModel):
+    """Why the schedule is resumed, if said (kept in the change log's row of the resume,
+    as a pause's note is in its own)."""
+
+    model_config = ConfigDict(extra="forbid")
+    note: str | None = Field(default=None, min_length=1, max_length=MAX_NOTE)
+
+
 class BackfillRequest(BaseModel):
     """Past fire times in [start, end) to run again; `dry_run` lists them, records none."""
 
@@ -60,12 +68,18 @@ async def pause_schedule(
 
 @router.post("/resume", responses=ONE)
 async def resume_schedule(
-    schedule_id: ScheduleId, caller: Authorized, conn: Conn, if_match: IfMatch = None
+    schedule_id: ScheduleId,
+    caller: Authorized,
+    conn: Conn,
+    request: ResumeRequest | None = None,
+    if_match: IfMatch = None,
 ) -> Response:
-    """Lift the pause; fire times that passed meanwhile do not run."""
+    """Lift the pause, saying why if `note` is given (no body: no note); fire times that
+    passed meanwhile do not run."""
     outcome = await tenants.resume(
         conn,
         schedule_id,
+        note=None if request is None else request.note,
         by=caller.author,
         expected_version=expected_version(if_match, required=False),
         tenant=caller.tenant,

@@ -11,6 +11,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
+
 from core import redact
 from core.errors import SchedulerError, first_line
 from schedules.audit import (
@@ -21,6 +23,7 @@ from schedules.audit import (
     run_audit,
 )
 from schedules.audit.format import render, utc
+from schedules.audit.reports import record_report
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import load_catalog
 from schedules.cli import context as cli
@@ -35,7 +38,9 @@ DESCRIPTION = (
     "visibility for a window of scheduled times and print every finding, one line "
     "each with its kind, job, slot (UTC and the job's local time) and witnesses, then "
     "a summary line. Its fire times are computed independently of the engine's. "
-    "Read-only, unless --notify: then each lost or late slot not recorded before is "
+    "It records the report (audit_reports: when, the window, the verdict, the "
+    "findings), which the dashboard's health page shows, unless --no-record; it writes "
+    "nothing else, unless --notify: then each lost or late slot not recorded before is "
     "recorded and its owner's notices queued (docs/notices.md)."
 )
 EXIT_AUDIT = (
@@ -165,6 +170,13 @@ def configure(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser
         action="store_true",
         help="record each lost or late slot found (once) and queue its owner's notices",
     )
+    parser.add_argument(
+        "--no-record",
+        dest="record",
+        action="store_false",
+        help="do not record the report in audit_reports (the dashboard's health page shows "
+        "the newest recorded one): read-only",
+    )
     cli.add_json(parser, help="JSON Lines: one object a line")
     cli.add_timeout(
         parser,
@@ -220,11 +232,28 @@ async def _audit(args: argparse.Namespace, ctx: cli.Context) -> int:
         known=jobs,
     )
     zones = {j.id: j.timezone for j in jobs} | report.zones
-    print(render(report.findings, facts(report, args.settle), zones, args.json))
+    summary = facts(report, args.settle)
+    print(render(report.findings, summary, zones, args.json))
+    if args.record:
+        await _record(cli.database_url(ctx), report, summary, zones)
     if args.notify:
         new = await notify_findings(cli.database_url(ctx), report.findings, by_id, args.timeout)
         print(f"notices: {new} new lost or late slot(s) recorded", file=sys.stderr)
     return report.exit_code
+
+
+async def _record(url: str, report: Any, summary: dict[str, Any], zones: dict) -> None:
+    """Record the report for the dashboard; a failure to is a warning, not the verdict's
+    exit code (the findings are printed: they stand)."""
+    try:
+        await record_report(url, report, summary, zones, by="schedules audit")
+    except (SchedulerError, psycopg.Error, OSError) as exc:
+        logger.debug("recording the audit report failed", exc_info=True)
+        print(
+            f"warning: the report was not recorded ({redact.scrub(first_line(exc, ''))}): "
+            "the dashboard's health page shows an older one",
+            file=sys.stderr,
+        )
 
 
 def facts(report: Any, settle: timedelta) -> dict[str, Any]:

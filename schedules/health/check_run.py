@@ -35,7 +35,7 @@ from schedules.catalog.compile import (
     read_timing_stamp,
 )
 from schedules.health.check import evaluate
-from schedules.health.runtime import runtime_alerts
+from schedules.health.runtime import runtime_alerts_with_examples
 from schedules.health.status import (
     BACKFILL_LATENESS,
     CATCHUP_GAP_PREFIX,
@@ -238,8 +238,8 @@ async def run_check(
 
     async def runtime() -> list[Alert]:
         async with asyncio.timeout(timeout):
-            found = await runtime_alerts(conninfo, now, lookback, timeout)
-        return [Alert(Kind(kind), subject, message) for kind, subject, message in found]
+            found = await runtime_alerts_with_examples(conninfo, now, lookback, timeout)
+        return [Alert(Kind(a.kind), a.subject, a.message, a.examples) for a in found]
 
     db, tp, rt = await asyncio.gather(database(), temporal(), runtime(), return_exceptions=True)
     errors = []

@@ -105,8 +105,9 @@ class OutboxState:
 @dataclass(frozen=True)
 class Alert:
     kind: Kind
-    job: str  # a job id, or "outbox"
+    job: str  # a job id, "outbox", "runtime:<kind>" or "tenant:<tenant>"
     message: str
+    examples: tuple[int, ...] = ()  # runtime schedules' ids the message names as examples
 
 
 @dataclass

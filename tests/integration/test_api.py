@@ -118,12 +118,29 @@ async def test_pause_resume_delete_and_the_change_log_names_the_key(api: LiveApi
         empty = http.post(f"{url}/pause", json={"note": ""})
         assert empty.status_code == 422 and empty.json()["detail"].startswith("note:")
         assert http.post(f"{url}/resume").json()["paused"] is False
-        gone = http.delete(url, headers={"If-Match": '"3"'})
+        http.post(f"{url}/pause", json={"note": "card expired again"})
+        blank = http.post(f"{url}/resume", json={"note": ""})
+        assert blank.status_code == 422 and blank.json()["detail"].startswith("note:")
+        resumed = http.post(f"{url}/resume", json={"note": "card renewed"})
+        assert resumed.status_code == 200 and resumed.json()["paused"] is False
+        gone = http.delete(url, headers={"If-Match": '"5"'})
         assert gone.status_code == 200 and gone.json()["deleted_at"] is not None
         assert http.post(f"{url}/pause", json={"note": "x"}).status_code == 404
     author = f"api-key:{key.split('_')[1]}"
-    assert changes_by(api.database_url) == [
-        (action, author) for action in ("create", "pause", "resume", "delete")
+    actions = ("create", "pause", "resume", "pause", "resume", "delete")
+    assert changes_by(api.database_url) == [(action, author) for action in actions]
+    # Who and why, as the dashboard and `tenants resume --note` record them: the note in
+    # the change log's row of each pause and resume (none for a resume without a body).
+    with psycopg.connect(api.database_url) as conn:
+        notes = conn.execute(
+            "SELECT action, after->>'note' FROM runtime_schedule_changes"
+            " WHERE action IN ('pause', 'resume') ORDER BY id"
+        ).fetchall()
+    assert notes == [
+        ("pause", "card expired"),
+        ("resume", ""),
+        ("pause", "card expired again"),
+        ("resume", "card renewed"),
     ]
 
 

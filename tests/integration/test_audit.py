@@ -240,11 +240,28 @@ async def test_the_command_prints_json_lines_and_exits_by_what_it_found(settings
     assert lines[0]["slot"]["local"] == "2026-11-20 02:30:00 EST"
     assert lines[0]["witnesses"]["origin"] == "scheduled"
     assert last["summary"]["findings"] == 1 and last["summary"]["by_kind"] == {"unexpected": 1}
+    # The report is recorded as printed (the dashboard's health page shows the newest).
+    reported = "SELECT verdict, window_start, findings_total, findings, summary FROM audit_reports"
+    ((verdict, start, total, stored, summary),) = db.execute(reported).fetchall()
+    assert (verdict, start, total) == ("findings", datetime(2026, 11, 20, tzinfo=UTC), 1)
+    assert stored == lines and summary == last["summary"]
 
     db.execute("DELETE FROM job_executions WHERE scheduled_at = '2026-11-20T07:30:00Z'")
     clean = schedules_cli(settings, "audit", *args, "--settle", "0s", "--pages-per-second", "500")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert clean.stdout.startswith("audit: 0 finding(s)")
+    quiet = schedules_cli(settings, "audit", *args, "--settle", "0s", "--no-record")
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    newest = db.execute(f"{reported} ORDER BY id DESC").fetchall()
+    assert [(v, n, f) for v, _, n, f, _ in newest] == [("clean", 0, []), ("findings", 1, lines)]
+    # A report it cannot record is a warning: the verdict's exit code stands.
+    db.execute("DROP TABLE audit_reports")
+    unrecorded = schedules_cli(settings, "audit", *args, "--settle", "0s")
+    assert unrecorded.returncode == 0 and unrecorded.stdout.startswith("audit: 0 finding(s)")
+    (warning,) = unrecorded.stderr.splitlines()
+    assert (
+        warning.startswith("warning: the report was not recorded (") and "audit_reports" in warning
+    )
 
     for bad, named in [
         (("--from", "yesterday"), "--from"),
