@@ -25,7 +25,7 @@ from api.pages.session import operator
 from api.settings import ApiSettings
 from core import redact
 from core.errors import SchedulerError
-from schedules.audit.agreement import own_workflow_id
+from core.ids import workflow_id
 from schedules.audit.reports import latest_report
 from schedules.catalog.model import load_valid_jobs
 from schedules.health.check_run import run_check
@@ -74,7 +74,7 @@ class Links:
         if found := RUNTIME_JOB.fullmatch(job):
             return f"/ui/schedules/{found[1]}?" + urlencode({"slot": slot})
         at = datetime.fromisoformat(slot)
-        return self.run(own_workflow_id(job, at))
+        return self.run(workflow_id(job, at))
 
     def run(self, workflow_id: str, run_id: str | None = None) -> str:
         """A run's page in the Temporal UI (the newest run of the id if no run id)."""
