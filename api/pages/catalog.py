@@ -4,8 +4,9 @@ Temporal (paused with its note, by whom), its next fire times and its last run.
 The catalog is the one the worker and `python -m schedules` read: `SCHEDULES_CATALOG`
 (default: the packaged `schedules/jobs.toml`), with the engine's own jobs beside it
 (`schedules/engine.toml`), read once per process. Its state comes from Temporal (the
-schedules `sync` made), through `schedules.server.state.schedule_states`, the call
-`python -m schedules list` makes. A catalog job has no tenant.
+schedules `sync` made): for the list, from the schedule listing, one call (as `sync`
+reads it); for one job's page, described (`schedules.server.state.schedule_state`, as
+`python -m schedules list` and `describe` ask). A catalog job has no tenant.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from api.deps import temporal_client
 from api.pages.reads import last_runs, rows
 from core import redact
 from core.errors import SchedulerError, first_line
+from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE
 from schedules.catalog.model import JobSpec, load_valid_jobs
 from schedules.health.evidence import latest_fire_time
 from schedules.server.retry import Retry
@@ -56,12 +58,45 @@ def retry() -> Retry:
 async def server_states(
     request: Request, job_ids: list[str]
 ) -> tuple[dict[str, ServerState], str | None]:
-    """What Temporal says of each job's schedule, or (nothing, why) when it cannot say."""
+    """What Temporal says of each job's schedule (described, as `python -m schedules
+    describe` asks), or (nothing, why) when it cannot say."""
     if not job_ids:
         return {}, None
     try:
         client = await temporal_client(request)
         return await schedule_states(client, job_ids, retry=retry()), None
+    except (RuntimeError, TimeoutError, SchedulerError) as exc:
+        return {}, temporal_problem(request, exc)
+
+
+async def listed_states(
+    request: Request, job_ids: list[str]
+) -> tuple[dict[str, ServerState], str | None]:
+    """Each job's schedule as Temporal's schedule listing shows it (paused, note, next
+    and recent actions): one call for every job, where describing each one is a query of
+    its own; the listing may lag a change by a moment (the job's page describes it)."""
+    if not job_ids:
+        return {}, None
+    wanted = set(job_ids)
+
+    async def listing() -> dict[str, ServerState]:
+        found = {job_id: ServerState(exists=False) for job_id in job_ids}
+        async for entry in await client.list_schedules():
+            if entry.id not in wanted:
+                continue
+            managed = await entry.memo_value(MANAGED_MEMO_KEY, default=None) == MANAGED_MEMO_VALUE
+            state, info = entry.schedule.state if entry.schedule else None, entry.info
+            found[entry.id] = ServerState(
+                exists=True, managed=managed, paused=bool(state and state.paused),
+                note=(state.note or None) if state else None,
+                next_times=list(info.next_action_times) if info else [],
+                recent=list(info.recent_actions) if info else [],
+            )  # fmt: skip
+        return found
+
+    try:
+        client = await temporal_client(request)
+        return await retry()(listing), None
     except (RuntimeError, TimeoutError, SchedulerError) as exc:
         return {}, temporal_problem(request, exc)
 
@@ -81,9 +116,8 @@ def job_state(
     now: datetime,
 ) -> str:
     """The job's state as the list filters it: paused (by an operator or the catalog),
-    auto-paused (the engine, after failures), failing (the last run failed), late (its
-    newest fire time a minute past has no run recorded), active; or `not synced`, or
-    `unknown` when Temporal cannot be asked."""
+    auto-paused (the engine, after failures), failing (the last run failed), late (see
+    `_late`), active; or `not synced`, or `unknown` when Temporal cannot be asked."""
     if server is None:
         return "unknown"
     if not server.usable:
@@ -92,12 +126,21 @@ def job_state(
         return "auto-paused" if pause is not None and pause["paused_by"] == "auto" else "paused"
     if last is not None and last["status"] == "failed":
         return "failing"
+    return "late" if _late(job, server, last, now) else "active"
+
+
+def _late(job: JobSpec, server: ServerState, last: dict[str, Any] | None, now: datetime) -> bool:
+    """Late: Temporal's next start is over a minute past (its scheduler is behind), or it
+    started the newest fire time over a minute past and no run of it is recorded (no
+    worker took it). A slot Temporal did not start (paused then, before the schedule
+    existed, skipped by its overlap) is not late: `explain` says why it did not run."""
+    if server.next_times and server.next_times[0] < now - LATE_AFTER:
+        return True
     due = latest_fire_time(job, now - LATE_AFTER)
-    since = server.timing_since
-    if due is not None and (since is None or due >= since):
-        if last is None or last["scheduled_at"] < due:
-            return "late"
-    return "active"
+    started = {action.scheduled_at for action in server.recent}
+    if due is None or due not in started:
+        return False
+    return last is None or last["scheduled_at"] < due
 
 
 async def catalog_rows(
@@ -107,7 +150,7 @@ async def catalog_rows(
     their state is not known (Temporal cannot be asked), if so."""
     jobs = [job for job in catalog(request).jobs.values() if not kind or job.kind == kind]
     ids = [job.id for job in jobs]
-    servers, error = await server_states(request, ids)
+    servers, error = await listed_states(request, ids)
     last = await last_runs(conn, ids)
     paused = [i for i, s in servers.items() if s.usable and s.paused]
     pauses = {}

@@ -162,8 +162,13 @@ async def walk_catalog_job(page: Page, job_id: str) -> None:
     await page.click("#pause button")
     paused = await page.inner_text("#paused")
     assert re.search(r"Paused by api-key:\d+ with `schedules pause` .*: quarter close", paused)
-    await page.goto("/ui/schedules?source=catalog&state=paused")
-    assert "quarter close" in await job_row.inner_text()
+
+    async def listed_paused() -> None:  # the list reads Temporal's listing: it may lag
+        await page.goto("/ui/schedules?source=catalog&state=paused")
+        assert await job_row.count() == 1, await page.inner_text("#schedules")
+        assert "quarter close" in await job_row.inner_text()
+
+    await assert_eventually(listed_paused, timeout=30)
     await page.goto(f"/ui/jobs/{job_id}")
     await page.fill("#explain input[name=slot]", f"{_NOW.year - 1}-01-01T03:00")
     await page.click("#explain button")
