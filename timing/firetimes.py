@@ -128,13 +128,26 @@ def _forward(cron: Cron, zone_name: str, start: datetime) -> Iterator[datetime]:
                 yield instant
 
 
+def _day_fires_before(cron: Cron, zone_name: str, day: date, end: datetime) -> Iterator[datetime]:
+    """`day_fires` of `day` before `end`, newest first, made one at a time (as
+    `_day_fires_from`, backwards)."""
+    offset = plain_offset(zone_name, day)
+    if offset is None:
+        yield from (i for i in reversed(day_fires(cron, zone_name, day)) if i < end)
+        return
+    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC) - offset
+    seconds = cron.day_seconds
+    for second in reversed(seconds[: bisect_left(seconds, (end - midnight).total_seconds())]):
+        yield midnight + timedelta(seconds=second)
+
+
 def _backward(cron: Cron, zone_name: str, end: datetime) -> Iterator[datetime]:
     """Every fire time before `end`, descending."""
     last = min(_local_date(end, zone_name) + _ONE_DAY, _FAR_DAY)
     previous: datetime | None = None
     for day in cron.matching_days(_NEAR_DAY, last, reverse=True):
-        for instant in reversed(day_fires(cron, zone_name, day)):
-            if instant < end and instant != previous:
+        for instant in _day_fires_before(cron, zone_name, day, end):
+            if instant != previous:
                 previous = instant
                 yield instant
 
