@@ -143,28 +143,42 @@ def _late(job: JobSpec, server: ServerState, last: dict[str, Any] | None, now: d
     return last is None or last["scheduled_at"] < due
 
 
-async def catalog_rows(
-    request: Request, conn: Any, kind: str, state: str, now: datetime
-) -> tuple[list[dict[str, Any]], str | None]:
-    """The list's rows of the catalog's jobs (of `kind`, in `state`, when given), and why
-    their state is not known (Temporal cannot be asked), if so."""
+@dataclass(frozen=True)
+class Listing:
+    """The catalog's jobs of a kind, and what Temporal's listing says of them (or why it
+    could not be asked)."""
+
+    jobs: list[JobSpec]
+    servers: dict[str, ServerState]
+    error: str | None
+
+
+async def listing(request: Request, kind: str) -> Listing:
+    """The catalog's jobs (of `kind`, when given) and their schedules' listing. Asks
+    Temporal only: the list starts it first, and reads PostgreSQL meanwhile."""
     jobs = [job for job in catalog(request).jobs.values() if not kind or job.kind == kind]
-    ids = [job.id for job in jobs]
-    servers, error = await listed_states(request, ids)
+    servers, error = await listed_states(request, [job.id for job in jobs])
+    return Listing(jobs, servers, error)
+
+
+async def catalog_rows(conn: Any, listed: Listing, state: str, now: datetime) -> list[dict]:
+    """The list's rows of the listed jobs (those in `state`, when given): state, pause,
+    last run, next three fire times."""
+    ids = [job.id for job in listed.jobs]
     last = await last_runs(conn, ids)
-    paused = [i for i, s in servers.items() if s.usable and s.paused]
+    paused = [i for i, s in listed.servers.items() if s.usable and s.paused]
     pauses = {}
     if paused:
         pauses = {r["job_name"]: r for r in await rows(conn, "pauses_in_force", {"jobs": paused})}
     found = []
-    for job in jobs:
-        server = servers.get(job.id)
+    for job in listed.jobs:
+        server = listed.servers.get(job.id)
         judged = job_state(job, server, last.get(job.id), pauses.get(job.id), now)
         if state and judged != state:
             continue
         found.append({"job": job, "state": judged, "server": server, "pause": pauses.get(job.id),
                       "last": last.get(job.id), "fires": fire_times(job, now, 3)})  # fmt: skip
-    return found, error
+    return found
 
 
 def fire_times(job: JobSpec, after: datetime, n: int) -> list[FireTime]:

@@ -5,6 +5,7 @@ is `jobs.py`."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,7 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from api.deps import Conn
-from api.pages.catalog import catalog, catalog_rows
+from api.pages.catalog import catalog, catalog_rows, listing
 from api.pages.reads import last_runs, rows
 from api.pages.render import render
 from api.pages.session import operator
@@ -58,16 +59,23 @@ async def schedule_list(
     who = await operator(request, conn)
     now = datetime.now(UTC)
     state = state if state in STATES else ""
-    jobs, temporal_error = [], None
+    # Temporal's listing of the catalog's schedules, asked while PostgreSQL is read.
+    asked = None
     if source != "runtime" and not tenant and not after:
-        jobs, temporal_error = await catalog_rows(request, conn, kind, state, now)
-    found, next_after, scanned = [], None, 0
-    if source != "catalog":
-        found, next_after, scanned = await _runtime_rows(conn, tenant, kind, state, after, now)
+        asked = asyncio.create_task(listing(request, kind))
+    try:
+        found, next_after, scanned = [], None, 0
+        if source != "catalog":
+            found, next_after, scanned = await _runtime_rows(conn, tenant, kind, state, after, now)
+        listed = await asked if asked is not None else None
+    finally:
+        if asked is not None:
+            asked.cancel()  # a no-op once it is done
+    jobs = await catalog_rows(conn, listed, state, now) if listed is not None else []
     context = {
         "who": who,
         "jobs": jobs,
-        "temporal_error": temporal_error,
+        "temporal_error": listed.error if listed is not None else None,
         "invalid": catalog(request).invalid,
         "rows": found,
         "filters": {"tenant": tenant, "source": source, "kind": kind, "state": state},

@@ -28,6 +28,7 @@ import pytest
 from playwright.async_api import Page, async_playwright
 
 from api.settings import ApiSettings
+from devstack.ports import free_port
 from schedules import tenants
 from schedules.catalog.model import load_catalog
 from schedules.sync.apply import sync
@@ -340,3 +341,30 @@ async def test_a_trusted_proxys_header_signs_in_and_no_other_address_is_believed
             assert answer.status_code == 200 and "proxy:alice" in answer.text
         else:
             assert (answer.status_code, answer.headers["location"]) == (303, "/ui/login")
+
+
+async def test_a_temporal_that_cannot_be_asked_is_one_line_and_the_runtime_rows_still_show(
+    database_url,
+):
+    """Nothing listens at TEMPORAL_ADDRESS: the list says so in one line, shows the catalog
+    jobs' state as unknown and the runtime schedules as always; a job's page says so; its
+    pause form changes nothing (503)."""
+    made = (await tenants.create(database_url, OTHER, by="test")).schedule
+    address = f"127.0.0.1:{free_port()}"
+    settings = ApiSettings(database_url=database_url, temporal_address=address)
+    async with serving(settings) as live:
+        key = await live.key(None)
+        with httpx.Client(base_url=live.url, timeout=30) as web:
+            _log_in(web, key)
+            listed = web.get("/ui/schedules")
+            assert listed.status_code == 200
+            assert f"Temporal at {address} cannot be asked" in listed.text
+            assert 'data-job="invoice-reminders"' in listed.text and "state-unknown" in listed.text
+            assert f'data-id="{made.id}"' in listed.text
+            page = web.get("/ui/jobs/invoice-reminders")
+            assert page.status_code == 200 and 'id="server-error"' in page.text
+            csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+            answer = web.post("/ui/jobs/invoice-reminders/pause", data={"note": "x", "csrf": csrf})
+            assert answer.status_code == 503
+            assert "cannot be asked" in answer.text and "nothing was changed" in answer.text
+            assert "Traceback" not in answer.text
