@@ -1,5 +1,5 @@
 """What routes depend on: a connection of the app's pool for the request, the settings,
-and a Temporal client (connected on first use)."""
+and the app's Temporal client (connected on first use)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from temporalio.client import Client
 
 from api.settings import ApiSettings
 from worker.client import connect
+
+# No page waits longer than this for a Temporal that does not answer the connection.
+CONNECT_SECONDS = 5.0
 
 
 async def pool(request: Request) -> AsyncConnectionPool:
@@ -33,23 +36,26 @@ async def connection(
         yield conn
 
 
-async def temporal_client(request: Request) -> Client:
-    """The app's Temporal client, connected from the settings (`TEMPORAL_ADDRESS`,
-    `TEMPORAL_NAMESPACE`, TLS, API key: `worker.client.connect`) on the first request that
-    needs it and shared after. The API serves without Temporal: only the pages that read
-    it (the health page's `check`) connect, and a server that does not answer fails that
-    request, not the app's start. A failed connect is tried again by the next request."""
-    state = request.app.state
-    if getattr(state, "temporal_client", None) is None:
-        if getattr(state, "temporal_lock", None) is None:  # no await between: one lock
-            state.temporal_lock = asyncio.Lock()
-        async with state.temporal_lock:
-            if getattr(state, "temporal_client", None) is None:
-                state.temporal_client = await connect(state.settings)
-    return state.temporal_client
-
-
 Conn = Annotated[AsyncConnection, Depends(connection)]
 Settings = Annotated[ApiSettings, Depends(settings)]
 Pool = Annotated[AsyncConnectionPool, Depends(pool)]
+
+
+async def temporal_client(request: Request) -> Client:
+    """The app's one Temporal client (`TEMPORAL_*` settings, as the worker connects),
+    connected by the first request that needs it, so the API starts and serves its
+    PostgreSQL routes while Temporal is down. A failed connection is not kept: the next
+    request tries again. Raises the SDK's `RuntimeError` (or `TimeoutError`) when
+    Temporal cannot be reached."""
+    state = request.app.state
+    if getattr(state, "temporal", None) is None:
+        if getattr(state, "temporal_lock", None) is None:
+            state.temporal_lock = asyncio.Lock()
+        async with state.temporal_lock:  # one connection for concurrent first requests
+            if getattr(state, "temporal", None) is None:
+                settings: ApiSettings = state.settings
+                state.temporal = await asyncio.wait_for(connect(settings), CONNECT_SECONDS)
+    return state.temporal
+
+
 Temporal = Annotated[Client, Depends(temporal_client)]

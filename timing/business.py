@@ -380,6 +380,10 @@ class Grid:
         non-business day."""
         if not self.rule.is_business(day):
             return []
+        if self.rule.short_session(day) is None and (
+            self.rule.on_holiday == "skip" or self.rule.contributors(day) == [day]
+        ):  # nothing moves onto or off it: its own slots, already in order (`_times_on`)
+            return [Fire(slot, slot) for slot in self.slots_of(day)]
         tz = zone(self.timezone)
         found = []
         for source in self.rule.contributors(day):

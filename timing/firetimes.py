@@ -24,6 +24,8 @@ and it parses its cron once.
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 
@@ -100,15 +102,43 @@ def cron_fires_newest(
     return found[::-1]
 
 
+def _day_fires_from(cron: Cron, zone_name: str, day: date, start: datetime) -> Iterator[datetime]:
+    """`day_fires` of `day` at or after `start`, made one at a time: on a day no offset
+    change touches, from the first of the day's times at or after `start` (bisected), so a
+    page that shows a `*/5` schedule's next three times does not make its day's 288."""
+    offset = plain_offset(zone_name, day)
+    if offset is None:
+        yield from (instant for instant in day_fires(cron, zone_name, day) if instant >= start)
+        return
+    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC) - offset
+    seconds = cron.day_seconds
+    first = bisect_left(seconds, math.ceil((start - midnight).total_seconds()))
+    for second in seconds[first:]:
+        yield midnight + timedelta(seconds=second)
+
+
 def _forward(cron: Cron, zone_name: str, start: datetime) -> Iterator[datetime]:
     """Every fire time at or after `start`, ascending."""
     first = max(_local_date(start, zone_name) - _ONE_DAY, _NEAR_DAY)
     last: datetime | None = None
     for day in cron.matching_days(first, _FAR_DAY):
-        for instant in day_fires(cron, zone_name, day):
-            if instant >= start and instant != last:
+        for instant in _day_fires_from(cron, zone_name, day, start):
+            if instant != last:
                 last = instant
                 yield instant
+
+
+def _day_fires_before(cron: Cron, zone_name: str, day: date, end: datetime) -> Iterator[datetime]:
+    """`day_fires` of `day` before `end`, newest first, made one at a time (as
+    `_day_fires_from`, backwards)."""
+    offset = plain_offset(zone_name, day)
+    if offset is None:
+        yield from (i for i in reversed(day_fires(cron, zone_name, day)) if i < end)
+        return
+    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC) - offset
+    seconds = cron.day_seconds
+    for second in reversed(seconds[: bisect_left(seconds, (end - midnight).total_seconds())]):
+        yield midnight + timedelta(seconds=second)
 
 
 def _backward(cron: Cron, zone_name: str, end: datetime) -> Iterator[datetime]:
@@ -116,8 +146,8 @@ def _backward(cron: Cron, zone_name: str, end: datetime) -> Iterator[datetime]:
     last = min(_local_date(end, zone_name) + _ONE_DAY, _FAR_DAY)
     previous: datetime | None = None
     for day in cron.matching_days(_NEAR_DAY, last, reverse=True):
-        for instant in reversed(day_fires(cron, zone_name, day)):
-            if instant < end and instant != previous:
+        for instant in _day_fires_before(cron, zone_name, day, end):
+            if instant != previous:
                 previous = instant
                 yield instant
 

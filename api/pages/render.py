@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from api.pages.session import session_secret
+from schedules.catalog.durations import format_duration
 from schedules.catalog.times import local_text, utc_text
 
 _ENV = Environment(
@@ -18,6 +19,7 @@ _ENV = Environment(
     autoescape=select_autoescape(["html"]),
     trim_blocks=True,
     lstrip_blocks=True,
+    auto_reload=False,  # packaged templates: no stat of each file per page (a row's include)
 )
 
 
@@ -31,6 +33,7 @@ def _utc(instant: datetime | None) -> str:
 
 _ENV.filters["local"] = _local
 _ENV.filters["utc"] = _utc
+_ENV.filters["duration"] = format_duration
 
 
 def render(

@@ -1,9 +1,11 @@
-"""The pages that read: every runtime schedule (filtered), one schedule (its definition,
-change history, runs, next fire times and `explain` of a chosen slot), and a backfill's
-preview with each slot's outcome afterwards."""
+"""The pages that read: every catalog job and runtime schedule (filtered), one runtime
+schedule (its definition, change history, runs, next fire times and `explain` of a chosen
+slot), and a backfill's preview with each slot's outcome afterwards. A catalog job's page
+is `jobs.py`."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,17 +13,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from api.deps import Conn
+from api.pages.catalog import catalog, catalog_rows, listing
+from api.pages.reads import last_runs, rows
 from api.pages.render import render
 from api.pages.session import operator
 from core.errors import SchedulerError
-from core.sql import queries
 from schedules import tenants
 from schedules.catalog.times import parse_time
-from schedules.tenants import store
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
-Q = queries("api.pages", "pages")
 STATES = ("active", "paused", "auto-paused", "failing", "late")
+SOURCES = ("catalog", "runtime")
 LATE_AFTER = timedelta(minutes=1)  # due this long ago and not dispatched: late
 PAGE = 100
 
@@ -41,54 +43,71 @@ def _state(schedule: tenants.Schedule, last: dict[str, Any] | None, now: datetim
     return "active"
 
 
-async def _last_runs(conn: Any, found: list[tenants.Schedule]) -> dict[str, dict[str, Any]]:
-    rows = await _rows(conn, "last_runs", {"jobs": [s.ledger_name for s in found]})
-    return {row["job_name"]: row for row in rows}
-
-
-async def _rows(conn: Any, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    async with store.transaction(conn) as tx:
-        cur = await tx.execute(Q[name], params)
-        return await cur.fetchall()
-
-
 @router.get("/schedules", response_class=HTMLResponse)
 async def schedule_list(
     request: Request,
     conn: Conn,
     tenant: str = "",
+    source: str = "",
     kind: str = "",
     state: str = "",
     after: int = 0,
 ) -> HTMLResponse:
-    """Runtime schedules by id, a page at a time; tenant and kind filter in the query,
-    the state among the page's schedules (its intent, next fires and last run)."""
+    """The catalog's jobs (on the first page; they have no tenant), then the runtime
+    schedules by id, a page at a time: tenant and kind filter in the query, the state
+    among the page's schedules (its intent, next fires and last run)."""
     who = await operator(request, conn)
     now = datetime.now(UTC)
+    state = state if state in STATES else ""
+    # Temporal's listing of the catalog's schedules, asked while PostgreSQL is read.
+    asked = None
+    if source != "runtime" and not tenant and not after:
+        asked = asyncio.create_task(listing(request, kind))
+    try:
+        found, next_after, scanned = [], None, 0
+        if source != "catalog":
+            found, next_after, scanned = await _runtime_rows(conn, tenant, kind, state, after, now)
+        listed = await asked if asked is not None else None
+    finally:
+        if asked is not None:
+            asked.cancel()  # a no-op once it is done
+    jobs = await catalog_rows(conn, listed, state, now) if listed is not None else []
+    context = {
+        "who": who,
+        "jobs": jobs,
+        "temporal_error": listed.error if listed is not None else None,
+        "invalid": catalog(request).invalid,
+        "rows": found,
+        "filters": {"tenant": tenant, "source": source, "kind": kind, "state": state},
+        "states": STATES,
+        "sources": SOURCES,
+        "next_after": next_after,
+        "scanned": scanned,
+    }
+    return render(request, "schedules.html", context)
+
+
+async def _runtime_rows(
+    conn: Any, tenant: str, kind: str, state: str, after: int, now: datetime
+) -> tuple[list[dict[str, Any]], int | None, int]:
+    """A page of runtime schedules (those in `state` among them), the id to page on
+    after, and how many were read."""
     paused = {"active": False, "failing": False, "late": False}.get(state)
     if state in ("paused", "auto-paused"):
         paused = True
     page = await tenants.list_schedules(
         conn, tenant=tenant or None, kind=kind or None, paused=paused, after=after, limit=PAGE
     )
-    last = await _last_runs(conn, page.schedules)
-    rows = []
-    for schedule in page.schedules:
+    last = await last_runs(conn, [s.ledger_name for s in page.schedules])
+    found = []
+    for schedule in page.schedules:  # fire times only for the rows shown
         run = last.get(schedule.ledger_name)
-        found_state = _state(schedule, run, now)
-        if state in STATES and found_state != state:
+        judged = _state(schedule, run, now)
+        if state and judged != state:
             continue
         fires = tenants.next_fire_times(schedule, max(now, schedule.timing_since), 3)
-        rows.append({"s": schedule, "state": found_state, "last": run, "fires": fires})
-    context = {
-        "who": who,
-        "rows": rows,
-        "filters": {"tenant": tenant, "kind": kind, "state": state},
-        "states": STATES,
-        "next_after": page.next_after,
-        "scanned": len(page.schedules),
-    }
-    return render(request, "schedules.html", context)
+        found.append({"s": schedule, "state": judged, "last": run, "fires": fires})
+    return found, page.next_after, len(page.schedules)
 
 
 @router.get("/schedules/{schedule_id}", response_class=HTMLResponse)
@@ -151,7 +170,7 @@ async def preview(conn: Any, schedule: tenants.Schedule, start: str, end: str) -
     dry = await tenants.backfill(conn, schedule.id, begin, until, dry_run=True)
     slots = sorted([*dry.would_run, *dry.already])
     params = {"job": schedule.ledger_name, "slots": slots}
-    ledger = {r["scheduled_at"]: r for r in await _rows(conn, "runs_among", params)}
+    ledger = {r["scheduled_at"]: r for r in await rows(conn, "runs_among", params)}
     return {"begin": begin, "until": until, "would_run": dry.would_run, "already": dry.already,
             "slots": slots, "ledger": ledger}  # fmt: skip
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from schedules.catalog.model import JobSpec
 from schedules.catalog.times import calendar_notes, dst_note
 from schedules.tenants.model import Definition
 
@@ -31,10 +32,11 @@ def next_fire_at(schedule: Definition, now: datetime, timing_since: datetime) ->
     return schedule.timing.next_after(max(now, timing_since))
 
 
-def next_fire_times(schedule: Definition, after: datetime, n: int) -> list[FireTime]:
+def next_fire_times(schedule: Definition | JobSpec, after: datetime, n: int) -> list[FireTime]:
     """The next `n` fire times strictly after `after`, each with its DST note (a spring
     forward that moves or skips it, a fall back that repeats it) and its calendar note
-    (`moved from Thu 2026-11-26 09:00 to Wed 2026-11-25: NYSE holiday (...)`)."""
+    (`moved from Thu 2026-11-26 09:00 to Wed 2026-11-25: NYSE holiday (...)`). A runtime
+    schedule's or a catalog job's: both carry a `Timing` (the dashboard lists both)."""
     times = schedule.timing.upcoming(after, n)
     moved = calendar_notes(schedule, after, times)  # type: ignore[arg-type]
     found, previous = [], after

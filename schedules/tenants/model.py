@@ -289,7 +289,8 @@ class Schedule(Definition):
     def of_row(cls, row: Mapping[str, Any]) -> Schedule:
         """The schedule of a `runtime_schedules` row (a dict row). Stored rows were
         validated when written; a kind no longer registered still reads."""
-        data = {k: v for k, v in row.items() if k in cls.model_fields}
+        fields = cls.model_fields  # once: pydantic builds it anew on each read
+        data = {k: v for k, v in row.items() if k in fields}
         data["note"] = row.get("paused_note") or ""
         if data.get("calendar_definition") is not None:  # jsonb: built, as validated
             data["calendar_definition"] = BusinessCalendar.model_validate(

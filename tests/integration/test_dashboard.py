@@ -1,8 +1,9 @@
 """The operator's dashboard (api/pages), walked in Debian's Chromium by Playwright as an
-operator would: log in with an operator key, find a tenant's paused schedule by filter,
-read its next fire times across a DST change, explain a slot that did not run, resume it;
-backfill a past range whose preview lists N slots and see exactly those N run (counted in
-`job_executions`), the audit clean. The walk saves a screenshot of each page to
+operator would: log in with an operator key, see a catalog job beside the runtime
+schedules and filter by source, pause and resume the catalog job with a note; find a
+tenant's paused schedule by filter, read its next fire times across a DST change, explain
+a slot that did not run, resume it; backfill a past range whose preview lists N slots and
+see exactly those N run (counted in `job_executions`), the audit clean. The walk saves a screenshot of each page to
 docs/images/ (docs/dashboard.md shows them), so they stay current.
 
 Without a browser: a tenant's key opens no page, each form posted without its CSRF token
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -26,7 +28,10 @@ import pytest
 from playwright.async_api import Page, async_playwright
 
 from api.settings import ApiSettings
+from devstack.ports import free_port
 from schedules import tenants
+from schedules.catalog.model import load_catalog
+from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.api import LiveApi, serving
 from tests.integration.runtime import audit_clean, dispatcher, fresh_ids, settled, tick_all
@@ -73,18 +78,40 @@ async def log_in(page: Page, key: str) -> None:
     await page.click("button:has-text('Log in')")
 
 
+@pytest.fixture
+async def catalog_job(client, task_queue, tmp_path):
+    """A catalog of one job (yearly: it does not fire during the test), synced to Temporal;
+    its schedule is deleted afterwards."""
+    job_id = f"dash-close-{uuid.uuid4().hex[:8]}"
+    path = tmp_path / "jobs.toml"
+    path.write_text(
+        f'[{job_id}]\ndescription = "Close the books"\nowner = "finance"\n'
+        'kind = "invoice-reminders"\ncron = "0 3 1 1 *"\ntimezone = "Europe/London"\n'
+    )
+    await sync(client, list(load_catalog(path, engine=False)), task_queue, prune=False)
+    yield job_id, path
+    await client.get_schedule_handle(job_id).delete()
+
+
 async def test_an_operator_walks_every_page(
-    db, database_url, client, task_queue, start_workers, api: LiveApi, request
+    db, database_url, client, temporal, task_queue, start_workers, catalog_job, request
 ):
     if not Path(CHROMIUM).exists():
         pytest.skip("chromium not installed (Debian package chromium; .ci/run installs it)")
     start_workers(1)
     fresh_ids(db)
+    job_id, catalog_path = catalog_job
+    settings = ApiSettings(
+        database_url=database_url,
+        temporal_address=temporal.address,
+        temporal_task_queue=task_queue,
+        schedules_catalog=catalog_path,
+    )
     march_id = await paused(database_url, MARCH, "ledger migration", YEAR_AGO)
     ten_id = await paused(database_url, TEN_MINUTELY, "by hand only", T0 - timedelta(minutes=5))
     await tenants.create(database_url, OTHER, by="ops:bob")
-    key = await api.key(None)
-    async with async_playwright() as playwright:
+    async with serving(settings) as api, async_playwright() as playwright:
+        key = await api.key(None)
         browser = await playwright.chromium.launch(
             executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True
         )
@@ -98,6 +125,7 @@ async def test_an_operator_walks_every_page(
             await shot(page, "login")
             await log_in(page, key)
             await page.wait_for_url("**/ui/schedules")
+            await walk_catalog_job(page, job_id)
             await walk_schedule(page, march_id)
             await walk_backfill(page, db, database_url, client, task_queue, ten_id)
         except BaseException:
@@ -108,6 +136,49 @@ async def test_an_operator_walks_every_page(
             await browser.close()
     await audit_clean(database_url, client, task_queue, T0 - timedelta(minutes=10),
                       datetime.now(UTC), late=LATE)  # fmt: skip
+
+
+async def walk_catalog_job(page: Page, job_id: str) -> None:
+    """The list shows the catalog job beside the runtime schedules; the source filter
+    keeps one or the other; the job's page pauses it with a note (the list then finds it
+    by state, with its note) and resumes it."""
+    job_row = page.locator(f"#schedules tr[data-job='{job_id}']")
+    runtime_rows = page.locator("#schedules tr[data-id]")
+    assert await job_row.count() == 1
+    assert await runtime_rows.count() == 3
+    assert "Close the books" in await job_row.inner_text()
+    await shot(page, "catalog")
+    await page.select_option("#filters select[name=source]", "catalog")
+    await page.click("#filters button")
+    await page.wait_for_url("**source=catalog*")
+    assert (await job_row.count(), await runtime_rows.count()) == (1, 0)
+    await page.select_option("#filters select[name=source]", "runtime")
+    await page.click("#filters button")
+    await page.wait_for_url("**source=runtime*")
+    assert await page.locator("#schedules tr[data-job]").count() == 0
+    assert await runtime_rows.count() == 3
+    await page.goto(f"/ui/jobs/{job_id}")
+    assert "Active" in await page.inner_text("#active")
+    await page.fill("#pause input[name=note]", "quarter close")
+    await page.click("#pause button")
+    paused = await page.inner_text("#paused")
+    assert re.search(r"Paused by api-key:\d+ with `schedules pause` .*: quarter close", paused)
+
+    async def listed_paused() -> None:  # the list reads Temporal's listing: it may lag
+        await page.goto("/ui/schedules?source=catalog&state=paused")
+        assert await job_row.count() == 1, await page.inner_text("#schedules")
+        assert "quarter close" in await job_row.inner_text()
+
+    await assert_eventually(listed_paused, timeout=30)
+    await page.goto(f"/ui/jobs/{job_id}")
+    await page.fill("#explain input[name=slot]", f"{_NOW.year - 1}-01-01T03:00")
+    await page.click("#explain button")
+    verdict = await page.inner_text("#verdict")
+    assert verdict.startswith(f"{job_id} at {_NOW.year - 1}-01-01 03:00 GMT"), verdict
+    await shot(page, "catalog-job")
+    await page.click("#resume button")
+    await page.wait_for_selector("#active")
+    await page.goto("/ui/schedules")
 
 
 async def walk_schedule(page: Page, march_id: int) -> None:
@@ -200,7 +271,7 @@ async def test_a_tenant_key_opens_no_page(api: LiveApi, database_url):
         # A bearer key is no session either.
         web.headers["Authorization"] = f"Bearer {tenant_key}"
         for path in ("/ui/schedules", f"/ui/schedules/{schedule.id}",
-                     f"/ui/schedules/{schedule.id}/backfill"):  # fmt: skip
+                     f"/ui/schedules/{schedule.id}/backfill", "/ui/jobs/invoice-reminders"):  # fmt: skip
             answer = web.get(path)
             assert (answer.status_code, answer.headers["location"]) == (303, "/ui/login"), path
 
@@ -223,6 +294,10 @@ async def test_each_form_without_its_csrf_token_is_refused_and_writes_nothing(
         f"/ui/schedules/{sid}/resume": {"note": "csrf"},
         f"/ui/schedules/{sid}/trigger": {},
         f"/ui/schedules/{sid}/backfill": range_,
+        # A catalog job's forms: refused before the job is looked up or Temporal asked.
+        "/ui/jobs/invoice-reminders/pause": {"note": "csrf"},
+        "/ui/jobs/invoice-reminders/resume": {"note": "csrf"},
+        "/ui/jobs/invoice-reminders/trigger": {},
         "/ui/logout": {},
     }
     key = await api.key(None)
@@ -266,3 +341,30 @@ async def test_a_trusted_proxys_header_signs_in_and_no_other_address_is_believed
             assert answer.status_code == 200 and "proxy:alice" in answer.text
         else:
             assert (answer.status_code, answer.headers["location"]) == (303, "/ui/login")
+
+
+async def test_a_temporal_that_cannot_be_asked_is_one_line_and_the_runtime_rows_still_show(
+    database_url,
+):
+    """Nothing listens at TEMPORAL_ADDRESS: the list says so in one line, shows the catalog
+    jobs' state as unknown and the runtime schedules as always; a job's page says so; its
+    pause form changes nothing (503)."""
+    made = (await tenants.create(database_url, OTHER, by="test")).schedule
+    address = f"127.0.0.1:{free_port()}"
+    settings = ApiSettings(database_url=database_url, temporal_address=address)
+    async with serving(settings) as live:
+        key = await live.key(None)
+        with httpx.Client(base_url=live.url, timeout=30) as web:
+            _log_in(web, key)
+            listed = web.get("/ui/schedules")
+            assert listed.status_code == 200
+            assert f"Temporal at {address} cannot be asked" in listed.text
+            assert 'data-job="invoice-reminders"' in listed.text and "state-unknown" in listed.text
+            assert f'data-id="{made.id}"' in listed.text
+            page = web.get("/ui/jobs/invoice-reminders")
+            assert page.status_code == 200 and 'id="server-error"' in page.text
+            csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+            answer = web.post("/ui/jobs/invoice-reminders/pause", data={"note": "x", "csrf": csrf})
+            assert answer.status_code == 503
+            assert "cannot be asked" in answer.text and "nothing was changed" in answer.text
+            assert "Traceback" not in answer.text
