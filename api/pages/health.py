@@ -1,9 +1,8 @@
 """The health page: `check`'s findings now and the newest recorded `audit` report
 (`schedules audit` records each; `schedules.audit.reports`).
 
-Each finding links to its schedule: a runtime schedule's page here (for a slot, that
-page's `explain` of the slot), a catalog job's schedule in the Temporal Web UI; each run
-links to its page in the Temporal Web UI (`TEMPORAL_UI_URL`). Read-only: `check` reads
+Each finding links to its schedule: a runtime schedule's or a catalog job's page here
+(for a slot, that page's `explain` of the slot); each run links to its page in the Temporal Web UI (`TEMPORAL_UI_URL`). Read-only: `check` reads
 PostgreSQL and Temporal as `python -m schedules check` does (`run_check`, the same call),
 through the app's Temporal client (`api.deps.temporal_client`).
 """
@@ -25,7 +24,6 @@ from api.pages.session import operator
 from api.settings import ApiSettings
 from core import redact
 from core.errors import SchedulerError
-from core.ids import workflow_id
 from schedules.audit.reports import latest_report
 from schedules.catalog.model import load_valid_jobs
 from schedules.health.check_run import run_check
@@ -54,7 +52,7 @@ class Links:
 
     def schedule(self, job: str | None, kind: str = "") -> str | None:
         """A job's schedule: a runtime schedule's page, the list of a kind's or a tenant's
-        runtime schedules, or a catalog job's schedule in the Temporal UI."""
+        runtime schedules, or a catalog job's page here."""
         if not job or job == "outbox":
             return None
         if found := RUNTIME_JOB.fullmatch(job):
@@ -64,17 +62,16 @@ class Links:
             return "/ui/schedules?" + urlencode(query)
         if job.startswith("tenant:"):
             return "/ui/schedules?" + urlencode({"tenant": job.removeprefix("tenant:")})
-        return self._temporal(f"schedules/{quote(job, safe='')}")
+        return f"/ui/jobs/{quote(job, safe='')}"
 
     def slot(self, job: str | None, slot: str | None) -> str | None:
-        """A slot (UTC, ISO 8601): a runtime schedule's `explain` of it, or a catalog job's
-        run of it in the Temporal UI."""
+        """A slot (UTC, ISO 8601): its schedule's page with its `explain` (a runtime
+        schedule's or a catalog job's, as `python -m schedules explain JOB --at SLOT`)."""
         if not job or not slot:
             return None
         if found := RUNTIME_JOB.fullmatch(job):
             return f"/ui/schedules/{found[1]}?" + urlencode({"slot": slot})
-        at = datetime.fromisoformat(slot)
-        return self.run(workflow_id(job, at))
+        return f"/ui/jobs/{quote(job, safe='')}?" + urlencode({"slot": slot})
 
     def run(self, workflow_id: str, run_id: str | None = None) -> str:
         """A run's page in the Temporal UI (the newest run of the id if no run id)."""

@@ -1,6 +1,6 @@
 """Where the health page's findings link (api/pages/health.py `Links`): a runtime
-schedule's page and its slot's explain here; a catalog job's schedule and a run in the
-Temporal Web UI (`TEMPORAL_UI_URL`); a kind's or a tenant's schedules in the list."""
+schedule's or a catalog job's page and its slot's explain here; a run in the Temporal Web
+UI (`TEMPORAL_UI_URL`); a kind's or a tenant's schedules in the list."""
 
 from __future__ import annotations
 
@@ -20,14 +20,17 @@ def test_a_runtime_schedule_and_its_slot_link_here():
     )
 
 
-def test_a_catalog_job_and_a_run_link_to_the_temporal_ui():
-    assert LINKS.schedule("nightly-reconcile") == f"{UI}/schedules/nightly-reconcile"
+def test_a_catalog_job_and_its_slot_link_here_and_a_run_to_the_temporal_ui():
+    assert LINKS.schedule("nightly-reconcile") == "/ui/jobs/nightly-reconcile"
     assert LINKS.run("nightly-reconcile-2027-03-14T07:00:00Z", "0b1c-run") == (
         f"{UI}/workflows/nightly-reconcile-2027-03-14T07%3A00%3A00Z/0b1c-run/history"
     )
-    # A slot without a known run: the runs of its workflow id, newest first.
-    assert LINKS.slot("nightly-reconcile", "2027-03-14T07:00:00Z") == (
+    # A run of a slot whose run id is not known: the runs of its workflow id, newest first.
+    assert LINKS.run("nightly-reconcile-2027-03-14T07:00:00Z") == (
         f"{UI}/workflows?query=WorkflowId%3D%22nightly-reconcile-2027-03-14T07%3A00%3A00Z%22"
+    )
+    assert LINKS.slot("nightly-reconcile", "2027-03-14T07:00:00Z") == (
+        "/ui/jobs/nightly-reconcile?slot=2027-03-14T07%3A00%3A00Z"
     )
 
 
