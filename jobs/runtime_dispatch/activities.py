@@ -8,7 +8,6 @@ idempotent, so a retried or duplicated dispatcher run only finishes what another
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
@@ -17,9 +16,10 @@ from temporalio import activity
 
 from activities.chunk_gate import pass_chunk_gate
 from activities.chunked import begin_attempt, fenced
-from activities.dispatch import START_CONCURRENCY, Dispatcher
+from activities.dispatch import Dispatcher
 from activities.heartbeat import activity_heartbeat
 from activities.models import WorkInput, WorkResult
+from activities.start_gate import StartGate
 from activities.telemetry import record_completed
 from activities.tenant_limits import TenantDefaults
 
@@ -44,8 +44,9 @@ class DispatchActivities:
         # queue (`core.queues`).
         self.task_queue: str = settings.temporal_task_queue
         # One gate for every shard this process ticks: at most START_CONCURRENCY starts
-        # in flight, as one client would have (bench/RESULTS.md, runtime herd).
-        self.start_gate = asyncio.Semaphore(START_CONCURRENCY)
+        # in flight, as one client would have (bench/RESULTS.md, runtime herd), taken
+        # fairly across tenants (`activities.start_gate`).
+        self.start_gate = StartGate()
         self.limits = TenantDefaults.of(settings)
 
     async def dispatch_runtime_shard(self, work: WorkInput, params: DispatchParams) -> WorkResult:
