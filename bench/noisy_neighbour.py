@@ -22,6 +22,10 @@ slot to claim (their Temporal histories), alone and with the big tenant; then
 
     .venv/bin/python bench/noisy_neighbour.py            # --big 5000 --small 1000 ...
 
+`--server-fairness` turns the dev server's task-queue fairness on (`matching.enableFairness`,
+off by default in Temporal 1.32): the job workers' queue is then balanced by the runs'
+fairness keys (their tenants), not first come, first served.
+
 Never a timed test: a figure of the machine it ran on.
 """
 
@@ -210,6 +214,8 @@ def spread(values: list[float]) -> tuple[float, float]:
 async def run(args: argparse.Namespace) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="noisy-"))
     stack = Stack(workdir)
+    if args.server_fairness:  # the server's task-queue fairness (off by default in 1.32)
+        stack.temporal.dynamic_config["matching.enableFairness"] = True
     workers: list[WorkerProcess] = []
     results: dict = {}
     try:
@@ -306,6 +312,12 @@ def main(argv: list[str] | None = None) -> int:
         "(0 s) a run each",
     )
     parser.add_argument("--minutes", type=int, default=10)
+    parser.add_argument(
+        "--server-fairness",
+        action="store_true",
+        help="turn the dev server's task-queue fairness on (matching.enableFairness): the "
+        "runs carry their tenant as fairness key",
+    )
     parser.add_argument("--workers", type=int, default=2, help="worker processes (role jobs)")
     args = parser.parse_args(argv)
     results = asyncio.run(run(args))
