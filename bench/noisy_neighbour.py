@@ -15,9 +15,16 @@ Measured from the record, in the same run: the small tenants' start delay (the l
 `started_at`, when the run claimed its slot, minus the slot's time), p50/p99/max, in the
 first half (the fleet without the big tenant) and in the second (with it); the big tenant's
 runs in flight each second of the second half (never above its limit) and its slots run,
-deferred and skipped; then `schedules audit --settle 0s` over the whole window.
+deferred and skipped; each dispatcher tick's phases (`activities.runtime.tick_counts`: how late it
+began, its decide and start milliseconds) and the small tenants' batch runs' steps from
+slot to claim (their Temporal histories), alone and with the big tenant; then
+`schedules audit --settle 0s` over the whole window.
 
     .venv/bin/python bench/noisy_neighbour.py            # --big 5000 --small 1000 ...
+
+`--server-fairness` turns the dev server's task-queue fairness on (`matching.enableFairness`,
+off by default in Temporal 1.32): the job workers' queue is then balanced by the runs'
+fairness keys (their tenants), not first come, first served.
 
 Never a timed test: a figure of the machine it ran on.
 """
@@ -37,6 +44,7 @@ from pathlib import Path
 
 import psycopg
 from psycopg.types.json import Jsonb
+from temporalio.api.enums.v1 import EventType
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -125,9 +133,89 @@ def big_figures(db: psycopg.Connection, first: datetime, last: datetime) -> dict
             "in_flight_median": float(in_flight[1] or 0)}  # fmt: skip
 
 
+PHASES = ("tick_ms", "due_ms", "limits_ms", "record_ms", "defer_ms", "decide_ms",
+          "unstarted_ms", "batch_start_ms", "slot_start_ms", "gate_wait_ms",
+          "batches_started_ms", "started", "deferred", "due", "rounds")  # fmt: skip
+
+
+def ticks(db: psycopg.Connection, first: datetime, last: datetime) -> dict:
+    """The dispatchers' ticks of the minutes in [first, last), from their ledger rows: how
+    late each began (claim minus its minute), and the medians and maxima of its phases'
+    milliseconds and its counts (`activities.runtime.tick_counts`)."""
+    rows = db.execute(
+        """
+        SELECT job_name, scheduled_at, extract(epoch FROM started_at - scheduled_at),
+               extract(epoch FROM finished_at - scheduled_at), result -> 'counts'
+        FROM job_executions
+        WHERE job_name LIKE 'runtime-dispatch-%%' AND status = 'completed'
+          AND scheduled_at >= %(first)s AND scheduled_at < %(last)s
+        ORDER BY scheduled_at, job_name
+        """,
+        {"first": first, "last": last},
+    ).fetchall()
+    for name, minute, began, ended, counts in rows:
+        phases = " ".join(f"{k}={counts.get(k, 0)}" for k in PHASES if counts.get(k))
+        say(f"  {minute:%H:%M} {name}: began +{began:.1f}s ended +{ended:.1f}s {phases}")
+
+    summary = {"ticks": len(rows), "began_s": spread([float(r[2]) for r in rows]),
+               "ended_s": spread([float(r[3]) for r in rows])}  # fmt: skip
+    for phase in PHASES:
+        summary[phase] = spread([float(r[4].get(phase, 0)) for r in rows])
+    return summary
+
+
+# Runs not done: a ledger row running, or an intent (decided, perhaps started) whose run
+# has not claimed its slot yet.
+UNSETTLED = """
+SELECT (SELECT count(*) FROM job_executions WHERE job_name ~ '^rt-' AND status = 'running')
+     + (SELECT count(*) FROM runtime_dispatch_intents i
+        WHERE NOT EXISTS (SELECT 1 FROM job_executions e
+                          WHERE e.job_name = 'rt-' || i.schedule_id
+                            AND e.scheduled_at = i.scheduled_at))
+"""
+STEPS = ("started", "workflow_task", "activity_scheduled", "activity_started")
+
+
+async def batch_timelines(client, db: psycopg.Connection, first: datetime, last: datetime) -> dict:
+    """Where the small tenants' batch runs of the slots in [first, last) spent the time from
+    their slot to their claim, from each run's Temporal history (seconds after the slot,
+    median and max): its start, its first workflow task taken by a worker, its claim
+    activity scheduled, and taken by a worker."""
+    rows = db.execute(
+        "SELECT DISTINCT workflow_id, scheduled_at FROM runtime_dispatch_intents"
+        " WHERE workflow_id LIKE 'rt-batch-%%' AND scheduled_at >= %s AND scheduled_at < %s",
+        (first, last),
+    ).fetchall()
+    found: dict[str, list[float]] = {step: [] for step in STEPS}
+    wanted = {
+        "WORKFLOW_EXECUTION_STARTED": "started",
+        "WORKFLOW_TASK_STARTED": "workflow_task",
+        "ACTIVITY_TASK_SCHEDULED": "activity_scheduled",
+        "ACTIVITY_TASK_STARTED": "activity_started",
+    }
+    for workflow_id, slot in rows:
+        seen: set[str] = set()
+        history = await client.get_workflow_handle(workflow_id).fetch_history()
+        for event in history.events:
+            step = wanted.get(EventType.Name(event.event_type).removeprefix("EVENT_TYPE_"))
+            if step is not None and step not in seen:
+                seen.add(step)
+                at = event.event_time.ToDatetime(tzinfo=UTC)
+                found[step].append((at - slot).total_seconds())
+    return {step: spread(values) for step, values in found.items()} | {"runs": len(rows)}
+
+
+def spread(values: list[float]) -> tuple[float, float]:
+    """Median and max."""
+    values = sorted(values)
+    return (round(values[len(values) // 2], 1), round(values[-1], 1)) if values else (0, 0)
+
+
 async def run(args: argparse.Namespace) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="noisy-"))
     stack = Stack(workdir)
+    if args.server_fairness:  # the server's task-queue fairness (off by default in 1.32)
+        stack.temporal.dynamic_config["matching.enableFairness"] = True
     workers: list[WorkerProcess] = []
     results: dict = {}
     try:
@@ -166,18 +254,22 @@ async def run(args: argparse.Namespace) -> dict:
         while datetime.now(UTC) < end + timedelta(minutes=1):
             load.append(os.getloadavg()[0])
             await asyncio.sleep(15)
-        # The last slots' runs: the small ones finish at once, the big ones within its work.
+        # The dispatchers stop, so that no slot is decided while the audit reads (the big
+        # tenant's deferred slots would go on being caught up); those left are reported
+        # deferred. Then the last runs: every started slot claimed and finished.
+        for job in dispatchers:
+            await client.get_schedule_handle(job.id).pause(note="noisy neighbour: audit")
         deadline = time.monotonic() + 900
-        while (
-            time.monotonic() < deadline
-            and db.execute(
-                "SELECT count(*) FROM job_executions WHERE job_name ~ '^rt-' AND status = 'running'"
-            ).fetchone()[0]
-        ):
+        while time.monotonic() < deadline and db.execute(UNSETTLED).fetchone()[0]:
             await asyncio.sleep(2)
         results["alone"] = delays(db, start, half)
         results["with_big"] = delays(db, half, end)
         results["big"] = big_figures(db, half, end)
+        say("dispatcher ticks (median, max):")
+        results["ticks_alone"] = ticks(db, start, half)
+        results["ticks_with_big"] = ticks(db, half, end)
+        results["batches_alone"] = await batch_timelines(client, db, start, half)
+        results["batches_with_big"] = await batch_timelines(client, db, half, end)
         results["deferred_now"] = db.execute(
             "SELECT count(*) FROM runtime_schedules WHERE deferred_at IS NOT NULL"
         ).fetchone()[0]
@@ -220,6 +312,12 @@ def main(argv: list[str] | None = None) -> int:
         "(0 s) a run each",
     )
     parser.add_argument("--minutes", type=int, default=10)
+    parser.add_argument(
+        "--server-fairness",
+        action="store_true",
+        help="turn the dev server's task-queue fairness on (matching.enableFairness): the "
+        "runs carry their tenant as fairness key",
+    )
     parser.add_argument("--workers", type=int, default=2, help="worker processes (role jobs)")
     args = parser.parse_args(argv)
     results = asyncio.run(run(args))

@@ -15,7 +15,8 @@ runtime schedules:
    its deterministic id. Temporal refuses a second start of one id (reported as already
    started), so a start repeated by two dispatchers or after a crash is harmless; the
    ledger row and its fencing token keep one effect per slot even if a slot's workflow
-   ran twice. The intent is then marked started.
+   ran twice. The intent is then marked started. The starts pass the process's gate,
+   fair across tenants (`activities.runtime.start_gate`), a tick's batch runs first.
 
 The decision needs no fence: the row lock orders concurrent dispatchers, and the next fire
 time moves in the same transaction as the intents, so a slot is decided once.
@@ -27,11 +28,11 @@ job passes its own scheduled time): never a run before its time, and tests drive
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
 
 from psycopg.rows import class_row
 from psycopg_pool import AsyncConnectionPool
@@ -39,10 +40,13 @@ from temporalio.client import Client
 
 from activities.claim.heartbeat import heartbeating
 from activities.common.models import Origin
-from activities.runtime.models import BATCH_SLOTS, batch_workflow_id, slot_workflow_id
+from activities.runtime.dispatch_decisions import Decisions, Slots
+from activities.runtime.models import BATCH_PREFIX
 from activities.runtime.shards import buckets, shards_at
 from activities.runtime.start import Intent, attributes_registered, start_intent
+from activities.runtime.start_gate import StartGate
 from activities.runtime.tenant_limits import Budget, TenantDefaults, budgets, count_starts
+from activities.runtime.tick_counts import TickCounts
 from core.sql import queries
 from timing import TICK, Timing
 from timing.business import BusinessCalendar, CalendarRule
@@ -58,19 +62,6 @@ MAX_CONSIDERED = 1000
 # Rows locked and decided per transaction: a herd's 15,000 rows in 2 rounds a shard, each
 # a few set-based statements, its batches started as soon as it commits.
 DECIDE_BATCH = 2000
-START_CONCURRENCY = 64  # workflow starts in flight at once, per process
-
-
-@dataclass(frozen=True)
-class Slots:
-    """One schedule's decision at a tick: slots to run (with their origin), missed slots
-    recorded skipped (with the reason), the next slot to dispatch, and when each slot a
-    business calendar moved is due (its fire time; the others are due at their own)."""
-
-    run: list[tuple[datetime, Origin]]
-    skip: list[tuple[datetime, str]]
-    next_fire_at: datetime | None
-    due: Mapping[datetime, datetime] = field(default_factory=dict)
 
 
 def decide_slots(
@@ -174,94 +165,6 @@ def calendar_rule(definition: str | None, on_holiday: str | None) -> CalendarRul
 
 
 @dataclass
-class TickCounts:
-    """What one tick did, for the dispatcher's result and the bench."""
-
-    due: int = 0  # schedules decided
-    intents: int = 0  # new intents recorded
-    skipped: int = 0  # missed slots recorded skipped
-    deferred: int = 0  # schedules whose due slot a tenant limit held back
-    started: int = 0  # workflows started
-    already_started: int = 0  # starts Temporal refused: started before
-    statements: int = 0  # SQL statements run
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
-
-
-class Decisions:
-    """One decide transaction's decisions, as the arrays its three set-based statements
-    take: intents (a batch kind's slots grouped into batches of BATCH_SLOTS), skipped
-    slots, next fire times."""
-
-    def __init__(self, batch_kinds: frozenset[str]) -> None:
-        self.batch_kinds = batch_kinds
-        self.intents: dict[str, list] = {
-            "ids": [], "slots": [], "workflow_ids": [], "origins": [], "dues": []
-        }  # fmt: skip
-        self.skipped: dict[str, list] = {"ids": [], "slots": [], "workflow_ids": [], "reasons": []}
-        self.advance: dict[str, list] = {"ids": [], "nexts": []}
-        self.deferred: dict[str, list] = {"ids": [], "reasons": []}
-        self.tracked: set[int] = set()  # schedules whose slots count in flight
-        self.batches: dict[str, list[tuple[int, datetime, Origin, datetime | None]]] = {}
-
-    def add(self, sid: int, kind: str, slots: Slots, *, tracked: bool = False) -> None:
-        if tracked:
-            self.tracked.add(sid)
-        for slot, origin in slots.run:
-            due = slots.due.get(slot)
-            if kind in self.batch_kinds:
-                self.batches.setdefault(kind, []).append((sid, slot, origin, due))
-            else:
-                self._intent(sid, slot, origin, slot_workflow_id(sid, slot), due)
-        for slot, reason in slots.skip:
-            for key, value in zip(
-                self.skipped, (sid, slot, slot_workflow_id(sid, slot), reason), strict=True
-            ):
-                self.skipped[key].append(value)
-        self.advance["ids"].append(sid)
-        self.advance["nexts"].append(slots.next_fire_at)
-
-    def defer(self, sid: int, reason: str) -> None:
-        """A schedule whose due slot its tenant's limit holds back: left due."""
-        self.deferred["ids"].append(sid)
-        self.deferred["reasons"].append(reason)
-
-    def _intent(
-        self, sid: int, slot: datetime, origin: Origin, workflow_id: str, due: datetime | None
-    ) -> None:
-        for key, value in zip(self.intents, (sid, slot, workflow_id, origin, due), strict=True):
-            self.intents[key].append(value)
-
-    async def record(self, conn: Any, now: datetime, counts: TickCounts) -> None:
-        """The three statements, in the decide transaction."""
-        for members in self.batches.values():
-            for i in range(0, len(members), BATCH_SLOTS):
-                chunk = members[i : i + BATCH_SLOTS]
-                batch_id = batch_workflow_id(*chunk[0][:2])
-                for sid, slot, origin, due in chunk:
-                    self._intent(sid, slot, origin, batch_id, due)
-        if self.intents["ids"]:
-            tracked = [sid in self.tracked for sid in self.intents["ids"]]
-            cur = await conn.execute(
-                _Q["record_intents"], self.intents | {"now": now, "tracked": tracked}
-            )
-            counts.intents += len(await cur.fetchall())
-            counts.statements += 1
-        if self.skipped["ids"]:
-            await conn.execute(_Q["record_skipped"], self.skipped)
-            counts.skipped += len(self.skipped["ids"])
-            counts.statements += 1
-        if self.advance["ids"]:
-            await conn.execute(_Q["advance"], self.advance)
-            counts.statements += 1
-        if self.deferred["ids"]:
-            await conn.execute(_Q["defer"], self.deferred | {"now": now})
-            counts.deferred += len(self.deferred["ids"])
-            counts.statements += 1
-
-
-@dataclass
 class Dispatcher:
     """One shard's ticks. `batch_kinds`: the kinds whose slots run in batches."""
 
@@ -273,11 +176,10 @@ class Dispatcher:
     # Test-only pause point between a decision's commit and its starts (the chunk gate:
     # a fault test kills the dispatcher there); a no-op in production.
     after_decide: Callable[[], Awaitable[None]] | None = None
-    # Starts in flight at once: give the dispatchers of one process the same gate, so
-    # ticks of several shards at once do not flood the server (default: this one's own).
-    start_gate: asyncio.Semaphore = field(
-        default_factory=lambda: asyncio.Semaphore(START_CONCURRENCY)
-    )
+    # Starts in flight at once, fairly across tenants (`activities.runtime.start_gate`): give the
+    # dispatchers of one process the same gate, so ticks of several shards at once do not
+    # flood the server (default: this one's own).
+    start_gate: StartGate = field(default_factory=StartGate)
     # Rows locked and decided per transaction (a test makes it small to see one batch).
     decide_batch: int = DECIDE_BATCH
     # The operator's default limits per tenant (a tenant's own override them).
@@ -287,20 +189,27 @@ class Dispatcher:
     async def tick(self, shard: int, now: datetime) -> TickCounts:
         """Decide every due slot of `shard` as of `now`, then start every unstarted intent."""
         counts = TickCounts()
+        await self._tick(shard, now, counts)
+        counts.tick_ms = counts.elapsed_ms()
+        return counts
+
+    async def _tick(self, shard: int, now: datetime, counts: TickCounts) -> None:
         held: set[str] = set()  # tenants at their limit: left to the next tick
-        async with self.pool.connection() as conn:  # its buckets under the count at `now`
-            mine = buckets(shard, await shards_at(conn, now))
+        with counts.timed("shards_ms"):
+            async with self.pool.connection() as conn:  # its buckets under the count at `now`
+                mine = buckets(shard, await shards_at(conn, now))
         counts.statements += 1
         if not mine:  # a shard beyond the count in force: it ends at once
-            return counts
+            return
         await self.start_unstarted(mine, now, counts)
         while True:
-            decided = await self.decide(mine, now, counts, held)
+            with counts.timed("decide_ms"):
+                decided = await self.decide(mine, now, counts, held)
             if decided and self.after_decide is not None:
                 await self.after_decide()
             await self.start_unstarted(mine, now, counts)
             if decided < self.decide_batch:
-                return counts
+                return
 
     async def decide(
         self, mine: list[int], now: datetime, counts: TickCounts, held: set[str] | None = None
@@ -310,13 +219,15 @@ class Dispatcher:
         tenant's limit is deferred, and its tenant added to `held`."""
         held = set() if held is None else held
         async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(
-                _Q["due"],
-                {"buckets": mine, "now": now, "limit": self.decide_batch, "held": sorted(held)},
-            )
-            rows = await cur.fetchall()
+            with counts.timed("due_ms"):
+                cur = await conn.execute(
+                    _Q["due"],
+                    {"buckets": mine, "now": now, "limit": self.decide_batch, "held": sorted(held)},
+                )
+                rows = await cur.fetchall()
             counts.statements += 1
-            limited = await budgets(conn, (row[1] for row in rows), self.limits, now)
+            with counts.timed("limits_ms"):
+                limited = await budgets(conn, (row[1] for row in rows), self.limits, now)
             decisions = Decisions(self.batch_kinds)
             decided: dict[tuple, Slots] = {}  # a herd shares a few timings: each decided once
             for sid, tenant, kind, *key in rows:
@@ -340,21 +251,24 @@ class Dispatcher:
                 else:
                     decisions.add(sid, kind, allowed, tracked=budget.tracked)
             await decisions.record(conn, now, counts)
-            await count_starts(conn, limited, now)
+            with counts.timed("limits_ms"):
+                await count_starts(conn, limited, now)
             held.update(t for t, b in limited.items() if b.left() == 0)
         counts.due += len(rows)
+        counts.rounds += 1
         self.heartbeat(counts.as_dict())
         return len(rows)
 
     async def start_unstarted(self, mine: list[int], now: datetime, counts: TickCounts) -> None:
         """Start the workflow of every intent of `mine` due by `now` not marked started."""
         while True:
-            async with (
-                self.pool.connection() as conn,
-                conn.cursor(row_factory=class_row(Intent)) as cur,
-            ):
-                await cur.execute(_Q["unstarted"], {"buckets": mine, "now": now, "limit": 2000})
-                found = await cur.fetchall()
+            with counts.timed("unstarted_ms"):
+                async with (
+                    self.pool.connection() as conn,
+                    conn.cursor(row_factory=class_row(Intent)) as cur,
+                ):
+                    await cur.execute(_Q["unstarted"], {"buckets": mine, "now": now, "limit": 2000})
+                    found = await cur.fetchall()
             counts.statements += 1
             if not found:
                 return
@@ -362,8 +276,9 @@ class Dispatcher:
             for intent in found:
                 by_workflow.setdefault(intent.workflow_id, []).append(intent)
             await self.start_all(by_workflow, counts)
-            async with self.pool.connection() as conn:
-                await conn.execute(_Q["mark_started"], {"workflow_ids": list(by_workflow)})
+            with counts.timed("unstarted_ms"):
+                async with self.pool.connection() as conn:
+                    await conn.execute(_Q["mark_started"], {"workflow_ids": list(by_workflow)})
             counts.statements += 1
             self.heartbeat(counts.as_dict())
             if len(found) < 2000:
@@ -371,20 +286,31 @@ class Dispatcher:
 
     async def start_all(self, by_workflow: Mapping[str, list[Intent]], counts: TickCounts) -> None:
         attributes = await self.attributes_registered()
+        began = time.monotonic()
+        took = {"batch_start_ms": 0, "slot_start_ms": 0}
 
         async def one(workflow_id: str, members: list[Intent]) -> None:
-            async with self.start_gate:
+            batch = workflow_id.startswith(BATCH_PREFIX)
+            # A batch is its own key (its slots are many tenants'), a run its tenant's.
+            async with self.start_gate.place(workflow_id if batch else members[0].tenant):
+                counts.gate_wait_ms = max(counts.gate_wait_ms, counts.elapsed_ms(began))
                 started = await self.start(workflow_id, members[0], attributes)
+            kind = "batch_start_ms" if batch else "slot_start_ms"
+            took[kind] = max(took[kind], counts.elapsed_ms(began))
+            if batch:
+                counts.batches_started_ms = counts.elapsed_ms()
             if started:
                 counts.started += 1
             else:
                 counts.already_started += 1
 
-        # A round of starts is long on a busy server, and waits for the process's gate
-        # while other shards start theirs: the tick heartbeats all along.
-        await heartbeating(
-            asyncio.gather(*(one(wid, members) for wid, members in by_workflow.items()))
-        )
+        # Batch runs first: each is the slots of many tenants. A round of starts is long on
+        # a busy server, and waits for the process's gate while other shards start
+        # theirs: the tick heartbeats all along.
+        ordered = sorted(by_workflow.items(), key=lambda item: not item[0].startswith(BATCH_PREFIX))
+        await heartbeating(asyncio.gather(*(one(wid, members) for wid, members in ordered)))
+        for kind, ms in took.items():
+            setattr(counts, kind, getattr(counts, kind) + ms)
 
     async def start(self, workflow_id: str, first: Intent, attributes: bool) -> bool:
         """Start one intent's workflow; False when Temporal says it was started before."""

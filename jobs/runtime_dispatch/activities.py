@@ -8,7 +8,6 @@ idempotent, so a retried or duplicated dispatcher run only finishes what another
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
@@ -20,7 +19,8 @@ from activities.chunks.gate import pass_chunk_gate
 from activities.claim.heartbeat import activity_heartbeat
 from activities.common.models import WorkInput, WorkResult
 from activities.common.telemetry import record_completed
-from activities.runtime.dispatch import START_CONCURRENCY, Dispatcher
+from activities.runtime.dispatch import Dispatcher
+from activities.runtime.start_gate import StartGate
 from activities.runtime.tenant_limits import TenantDefaults
 
 
@@ -44,8 +44,9 @@ class DispatchActivities:
         # queue (`core.queues`).
         self.task_queue: str = settings.temporal_task_queue
         # One gate for every shard this process ticks: at most START_CONCURRENCY starts
-        # in flight, as one client would have (bench/RESULTS.md, runtime herd).
-        self.start_gate = asyncio.Semaphore(START_CONCURRENCY)
+        # in flight, as one client would have (bench/RESULTS.md, runtime herd), taken
+        # fairly across tenants (`activities.runtime.start_gate`).
+        self.start_gate = StartGate()
         self.limits = TenantDefaults.of(settings)
 
     async def dispatch_runtime_shard(self, work: WorkInput, params: DispatchParams) -> WorkResult:

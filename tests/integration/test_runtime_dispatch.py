@@ -13,6 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
 from activities.runtime.dispatch import Dispatcher
+from activities.runtime.start_gate import StartGate
 from tests.helpers import assert_eventually
 from tests.integration import runtime
 
@@ -161,7 +162,9 @@ async def test_a_tick_heartbeats_while_its_starts_wait_for_the_process_gate(db, 
     env = ActivityEnvironment()
     env.info = dataclasses.replace(env.info, heartbeat_timeout=timedelta(seconds=0.3))
     env.on_heartbeat = lambda *details: beats.append(details)
-    gate = asyncio.Semaphore(0)  # the other shards hold every start of the process
+    gate = StartGate(limit=1)
+    others = gate.place("another-shard's-tenant")  # the other shards hold every place
+    await others.__aenter__()
     async with AsyncConnectionPool(database_url, min_size=1, max_size=2, open=False) as pool:
         d = _HeldStarts(pool, None, "unused", frozenset(), start_gate=gate)
         (shard,) = db.execute("SELECT shard FROM runtime_schedules").fetchone()
@@ -171,6 +174,6 @@ async def test_a_tick_heartbeats_while_its_starts_wait_for_the_process_gate(db, 
             assert len(beats) >= 3 and not ticking.done()
 
         await assert_eventually(beating, timeout=30)
-        gate.release()
+        await others.__aexit__(None, None, None)
         counts = await asyncio.wait_for(ticking, 30)
     assert (counts.intents, counts.started) == (1, 1)
