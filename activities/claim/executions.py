@@ -31,7 +31,13 @@ from activities.common.models import (
     ClaimResult,
     FailureInput,
 )
-from activities.common.telemetry import record_claim, record_duplicate, record_failed, traced
+from activities.common.telemetry import (
+    Happened,
+    record_claim,
+    record_duplicate,
+    record_failed,
+    traced,
+)
 from activities.outbox import notices
 from core import redact
 from core.sql import first_row, queries
@@ -447,12 +453,18 @@ async def _insert_claim(
 
 def count_claim(claim: ClaimInput, claimed: ClaimResult, now: datetime) -> None:
     """Count and log a claim that inserted its slot's row: its lateness, or its skip."""
+    claim_happened(claim, claimed, now).record()
+
+
+def claim_happened(claim: ClaimInput, claimed: ClaimResult, now: datetime) -> Happened:
+    """What a claim that inserted its slot's row did, for the metrics (its lateness, or its
+    skip), logged."""
     lateness = (now - (claim.due_at or claim.scheduled_at)).total_seconds()
-    skipped = claimed.outcome == "skipped"
-    record_claim(claim.job_name, claimed.execution_id, lateness, skipped=skipped)
     activity.logger.info(
         "execution %s", claimed.outcome, extra=_log_fields(claim, claimed.execution_id)
     )
+    skipped = claimed.outcome == "skipped"
+    return Happened(claim.job_name, claim=(claimed.execution_id, lateness, skipped))
 
 
 def _log_fields(claim: ClaimInput, execution_id: int) -> dict[str, Any]:

@@ -41,19 +41,20 @@ from activities.catchup.missed import (
     PlanInput,
     PlanResult,
     future_slot_reason,
+    happened_in,
     not_yet,
     plan_in,
     planned,
     slot_origin,
 )
-from activities.chunks.chunked import first_chunk, settled
+from activities.chunks.chunked import first_chunk, settled_result
 from activities.claim import journal
 from activities.claim.executions import (
     Fence,
     OwnClaim,
+    claim_happened,
     claim_in,
     claim_own_in,
-    count_claim,
     take_over_in,
 )
 from activities.common.models import (
@@ -64,7 +65,7 @@ from activities.common.models import (
     WorkInput,
     WorkResult,
 )
-from activities.common.telemetry import db_span, record_completed
+from activities.common.telemetry import Happened, db_span
 from activities.runtime.runs import SlotWork
 
 
@@ -221,13 +222,15 @@ async def begin_and_work(
                             )
         except _Declined as declined:
             return BegunWork(declined=str(declined))
-    # Committed: counted and logged once.
+    # Committed: what the transaction did, counted and logged once.
+    happened = Happened(
+        begin.claim.job_name, already_completed=done.already_completed, duration=duration
+    )
     if decision is not None:
-        planned(begin.plan, decision)
+        happened += happened_in(begin.plan, decision)
     if own.inserted:
-        count_claim(first, own.claim, now)
-    if duration is not None:
-        record_completed(first.job_name, duration)
+        happened += claim_happened(first, own.claim, now)
+    happened.record()
     return BegunWork(plan=plan, claim=own.claim, more=more, **done.model_dump())
 
 
@@ -244,7 +247,7 @@ async def _work_in(
     if fence is None:
         taken = await take_over_in(conn, execution.execution_id)
         if not isinstance(taken, Fence):
-            return settled(execution, *taken), None
+            return settled_result(execution, *taken), None
         fence = taken
         await journal.enter(conn, fence.execution_id, fence.token)
     counts = await work(conn, execution, params)
@@ -267,7 +270,7 @@ async def _first_chunk_in(
     if fence is None:
         taken = await take_over_in(conn, execution.execution_id)
         if not isinstance(taken, Fence):
-            return settled(execution, *taken), None, False
+            return settled_result(execution, *taken), None, False
         fence = taken
         await journal.enter(conn, fence.execution_id, fence.token)
     work = WorkInput(execution=execution, params=params.model_dump(mode="json"), timing=timing)
