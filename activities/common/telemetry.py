@@ -202,6 +202,7 @@ class Happened:
     skips: tuple[SkipReason, ...] = ()  # each slot recorded skipped, by reason
     catchup_gap: int | None = None  # missed fire times dropped past the catch-up cap
     claim: tuple[int, float, bool] | None = None  # execution id, lateness (s), skipped
+    duplicate: tuple[int, str] | None = None  # execution id, status: the slot was settled
     already_completed: bool = False  # the slot was found completed by an earlier attempt
     duration: float | None = None  # the run's, when this transaction completed its slot
 
@@ -211,6 +212,7 @@ class Happened:
             (*self.skips, *other.skips),
             self.catchup_gap if other.catchup_gap is None else other.catchup_gap,
             other.claim or self.claim,
+            other.duplicate or self.duplicate,
             self.already_completed or other.already_completed,
             self.duration if other.duration is None else other.duration,
         )
@@ -222,6 +224,8 @@ class Happened:
             record_catchup_gap(self.job, self.catchup_gap)
         if self.claim is not None:
             record_claim(self.job, *self.claim)
+        if self.duplicate is not None:
+            record_duplicate(self.job, *self.duplicate)
         if self.already_completed:
             record_run(self.job, "already_completed")
         if self.duration is not None:

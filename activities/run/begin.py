@@ -44,7 +44,6 @@ from activities.catchup.missed import (
     happened_in,
     not_yet,
     plan_in,
-    planned,
     slot_origin,
 )
 from activities.chunks.chunked import first_chunk, settled_result
@@ -52,8 +51,8 @@ from activities.claim import journal
 from activities.claim.executions import (
     Fence,
     OwnClaim,
+    claim_counted_in,
     claim_happened,
-    claim_in,
     claim_own_in,
     take_over_in,
 )
@@ -301,13 +300,18 @@ class BeginActivities(CatchupActivities):
         # runs ahead would plan a slot not yet due, or judge an on-time one past its
         # starting deadline (docs/architecture.md, "Which clock decides what").
         now = begin.server_now
+        happened = Happened(begin.claim.job_name)
         async with self.pool.connection() as conn, conn.transaction():
             plan, decision = await _plan(conn, begin, now)
             claim = None
             if plan.run:
                 first = _first(begin, plan)
                 with db_span("db.claim_execution", first):
-                    claim = await claim_in(conn, first, server_now=begin.server_now, now=now)
+                    claim, happened = await claim_counted_in(
+                        conn, first, server_now=begin.server_now, now=now
+                    )
+        # Committed: what the transaction did, counted and logged once.
         if begin.plan is not None and decision is not None:
-            planned(begin.plan, decision)
+            happened += happened_in(begin.plan, decision)
+        happened.record()
         return BeginResult(plan=plan, claim=claim)
