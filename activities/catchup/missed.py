@@ -31,7 +31,7 @@ from temporalio import activity
 
 from activities.claim.executions import Clock, utcnow
 from activities.common.models import Origin
-from activities.common.telemetry import record_catchup_gap, record_skip
+from activities.common.telemetry import Happened, SkipReason, record_skip
 from core.sql import queries
 from timing import TICK, Timing
 from timing.business import MAX_SHIFT
@@ -250,12 +250,11 @@ def slot_origin(slot: datetime, own: datetime, origin: Origin) -> Origin:
 
 def planned(plan: PlanInput, decision: Decision) -> None:
     """Count and log a plan once its skipped rows are committed."""
-    for _, reason in decision.skip:
-        record_skip(
-            plan.job_name,
-            "repeated_local_time" if reason.startswith("repeated") else "catchup_policy",
-        )
-    record_catchup_gap(plan.job_name, decision.gap)
+    happened_in(plan, decision).record()
+
+
+def happened_in(plan: PlanInput, decision: Decision) -> Happened:
+    """What a committed plan did, for the metrics (its skipped slots, its gap), logged."""
     if decision.skip:
         activity.logger.info(
             "catch-up: %d slot(s) run, %d recorded skipped",
@@ -263,6 +262,11 @@ def planned(plan: PlanInput, decision: Decision) -> None:
             len(decision.skip),
             extra={"job": plan.job_name, "scheduled_at": plan.scheduled_at.isoformat()},
         )
+    skips: tuple[SkipReason, ...] = tuple(
+        "repeated_local_time" if reason.startswith("repeated") else "catchup_policy"
+        for _, reason in decision.skip
+    )
+    return Happened(plan.job_name, skips=skips, catchup_gap=decision.gap)
 
 
 def local_time(slot: datetime, timezone: str) -> str:

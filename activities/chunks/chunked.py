@@ -88,9 +88,18 @@ async def begin_attempt(pool: AsyncConnectionPool, execution: ExecutionRef) -> F
 
 
 def settled(execution: ExecutionRef, status: str, result: dict[str, Any] | None) -> WorkResult:
-    """The result of an attempt that found the slot no longer running."""
+    """The result of an attempt that found the slot no longer running, counted."""
+    found = settled_result(execution, status, result)
+    record_run(execution.job_name, "already_completed")
+    return found
+
+
+def settled_result(
+    execution: ExecutionRef, status: str, result: dict[str, Any] | None
+) -> WorkResult:
+    """The result of an attempt that found the slot no longer running (its caller counts
+    it: `already_completed`)."""
     if status == "completed":
-        record_run(execution.job_name, "already_completed")
         return WorkResult(counts=(result or {}).get("counts", {}), already_completed=True)
     raise ApplicationError(
         f"execution {execution.execution_id} of {execution.job_name} is {status}, "

@@ -31,7 +31,11 @@ from activities.common.models import (
     ClaimResult,
     FailureInput,
 )
-from activities.common.telemetry import record_claim, record_duplicate, record_failed, traced
+from activities.common.telemetry import (
+    Happened,
+    record_failed,
+    traced,
+)
 from activities.outbox import notices
 from core import redact
 from core.sql import first_row, queries
@@ -248,7 +252,9 @@ class ExecutionActivities:
         server_now = info.current_attempt_scheduled_time if info else self.clock()
         now = info.started_time if info else self.clock()
         async with self.pool.connection() as conn, conn.transaction():
-            return await claim_in(conn, claim, server_now=server_now, now=now)
+            claimed, happened = await claim_counted_in(conn, claim, server_now=server_now, now=now)
+        happened.record()  # committed: counted once
+        return claimed
 
     @activity.defn
     async def attempt_took_over(self, query: AttemptQuery) -> bool:
@@ -301,31 +307,40 @@ async def claim_in(
     is recorded: its real run comes at its time. The workflow's plan normally stops such a
     run first (`activities.catchup.missed.future_slot_reason`).
     """
+    claimed, happened = await claim_counted_in(conn, claim, server_now=server_now, now=now)
+    happened.record()
+    return claimed
+
+
+async def claim_counted_in(
+    conn: AsyncConnection, claim: ClaimInput, *, server_now: datetime, now: datetime
+) -> tuple[ClaimResult, Happened]:
+    """`claim_in`, and what it did for the metrics, for its caller to record once its
+    transaction committed."""
     found, params = await _insert_claim(conn, claim, server_now=server_now, now=now)
     if isinstance(found, ClaimResult):
-        count_claim(claim, found, now)
-        return found
+        return found, claim_happened(claim, found, now)
     row = found
     if row["status"] in ("completed", "skipped"):
         await conn.execute(_Q["record_duplicate"], {"id": row["id"]})
-        record_duplicate(claim.job_name, row["id"], row["status"])
         activity.logger.info(
             "execution already %s", row["status"], extra=_log_fields(claim, row["id"])
         )
-        return ClaimResult(
+        duplicate = ClaimResult(
             execution_id=row["id"],
             outcome=row["status"],
             reason=f"this slot was already {row['status']}",
         )
+        return duplicate, Happened(claim.job_name, duplicate=(row["id"], row["status"]))
     if row["status"] == "compensated":
         await conn.execute(_Q["forget_steps"], {"id": row["id"]})
     await conn.execute(_Q["reclaim"], params | {"id": row["id"]})
     lateness = (now - (claim.due_at or claim.scheduled_at)).total_seconds()
-    record_claim(claim.job_name, row["id"], lateness, skipped=False)
     activity.logger.info(
         "execution reclaimed from status %s", row["status"], extra=_log_fields(claim, row["id"])
     )
-    return ClaimResult(execution_id=row["id"], outcome="claimed")
+    reclaimed = ClaimResult(execution_id=row["id"], outcome="claimed")
+    return reclaimed, Happened(claim.job_name, claim=(row["id"], lateness, False))
 
 
 @dataclass(frozen=True)
@@ -447,12 +462,18 @@ async def _insert_claim(
 
 def count_claim(claim: ClaimInput, claimed: ClaimResult, now: datetime) -> None:
     """Count and log a claim that inserted its slot's row: its lateness, or its skip."""
+    claim_happened(claim, claimed, now).record()
+
+
+def claim_happened(claim: ClaimInput, claimed: ClaimResult, now: datetime) -> Happened:
+    """What a claim that inserted its slot's row did, for the metrics (its lateness, or its
+    skip), logged."""
     lateness = (now - (claim.due_at or claim.scheduled_at)).total_seconds()
-    skipped = claimed.outcome == "skipped"
-    record_claim(claim.job_name, claimed.execution_id, lateness, skipped=skipped)
     activity.logger.info(
         "execution %s", claimed.outcome, extra=_log_fields(claim, claimed.execution_id)
     )
+    skipped = claimed.outcome == "skipped"
+    return Happened(claim.job_name, claim=(claimed.execution_id, lateness, skipped))
 
 
 def _log_fields(claim: ClaimInput, execution_id: int) -> dict[str, Any]:

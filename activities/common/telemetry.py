@@ -13,6 +13,7 @@ import functools
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
@@ -187,3 +188,45 @@ def record_catchup_gap(job: str, missed_count: int) -> None:
     """`missed_count` missed fire times of `job` were dropped: more than its catch-up cap."""
     if missed_count > 0:
         _catchup_gaps.add(missed_count, {"job": job_label(job)})
+
+
+@dataclass(frozen=True)
+class Happened:
+    """What a transaction of a run did that the metrics count, as its logic returns it
+    (`activities.catchup.missed.happened_in`, `activities.claim.executions.claim_happened`,
+    a work's result), joined with `+` and recorded once, after the commit (`record`): the
+    logic makes no call into telemetry between its steps, and a transaction that rolled
+    back counts nothing."""
+
+    job: str
+    skips: tuple[SkipReason, ...] = ()  # each slot recorded skipped, by reason
+    catchup_gap: int | None = None  # missed fire times dropped past the catch-up cap
+    claim: tuple[int, float, bool] | None = None  # execution id, lateness (s), skipped
+    duplicate: tuple[int, str] | None = None  # execution id, status: the slot was settled
+    already_completed: bool = False  # the slot was found completed by an earlier attempt
+    duration: float | None = None  # the run's, when this transaction completed its slot
+
+    def __add__(self, other: Happened) -> Happened:
+        return Happened(
+            self.job,
+            (*self.skips, *other.skips),
+            self.catchup_gap if other.catchup_gap is None else other.catchup_gap,
+            other.claim or self.claim,
+            other.duplicate or self.duplicate,
+            self.already_completed or other.already_completed,
+            self.duration if other.duration is None else other.duration,
+        )
+
+    def record(self) -> None:
+        for reason in self.skips:
+            record_skip(self.job, reason)
+        if self.catchup_gap is not None:
+            record_catchup_gap(self.job, self.catchup_gap)
+        if self.claim is not None:
+            record_claim(self.job, *self.claim)
+        if self.duplicate is not None:
+            record_duplicate(self.job, *self.duplicate)
+        if self.already_completed:
+            record_run(self.job, "already_completed")
+        if self.duration is not None:
+            record_completed(self.job, self.duration)

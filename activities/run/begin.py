@@ -41,19 +41,19 @@ from activities.catchup.missed import (
     PlanInput,
     PlanResult,
     future_slot_reason,
+    happened_in,
     not_yet,
     plan_in,
-    planned,
     slot_origin,
 )
-from activities.chunks.chunked import first_chunk, settled
+from activities.chunks.chunked import first_chunk, settled_result
 from activities.claim import journal
 from activities.claim.executions import (
     Fence,
     OwnClaim,
-    claim_in,
+    claim_counted_in,
+    claim_happened,
     claim_own_in,
-    count_claim,
     take_over_in,
 )
 from activities.common.models import (
@@ -64,7 +64,7 @@ from activities.common.models import (
     WorkInput,
     WorkResult,
 )
-from activities.common.telemetry import db_span, record_completed
+from activities.common.telemetry import Happened, db_span
 from activities.runtime.runs import SlotWork
 
 
@@ -221,13 +221,15 @@ async def begin_and_work(
                             )
         except _Declined as declined:
             return BegunWork(declined=str(declined))
-    # Committed: counted and logged once.
+    # Committed: what the transaction did, counted and logged once.
+    happened = Happened(
+        begin.claim.job_name, already_completed=done.already_completed, duration=duration
+    )
     if decision is not None:
-        planned(begin.plan, decision)
+        happened += happened_in(begin.plan, decision)
     if own.inserted:
-        count_claim(first, own.claim, now)
-    if duration is not None:
-        record_completed(first.job_name, duration)
+        happened += claim_happened(first, own.claim, now)
+    happened.record()
     return BegunWork(plan=plan, claim=own.claim, more=more, **done.model_dump())
 
 
@@ -244,7 +246,7 @@ async def _work_in(
     if fence is None:
         taken = await take_over_in(conn, execution.execution_id)
         if not isinstance(taken, Fence):
-            return settled(execution, *taken), None
+            return settled_result(execution, *taken), None
         fence = taken
         await journal.enter(conn, fence.execution_id, fence.token)
     counts = await work(conn, execution, params)
@@ -267,7 +269,7 @@ async def _first_chunk_in(
     if fence is None:
         taken = await take_over_in(conn, execution.execution_id)
         if not isinstance(taken, Fence):
-            return settled(execution, *taken), None, False
+            return settled_result(execution, *taken), None, False
         fence = taken
         await journal.enter(conn, fence.execution_id, fence.token)
     work = WorkInput(execution=execution, params=params.model_dump(mode="json"), timing=timing)
@@ -298,13 +300,18 @@ class BeginActivities(CatchupActivities):
         # runs ahead would plan a slot not yet due, or judge an on-time one past its
         # starting deadline (docs/architecture.md, "Which clock decides what").
         now = begin.server_now
+        happened = Happened(begin.claim.job_name)
         async with self.pool.connection() as conn, conn.transaction():
             plan, decision = await _plan(conn, begin, now)
             claim = None
             if plan.run:
                 first = _first(begin, plan)
                 with db_span("db.claim_execution", first):
-                    claim = await claim_in(conn, first, server_now=begin.server_now, now=now)
+                    claim, happened = await claim_counted_in(
+                        conn, first, server_now=begin.server_now, now=now
+                    )
+        # Committed: what the transaction did, counted and logged once.
         if begin.plan is not None and decision is not None:
-            planned(begin.plan, decision)
+            happened += happened_in(begin.plan, decision)
+        happened.record()
         return BeginResult(plan=plan, claim=claim)
