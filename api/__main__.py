@@ -11,17 +11,12 @@ from datetime import UTC, datetime
 
 from core import redact
 from core.errors import SchedulerError
-from worker.process import exit_process
+from worker.process import Parser, exit_process
 
 EXIT_CODES = (
     "Exit codes: 0 ok; 1 PostgreSQL unreachable or an unexpected failure; 2 bad settings "
     "or usage, an unknown key id (one line naming the variable, option or id)."
 )
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _key_id(text: str) -> int:
@@ -31,16 +26,16 @@ def _key_id(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    root = _Parser(
+    root = Parser(
         prog="python -m api",
         description="The HTTP API of runtime schedules, and its keys.",
         epilog=EXIT_CODES,
     )
     root.add_argument("--debug", action="store_true", help="show tracebacks")
-    commands = root.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = root.add_subparsers(dest="command", required=True, parser_class=Parser)
     commands.add_parser("serve", help="serve the API on API_HOST:API_PORT (default 127.0.0.1:8088)")
     keys = commands.add_parser("keys", help="create, list or revoke API keys").add_subparsers(
-        dest="keys_command", required=True, parser_class=_Parser
+        dest="keys_command", required=True, parser_class=Parser
     )
     create = keys.add_parser("create", help="create a key; it is printed this once")
     scope = create.add_mutually_exclusive_group(required=True)

@@ -11,6 +11,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from psycopg_pool import AsyncConnectionPool
 
 from api.settings import ApiSettings
 from tests.helpers.api import LiveApi, serving
@@ -45,6 +46,14 @@ def gate(database_url: str) -> Iterator[ChunkGate]:
     gate = ChunkGate(database_url)
     yield gate
     gate.close()
+
+
+@pytest.fixture
+async def pool(database_url: str) -> AsyncIterator[AsyncConnectionPool]:
+    """A connection pool on the test's database, open, for activities built in the test."""
+    async with AsyncConnectionPool(database_url, min_size=1, max_size=4, open=False) as pool:
+        await pool.wait()
+        yield pool
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from core import redact
 from core.errors import SchedulerError, SettingsError, setting_hint, transport_cause
 from worker.logs import configure_logging
 from worker.migrate import apply_migrations
-from worker.process import exit_process
+from worker.process import Parser, exit_process
 from worker.settings import load_settings
 
 logger = logging.getLogger("worker")
@@ -25,11 +25,6 @@ EXIT_CODES = (
     "Exit codes: 0 ok; 1 a server unreachable (PostgreSQL, Temporal) or an unexpected "
     "failure; 2 bad settings or usage (one line naming the variable)."
 )
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _positive(text: str) -> int:
@@ -48,7 +43,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(
+    parser = Parser(
         prog="python -m worker",
         description="Run a scheduled-jobs worker replica (default) or apply migrations.",
         epilog=EXIT_CODES,

@@ -30,14 +30,6 @@ T = TypeVar("T")
 _ATTEMPT_SECONDS = 10.0
 
 
-class Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line: `error: PROG: what (see --help)`,
-    exit 2. Its subcommands' parsers are of this class too."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
-
-
 def _seconds(text: str, allow_zero: bool) -> float:
     try:
         value = float(text)

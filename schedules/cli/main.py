@@ -43,10 +43,10 @@ from schedules.cli.context import (
     CLUSTER_WAIT_HELP,
     FAIL_FAST_SECONDS,
     Context,
-    Parser,
     non_negative_seconds,
 )
 from worker.logs import RedactingFilter, quiet_libraries
+from worker.process import Parser
 
 # In the order `--help` lists them.
 COMMANDS = (

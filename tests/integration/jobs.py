@@ -14,13 +14,14 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.enums.v1 import ScheduleOverlapPolicy
 from temporalio.api.schedule.v1 import SchedulePatch, TriggerImmediatelyRequest
 from temporalio.api.workflowservice.v1 import PatchScheduleRequest
-from temporalio.client import Client, ScheduleBackfill
+from temporalio.client import Client, ScheduleBackfill, ScheduleSpec
 from temporalio.client import ScheduleOverlapPolicy as Overlap
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, compile_schedule
 from schedules.catalog.model import JobSpec, RetrySpec, default_catalog
 from schedules.sync.apply import sync
+from schedules.sync.plan import managed_schedule_ids
 from tests.helpers import assert_eventually
 from workflows import ScheduledJobWorkflow
 
@@ -104,6 +105,21 @@ def executions(db: psycopg.Connection, job: str) -> list[dict]:
     return cur.execute(
         "SELECT * FROM job_executions WHERE job_name = %s ORDER BY scheduled_at", (job,)
     ).fetchall()
+
+
+async def runs_completed(
+    db: psycopg.Connection, job_id: str, slots: list[datetime], timeout: float = 90
+) -> list[dict]:
+    """Wait until `job_id`'s rows are those of `slots`, in order, each completed; the rows."""
+
+    async def done():
+        rows = executions(db, job_id)
+        assert [(r["scheduled_at"], r["status"]) for r in rows] == [
+            (slot, "completed") for slot in slots
+        ], rows
+        return rows
+
+    return await assert_eventually(done, timeout=timeout)
 
 
 def waiting_on(db: psycopg.Connection, table: str) -> list[int]:
@@ -196,6 +212,31 @@ async def backfill_slots(
     )
 
 
+# The two 01:30s of New York's fall-back night 2025-11-02 (EDT, then EST): a past night, as
+# a backfill of a future night runs nothing.
+FALL_BACK_0130 = (
+    datetime(2025, 11, 2, 5, 30, tzinfo=UTC),
+    datetime(2025, 11, 2, 6, 30, tzinfo=UTC),
+)
+
+
+@contextlib.asynccontextmanager
+async def both_0130s_fired(
+    client: Client, job: JobSpec, task_queue: str
+) -> AsyncIterator[tuple[datetime, datetime]]:
+    """`job` (a paused 01:30 New York job) on a schedule as Temporal alone would fire it, a
+    plain cron: both 01:30s of the fall-back night, backfilled one after the other. The
+    schedule is deleted at the end. Yields the two slots."""
+    schedule = compile_schedule(job, task_queue, datetime.now(UTC))
+    schedule.spec = ScheduleSpec(cron_expressions=["30 1 * * *"], time_zone_name=job.timezone)
+    await client.create_schedule(job.id, schedule)
+    try:
+        await backfill_slots(client, job.id, *FALL_BACK_0130, overlap=Overlap.BUFFER_ALL)
+        yield FALL_BACK_0130
+    finally:
+        await client.get_schedule_handle(job.id).delete()
+
+
 async def trigger_at(client: Client, schedule_id: str, at: datetime) -> None:
     """Trigger the schedule with the nominal time `at` (overlap ALLOW_ALL), as
     `python -m schedules trigger` does: the run's slot and workflow id come from `at`."""
@@ -252,3 +293,39 @@ async def end_open_runs(client: Client, task_queue: str, prefix: str = "") -> No
         query = f"WorkflowId STARTS_WITH '{prefix}' AND {query}"
     async for run in client.list_workflows(query):
         await client.get_workflow_handle(run.id, run_id=run.run_id).terminate("test over")
+
+
+async def managed_become(client: Client, expected: set[str]) -> None:
+    """Wait until the schedules this project manages are `expected`: the listing comes from
+    visibility, which lags a little behind."""
+
+    async def check():
+        assert await managed_schedule_ids(client) == expected
+
+    await assert_eventually(check, timeout=20)
+
+
+async def delete_managed(client: Client) -> None:
+    """Delete every schedule this project manages (one listed but already gone is fine)."""
+    for job_id in await managed_schedule_ids(client):
+        try:
+            await client.get_schedule_handle(job_id).delete()
+        except RPCError as err:  # listed by visibility, but already gone
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+
+
+async def backfilled_again(
+    client: Client, db: psycopg.Connection, job_id: str, slots: list[datetime]
+) -> list[dict]:
+    """The same `slots` backfilled again once their runs closed (a start of a slot whose
+    run is still open is dropped): wait until each row records one duplicate run; the rows."""
+    await runs_closed(client, job_id, slots)
+    await backfill_slots(client, job_id, slots[0], slots[-1])
+
+    async def duplicated():
+        again = executions(db, job_id)
+        assert [r["duplicate_runs"] for r in again] == [1] * len(slots)
+        return again
+
+    return await assert_eventually(duplicated, timeout=60)

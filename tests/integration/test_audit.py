@@ -8,17 +8,14 @@ import json
 import subprocess
 from datetime import UTC, date, datetime, timedelta
 
-import pytest
-from psycopg_pool import AsyncConnectionPool
 from pydantic import SecretStr
-from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy, ScheduleSpec
+from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
 from activities.chunks.chunked import disable_fence_check, fenced
 from activities.claim.executions import ExecutionActivities, take_over
 from activities.common.models import ClaimInput, ExecutionRef
 from jobs.invoice_reminders.activities import remind_chunk, reminder_window
 from schedules.audit import run_audit
-from schedules.catalog.compile import compile_schedule
 from schedules.catalog.model import default_catalog, parse_catalog
 from schedules.health.status import ScheduleState
 from schedules.sync.apply import sync
@@ -26,7 +23,7 @@ from tests.helpers import assert_eventually
 from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import (
     FAST_RETRY,
-    backfill_slots,
+    both_0130s_fired,
     executions,
     grid_after,
     insert_invoices,
@@ -165,13 +162,6 @@ async def test_a_clean_scheduled_history_gives_no_finding_and_seeded_anomalies_a
 
 
 SLOT = datetime(2026, 11, 20, 2, 30, tzinfo=UTC)  # 02:30 London: an invoice-reminders fire
-
-
-@pytest.fixture
-async def pool(database_url):
-    async with AsyncConnectionPool(database_url, min_size=1, max_size=4, open=False) as pool:
-        await pool.wait()
-        yield pool
 
 
 async def test_a_commit_by_an_attempt_whose_fence_check_is_off_is_a_stale_write(
@@ -359,15 +349,8 @@ async def test_the_repeated_fall_back_hour_is_judged_by_the_documented_rule(
             }
         }
     )[0]
-    schedule = compile_schedule(job, task_queue, datetime.now(UTC))
-    schedule.spec = ScheduleSpec(cron_expressions=["30 1 * * *"], time_zone_name=job.timezone)
-    await client.create_schedule(job.id, schedule)
     start_workers(1)
-    first, second = (datetime(2025, 11, 2, h, 30, tzinfo=UTC) for h in (5, 6))
-    try:
-        await backfill_slots(
-            client, job.id, first, second, overlap=ScheduleOverlapPolicy.BUFFER_ALL
-        )
+    async with both_0130s_fired(client, job, task_queue) as (first, second):
 
         async def both_settled():
             rows = executions(db, job.id)
@@ -393,8 +376,6 @@ async def test_the_repeated_fall_back_hour_is_judged_by_the_documented_rule(
         assert kinds(failed) == [("outcome_mismatch", first), ("unexpected", second)]
         assert failed.findings[0].witnesses["run_status"] == "COMPLETED"
         assert failed.findings[0].witnesses["workflow_id"] == f"{job.id}-2025-11-02T05:30:00Z"
-    finally:
-        await client.get_schedule_handle(job.id).delete()
 
 
 def _backfill(start: datetime, end: datetime) -> ScheduleBackfill:

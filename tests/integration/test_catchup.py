@@ -8,19 +8,16 @@ from datetime import UTC, datetime, timedelta
 
 from temporalio.client import (
     Client,
-    ScheduleOverlapPolicy,
-    ScheduleSpec,
 )
 
 from core.payloads import data_converter
 from devstack import TemporalDevServer, free_port
-from schedules.catalog.compile import compile_schedule
 from schedules.catalog.model import parse_catalog
 from schedules.sync.apply import sync
 from tests.helpers import assert_eventually
 from tests.helpers.audit import audit_report
 from tests.integration.jobs import (
-    backfill_slots,
+    both_0130s_fired,
     executions,
     fire_once,
     fired,
@@ -46,17 +43,8 @@ async def test_both_instants_of_a_repeated_0130_run_once(client, db, task_queue,
             }
         }
     )["fall-back"]
-    # The schedule as Temporal alone would fire it: both 01:30s of 2025-11-02 (a past night:
-    # a backfill of a future night runs nothing).
-    schedule = compile_schedule(job, task_queue, datetime.now(UTC))
-    schedule.spec = ScheduleSpec(cron_expressions=["30 1 * * *"], time_zone_name="America/New_York")
-    await client.create_schedule(job.id, schedule)
     start_workers(1)
-    first, second = (datetime(2025, 11, 2, h, 30, tzinfo=UTC) for h in (5, 6))
-    try:
-        await backfill_slots(
-            client, job.id, first, second, overlap=ScheduleOverlapPolicy.BUFFER_ALL
-        )
+    async with both_0130s_fired(client, job, task_queue) as (first, second):
 
         async def both_settled():
             rows = executions(db, job.id)
@@ -69,8 +57,6 @@ async def test_both_instants_of_a_repeated_0130_run_once(client, db, task_queue,
             "repeated local time 01:30 America/New_York (fall back): "
             "the job already ran at 2025-11-02T05:30:00Z"
         )
-    finally:
-        await client.get_schedule_handle(job.id).delete()
 
 
 async def test_a_run_whose_workers_were_down_honours_its_starting_deadline(

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
-from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
 from activities.catchup.missed import CatchupActivities, PlanInput, PlanResult
@@ -15,13 +13,6 @@ from timing import Timing
 
 EVERY = timedelta(seconds=10)
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)  # on the 10 s grid
-
-
-@pytest.fixture
-async def pool(database_url):
-    async with AsyncConnectionPool(database_url, min_size=1, max_size=2, open=False) as pool:
-        await pool.wait()
-        yield pool
 
 
 async def plan_at(

@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 import psycopg
-import pytest
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -24,13 +23,6 @@ JOB = "invoice-reminders"
 SLOT = datetime(2026, 12, 7, 2, 0, tzinfo=UTC)
 OVERDUE = date(2026, 11, 20)
 RUN_ID = "run-1"
-
-
-@pytest.fixture
-async def pool(database_url):
-    async with AsyncConnectionPool(database_url, min_size=1, max_size=4, open=False) as pool:
-        await pool.wait()
-        yield pool
 
 
 def kind_activity(pool: AsyncConnectionPool):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from activities.chunks.chunked import fenced
 from activities.claim.executions import Attempt, ExecutionActivities, StaleAttemptError, take_over
@@ -14,13 +13,6 @@ from jobs.invoice_reminders.activities import remind_chunk, reminder_window
 from tests.integration.jobs import executions, insert_invoices, outbox_count
 
 SLOT = datetime(2026, 11, 20, 2, 30, tzinfo=UTC)
-
-
-@pytest.fixture
-async def pool(database_url):
-    async with AsyncConnectionPool(database_url, min_size=1, max_size=4, open=False) as pool:
-        await pool.wait()
-        yield pool
 
 
 def claim_input(**overrides) -> ClaimInput:

@@ -16,9 +16,9 @@ from tests.helpers.audit import audited
 from tests.integration.jobs import (
     FAST_RETRY,
     backfill_slots,
-    executions,
+    backfilled_again,
     registered,
-    runs_closed,
+    runs_completed,
     trigger_at,
 )
 from workflows import ScheduledJobWorkflow
@@ -115,13 +115,7 @@ async def test_backfill_over_five_hours_processes_each_window_once(
     async with registered(client, job, task_queue):
         await backfill(client, job.id, slots)
 
-        async def five_completed():
-            found = executions(db, job.id)
-            assert [r["status"] for r in found] == ["completed"] * 5
-            return found
-
-        runs = await assert_eventually(five_completed, timeout=90)
-        assert [r["scheduled_at"] for r in runs] == slots
+        runs = await runs_completed(db, job.id, slots)
         done = sync_windows(db)
         assert [(w["window_start"], w["window_end"]) for w in done] == list(
             zip(windows, slots, strict=True)
@@ -137,15 +131,7 @@ async def test_backfill_over_five_hours_processes_each_window_once(
             assert counts["chunks"] == counts["events"] // 7 + 1
 
         # The same five hours again: every slot is a recorded no-op, nothing changes.
-        await runs_closed(client, job.id, slots)  # else a start of the same slot is dropped
-        await backfill(client, job.id, slots)
-
-        async def five_duplicates():
-            again = executions(db, job.id)
-            assert [r["duplicate_runs"] for r in again] == [1] * 5
-            return again
-
-        again = await assert_eventually(five_duplicates, timeout=60)
+        again = await backfilled_again(client, db, job.id, slots)
         assert [r["result"] for r in again] == [r["result"] for r in runs]
         assert sync_windows(db) == done
         assert stored_totals(db) == expected

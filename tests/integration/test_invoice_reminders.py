@@ -17,12 +17,14 @@ from tests.helpers import assert_eventually
 from tests.helpers.audit import audited
 from tests.integration.jobs import (
     backfill_slots,
+    backfilled_again,
     executions,
     insert_invoices,
     invoice_job,
     outbox_count,
     registered,
     runs_closed,
+    runs_completed,
 )
 from workflows import ScheduledJobWorkflow
 
@@ -64,13 +66,7 @@ async def test_backfill_on_three_worker_processes_runs_each_slot_once(
     async with registered(client, job, task_queue):
         await backfill(client, job.id, slots)
 
-        async def five_completed():
-            rows = executions(db, job.id)
-            assert [r["status"] for r in rows] == ["completed"] * 5
-            return rows
-
-        rows = await assert_eventually(five_completed, timeout=60)
-        assert [r["scheduled_at"] for r in rows] == slots
+        rows = await runs_completed(db, job.id, slots, timeout=60)
         assert sum(r["result"]["counts"]["reminded"] for r in rows) == expected
         assert outbox_count(db) == expected
         # Each reminded invoice has exactly one message, and no invoice was reminded twice.
@@ -87,15 +83,7 @@ async def test_backfill_on_three_worker_processes_runs_each_slot_once(
         )
 
         # b) The same five slots again: no new effects, each run recorded as already done.
-        await runs_closed(client, job.id, slots)  # else a start of the same slot is dropped
-        await backfill(client, job.id, slots)
-
-        async def five_duplicates():
-            again = executions(db, job.id)
-            assert [r["duplicate_runs"] for r in again] == [1] * 5
-            return again
-
-        again = await assert_eventually(five_duplicates, timeout=60)
+        again = await backfilled_again(client, db, job.id, slots)
         assert [r["status"] for r in again] == ["completed"] * 5
         assert [r["result"] for r in again] == [r["result"] for r in rows]
         assert outbox_count(db) == expected

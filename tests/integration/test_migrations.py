@@ -51,20 +51,9 @@ def test_every_migration_applies_from_empty_and_builds_the_schema(postgres):
 
 def test_three_processes_migrating_at_once_apply_each_migration_once(postgres):
     url = postgres.create_database("migrate_concurrently")
-    env = {"DATABASE_URL": url, "PATH": "/usr/bin:/bin"}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "worker", "migrate"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(3)
-    ]
-    outputs = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0, 0], outputs
+    done = migrate(url, None, processes=3)
+    outputs = [(d.stdout, d.stderr) for d in done]
+    assert [d.returncode for d in done] == [0, 0, 0], outputs
 
     expected = [f"{m.version:04d}_{m.name}" for m in load_migrations()]
     applied = [
@@ -95,9 +84,12 @@ def install_family(site: Path, family: str, migrations: dict[str, str]) -> Path:
     return folder
 
 
-def migrate(url: str, site: Path, processes: int = 1) -> list[subprocess.CompletedProcess]:
-    """`python -m worker migrate`, `processes` at once, with the families in `site`."""
-    env = {"DATABASE_URL": url, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
+def migrate(url: str, site: Path | None, processes: int = 1) -> list[subprocess.CompletedProcess]:
+    """`python -m worker migrate`, `processes` at once, with the families in `site` (None:
+    the installed ones only)."""
+    env = {"DATABASE_URL": url, "PATH": "/usr/bin:/bin"}
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "worker", "migrate"],

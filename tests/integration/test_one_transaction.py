@@ -26,13 +26,6 @@ from tests.integration.test_reconcile import AFTER_FALL_BACK, JOB, fall_back_day
 RUN_ID = "run-1"
 
 
-@pytest.fixture
-async def pool(database_url):
-    async with AsyncConnectionPool(database_url, min_size=1, max_size=4, open=False) as pool:
-        await pool.wait()
-        yield pool
-
-
 def claim_input(run_id: str = RUN_ID) -> ClaimInput:
     return ClaimInput(
         job_name=JOB,

@@ -20,7 +20,7 @@ from schedules.sync.apply import sync
 from schedules.sync.plan import managed_schedule_ids
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import schedules_cli
-from tests.integration.jobs import executions
+from tests.integration.jobs import executions, runs_completed
 
 NEW_YORK = ZoneInfo("America/New_York")
 # For jobs a test triggers or backfills: no run of their own may join the test's (a trigger
@@ -313,15 +313,8 @@ async def test_backfill_counts_refuses_past_the_maximum_and_runs_with_yes(
     assert "backfill of op-backfill: 5 run(s)" in done.stdout
     assert "overlap BUFFER_ALL" in done.stdout
 
-    async def five_completed():
-        rows = executions(db, "op-backfill")
-        assert [row["status"] for row in rows] == ["completed"] * 5
-        return rows
-
-    rows = await assert_eventually(five_completed, timeout=90)
-    assert [row["scheduled_at"] for row in rows] == [
-        datetime(2026, 10, day, 3, tzinfo=UTC) for day in range(1, 6)
-    ]
+    october = [datetime(2026, 10, day, 3, tzinfo=UTC) for day in range(1, 6)]
+    await runs_completed(db, "op-backfill", october)
 
 
 async def test_backfill_across_a_dst_change_runs_the_jobs_own_fire_times(
@@ -338,17 +331,12 @@ async def test_backfill_across_a_dst_change_runs_the_jobs_own_fire_times(
     assert done.returncode == 0, done.stderr
     assert "3 run(s)" in done.stdout
 
-    async def three_completed():
-        rows = executions(db, "op-backfill-dst")
-        assert [row["status"] for row in rows] == ["completed"] * 3
-        return rows
-
-    rows = await assert_eventually(three_completed, timeout=90)
-    assert [row["scheduled_at"] for row in rows] == [
+    across = [
         datetime(2025, 3, 8, 7, 30, tzinfo=UTC),  # 02:30 EST
         datetime(2025, 3, 9, 7, 0, tzinfo=UTC),  # 02:30 does not exist: 03:00 EDT
         datetime(2025, 3, 10, 6, 30, tzinfo=UTC),  # 02:30 EDT
     ]
+    await runs_completed(db, "op-backfill-dst", across)
 
 
 async def test_pause_needs_a_note_and_resume_lifts_it(client, settings, tmp_path, synced):

@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
 from activities.chunks.chunked import fenced
@@ -198,13 +197,6 @@ async def test_a_run_started_after_its_deadline_is_skipped_and_settles_nothing(
         assert settled_by_batch(db) == {}
     finally:
         await client.get_schedule_handle(job.id).delete()
-
-
-@pytest.fixture
-async def pool(database_url):
-    async with AsyncConnectionPool(database_url, min_size=1, max_size=4, open=False) as pool:
-        await pool.wait()
-        yield pool
 
 
 def attempt_of(run_id: str, attempt: int) -> ActivityEnvironment:

@@ -14,7 +14,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from croniter import croniter
-from psycopg_pool import AsyncConnectionPool
 from temporalio.client import (
     Schedule,
     ScheduleActionStartWorkflow,
@@ -22,7 +21,6 @@ from temporalio.client import (
     ScheduleSpec,
     ScheduleUpdate,
 )
-from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
 
 from activities.catchup.missed import CatchupActivities, PlanInput, PlanResult
@@ -31,10 +29,11 @@ from schedules.catalog.compile import MANAGED_MEMO_KEY, MANAGED_MEMO_VALUE, comp
 from schedules.catalog.files import engine_catalog
 from schedules.catalog.model import JobSpec, load_catalog, parse_catalog
 from schedules.sync.apply import sync
-from schedules.sync.plan import managed_schedule_ids, plan
+from schedules.sync.plan import plan
 from schedules.sync.safety import SyncIncompleteError
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import schedules_cli
+from tests.integration.jobs import delete_managed, managed_become
 from workflows import JobRun
 
 JOB = """
@@ -58,15 +57,6 @@ def catalog(tmp_path: Path, *jobs: tuple[str, str, str], name: str = "jobs.toml"
     return path
 
 
-async def managed_ids_become(client, expected: set[str]) -> None:
-    """Schedule listing comes from visibility, which lags a little behind."""
-
-    async def check():
-        assert await managed_schedule_ids(client) == expected
-
-    await assert_eventually(check, timeout=20)
-
-
 async def listing_shows_paused(client, job_id: str) -> None:
     async def check():
         async for entry in await client.list_schedules():
@@ -87,17 +77,9 @@ async def last_updated(client, ids) -> dict[str, datetime | None]:
 async def clean(client):
     """Delete every managed schedule before and after the test."""
 
-    async def wipe():
-        for job_id in await managed_schedule_ids(client):
-            try:
-                await client.get_schedule_handle(job_id).delete()
-            except RPCError as err:  # listed by visibility, but already gone
-                if err.status != RPCStatusCode.NOT_FOUND:
-                    raise
-
-    await wipe()
+    await delete_managed(client)
     yield
-    await wipe()
+    await delete_managed(client)
 
 
 async def test_create_then_no_change_then_field_level_dry_run(client, settings, tmp_path, clean):
@@ -196,14 +178,14 @@ async def test_the_engines_jobs_come_with_a_catalog_and_no_sync_prunes_them(
     first.write_text(first.read_text() + tuned)
     done = schedules_cli(settings, "--catalog", str(first), "sync")
     assert done.returncode == 0, done.stderr
-    await managed_ids_become(client, {"mine-a", *engine})
+    await managed_become(client, {"mine-a", *engine})
     # A catalog without them, read without the engine's: the sync prunes the catalog's own
     # schedule that it no longer has, never the engine's.
     second = catalog(tmp_path, ("mine-b", "0 1 * * *", "UTC"), name="second.toml")
     done = schedules_cli(settings, "--catalog", str(second), "--without-engine", "sync")
     assert done.returncode == 0, done.stderr
     assert "deleted       mine-a" in done.stdout and "runtime-dispatch" not in done.stdout
-    await managed_ids_become(client, {"mine-b", *engine})
+    await managed_become(client, {"mine-b", *engine})
     described = await client.get_schedule_handle("outbox-relay").describe()
     assert described.schedule.state.paused
 
@@ -228,11 +210,11 @@ async def test_removed_jobs_are_deleted_unless_no_prune_and_foreign_schedules_un
             settings, "--catalog", str(one), "--without-engine", "sync", "--no-prune"
         )
         assert kept.stdout.strip() == "no changes"
-        await managed_ids_become(client, {"keep-me", "drop-me"})
+        await managed_become(client, {"keep-me", "drop-me"})
 
         pruned = schedules_cli(settings, "--catalog", str(one), "--without-engine", "sync")
         assert "deleted       drop-me" in pruned.stdout
-        await managed_ids_become(client, {"keep-me"})
+        await managed_become(client, {"keep-me"})
         assert (await client.get_schedule_handle("someone-elses").describe()).schedule
     finally:
         await client.get_schedule_handle("someone-elses").delete()
@@ -267,7 +249,7 @@ async def test_two_syncs_at_once_converge(client, task_queue, tmp_path, clean):
     # Each job was created by one of them; where both planned to create, the loser of the
     # race updated to the same result instead of failing.
     assert set(first.created) | set(second.created) == {job.id for job in jobs}
-    await managed_ids_become(client, {job.id for job in jobs})
+    await managed_become(client, {job.id for job in jobs})
     third = await sync(client, jobs, task_queue)
     assert third.created == third.updated == third.deleted == []
 
@@ -285,7 +267,7 @@ async def test_an_invalid_catalog_changes_nothing_and_exits_2(client, settings, 
     done = schedules_cli(settings, "--catalog", str(bad), "--without-engine", "sync")
     assert done.returncode == 2
     assert "job 'broken': cron" in done.stderr and "job 'broken': timezone" in done.stderr
-    await managed_ids_become(client, {"fine-job"})
+    await managed_become(client, {"fine-job"})
     described = await client.get_schedule_handle("fine-job").describe()
     assert described.info.next_action_times[0].hour == 1  # not updated to 05:00
 
@@ -307,7 +289,7 @@ async def test_a_no_change_sync_describes_nothing_yet_still_sees_a_pause(
     # (05:00Z) would update a job this test says is unchanged.
     now = datetime.now(UTC)
     assert set((await sync(client, jobs, task_queue, now=now)).created) == ids
-    await managed_ids_become(client, ids)
+    await managed_become(client, ids)
     before = await last_updated(client, ids)
 
     async def trusted():  # once the listing (visibility) shows each job's final digest
@@ -367,7 +349,7 @@ async def test_a_schedule_from_before_the_digest_gets_one_then_is_trusted(
         compile_schedule(job, task_queue, datetime.now(UTC)),
         memo={MANAGED_MEMO_KEY: MANAGED_MEMO_VALUE},
     )
-    await managed_ids_become(client, {job.id})
+    await managed_become(client, {job.id})
     stamped = await sync(client, [job], task_queue)
     assert stamped.updated == [job.id] and list(stamped.changes[0].fields) == ["digest"]
 
@@ -390,7 +372,7 @@ async def test_without_the_digest_attribute_sync_describes_every_job(
         engine=False,
     )
     assert len((await sync(client, jobs, task_queue)).created) == 3
-    await managed_ids_become(client, {job.id for job in jobs})
+    await managed_become(client, {job.id for job in jobs})
     again = await sync(client, jobs, task_queue)
     assert again.updated == again.created == [] and again.described == 3
 
@@ -425,13 +407,6 @@ def test_help_of_every_command_names_its_exit_codes():
             timeout=60,
         )
         assert done.returncode == 0 and "exit codes" in done.stdout, command
-
-
-@pytest.fixture
-async def pool(database_url):
-    async with AsyncConnectionPool(database_url, min_size=1, max_size=2, open=False) as pool:
-        await pool.wait()
-        yield pool
 
 
 def ticking_job(every: int = 4, **fields) -> JobSpec:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from core.payloads import data_converter
 from devstack import TemporalDevServer, free_port
@@ -19,6 +19,7 @@ from schedules.server.found import catalog_entry
 from schedules.sync.plan import managed_schedule_ids
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.worker import schedules_cli, settings_env
+from tests.integration.jobs import delete_managed, managed_become
 from tests.integration.schedule_state import snapshot
 
 # As schedules/server/sync_lock.py names them.
@@ -59,24 +60,12 @@ async def crons(client: Client, ids: set[str]) -> dict[str, str]:
     return found
 
 
-async def managed_become(client: Client, expected: set[str]) -> None:
-    async def check():
-        assert await managed_schedule_ids(client) == expected
-
-    await assert_eventually(check, timeout=20)
-
-
 @pytest.fixture
 async def clean(client):
     """No managed schedule before or after the test, and no sync lock held."""
 
     async def wipe():
-        for job_id in await managed_schedule_ids(client):
-            try:
-                await client.get_schedule_handle(job_id).delete()
-            except RPCError as err:
-                if err.status != RPCStatusCode.NOT_FOUND:
-                    raise
+        await delete_managed(client)
         try:
             await client.get_workflow_handle(LOCK_WORKFLOW_ID).terminate("test cleanup")
         except RPCError:  # not running

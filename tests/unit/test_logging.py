@@ -50,6 +50,15 @@ def capture():
     return use
 
 
+# The fields of the claim both formatters are shown.
+CLAIMED = {
+    "job": "invoice-reminders",
+    "scheduled_at": SLOT,
+    "execution_id": 7,
+    "temporal_activity": ACTIVITY_CONTEXT,
+}
+
+
 def log_in_span(logger: logging.Logger, message: str, **extra) -> trace.SpanContext:
     tracer = TracerProvider().get_tracer("test")
     with tracer.start_as_current_span("db.claim_execution") as span:
@@ -59,14 +68,7 @@ def log_in_span(logger: logging.Logger, message: str, **extra) -> trace.SpanCont
 
 def test_a_json_line_parses_and_carries_the_run_fields_and_trace(capture):
     logger, stream = capture(JsonFormatter())
-    context = log_in_span(
-        logger,
-        "execution claimed",
-        job="invoice-reminders",
-        scheduled_at=SLOT,
-        execution_id=7,
-        temporal_activity=ACTIVITY_CONTEXT,
-    )
+    context = log_in_span(logger, "execution claimed", **CLAIMED)
     (line,) = stream.getvalue().splitlines()
     entry = json.loads(line)
     assert entry["message"] == "execution claimed"
@@ -130,13 +132,7 @@ def test_an_exception_stays_inside_its_json_line(capture):
 def test_a_text_line_puts_the_run_fields_after_the_message(capture):
     logger, stream = capture(TextFormatter())
     context = log_in_span(
-        logger,
-        "execution claimed",
-        job="invoice-reminders",
-        scheduled_at=SLOT,
-        execution_id=7,
-        reason="missed deadline: 3600s late",
-        temporal_activity=ACTIVITY_CONTEXT,
+        logger, "execution claimed", **CLAIMED, reason="missed deadline: 3600s late"
     )
     line = stream.getvalue().strip()
     assert " INFO " in line
