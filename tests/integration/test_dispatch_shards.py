@@ -20,8 +20,9 @@ from schedules.sync.apply import sync
 from schedules.sync.shards import DISPATCHER, plan_shards
 from tests.helpers import ROOT
 from tests.helpers.worker import schedules_cli
+from tests.integration.jobs import managed_become
 from tests.integration.runtime import audit_clean, dispatcher, fresh_ids, insert_schedule, settled
-from tests.integration.test_sync import clean, managed_ids_become  # noqa: F401 (fixture)
+from tests.integration.test_sync import clean  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -108,7 +109,7 @@ async def test_sync_grows_the_dispatchers_first_and_prunes_them_once_the_count_s
     assert set(report.created) == dispatchers(16)
     first = t0 + timedelta(minutes=2)  # the second minute boundary after the sync
     assert report.shards_from == first
-    await managed_ids_become(client, dispatchers(16))
+    await managed_become(client, dispatchers(16))
     # Back to 4, ten minutes on: recorded from two minutes ahead, the 16 dispatchers kept.
     t1 = t0 + timedelta(minutes=10)
     plan, report = await follow(4, t1)
@@ -120,7 +121,7 @@ async def test_sync_grows_the_dispatchers_first_and_prunes_them_once_the_count_s
     # Once 4 has stood two minutes, the extra twelve go.
     plan, report = await follow(4, t1 + timedelta(minutes=4))
     assert plan.keep == 4 and set(report.deleted) == dispatchers(16) - dispatchers(4)
-    await managed_ids_become(client, dispatchers(4))
+    await managed_become(client, dispatchers(4))
     history = db.execute("SELECT from_tick, shards FROM runtime_dispatch_shards").fetchall()
     assert history[1:] == [(first, 16), (t1 + timedelta(minutes=2), 4)]
 
