@@ -1,0 +1,103 @@
+"""Wake-ups by PostgreSQL LISTEN/NOTIFY for the engine's long-running sessions (issue 43).
+
+A session (a runtime dispatcher, the outbox relay) sleeps until its next due time, read
+from its tables, or until a write it cares about commits: migration 0037's triggers
+notify `runtime_due` or `outbox_due` at the commit of any statement that writes there.
+
+A notification is a hint, never the truth: the session re-reads its due time after each
+one, and at least every `recheck` seconds whatever it heard. A notification lost (the
+listening connection dropped and came back) therefore costs precision up to that
+re-check, never a slot. While the connection is down, `wait` sleeps the re-check interval
+and says it was woken, so the caller looks at the tables again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+
+logger = logging.getLogger(__name__)
+
+RUNTIME_DUE = "runtime_due"
+OUTBOX_DUE = "outbox_due"
+CONNECT_TIMEOUT = 10
+
+
+class Wakeups:
+    """One LISTEN connection on `channel`; use as `async with Wakeups(conninfo, channel)`."""
+
+    def __init__(self, conninfo: str, channel: str, **kwargs: Any) -> None:
+        self.conninfo = conninfo
+        self.channel = channel
+        self.kwargs = {k: v for k, v in kwargs.items() if k not in ("autocommit",)}
+        self._conn: psycopg.AsyncConnection | None = None
+
+    async def __aenter__(self) -> Wakeups:
+        await self._connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._close()
+
+    async def _connect(self) -> bool:
+        try:
+            self._conn = await psycopg.AsyncConnection.connect(
+                self.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT, **self.kwargs
+            )
+            await self._conn.execute(f"LISTEN {self.channel}")  # a constant of this module
+        except psycopg.Error as exc:
+            logger.warning("LISTEN %s: %s; re-checking on a timer", self.channel, exc)
+            await self._close()
+            return False
+        return True
+
+    async def _close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                await self._conn.close()
+        self._conn = None
+
+    async def wait(self, timeout: float) -> bool:
+        """Sleep up to `timeout` seconds; True when woken by a notification (or when the
+        connection was down: the caller cannot know what it missed)."""
+        timeout = max(timeout, 0.0)
+        if self._conn is None and not await self._connect():
+            await asyncio.sleep(timeout)
+            return True
+        assert self._conn is not None
+        try:
+            async for _ in self._conn.notifies(timeout=timeout, stop_after=1):
+                await self._drain()
+                return True
+        except psycopg.Error as exc:
+            logger.warning("LISTEN %s lost: %s; listening again", self.channel, exc)
+            await self._close()
+            return True
+        return False
+
+    async def _drain(self) -> None:
+        """Take the notifications already queued: one wake-up for all of them."""
+        assert self._conn is not None
+        async for _ in self._conn.notifies(timeout=0, stop_after=1000):
+            pass
+
+
+# A session ends this long before its job's next fire time, so the next session starts
+# on time (the schedule's overlap policy, BUFFER_ONE, holds the fire until it has ended).
+SESSION_MARGIN = timedelta(seconds=2)
+
+
+def session_end(scheduled_at: datetime, timing: Any, max_seconds: float) -> datetime:
+    """When a session that began at its slot `scheduled_at` ends: `max_seconds` after the
+    slot, and before the job's next fire time (`timing`, when the run carries it), so
+    sessions follow each other without overlapping. The same for every attempt of a run."""
+    end = scheduled_at + timedelta(seconds=max_seconds)
+    following = timing.next_after(scheduled_at) if timing is not None else None
+    if following is not None:
+        end = min(end, following - SESSION_MARGIN)
+    return end
