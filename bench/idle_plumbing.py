@@ -115,7 +115,7 @@ def write_slots(db: psycopg.Connection, at: datetime, n: int, tag: str) -> None:
                 (id, tenant, name, kind, cron, timezone, params, catchup, shard,
                  next_fire_at, timing_since, end_at)
             SELECT id, 'bench-idle', %s, 'test-noop', '* * * * *', 'UTC', '{}', 'latest',
-                   id % 16, %s, %s, %s FROM n
+                   id %% 16, %s, %s, %s FROM n
             """,
             (f"{tag}-{i}", at, at, at),
         )

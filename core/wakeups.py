@@ -70,20 +70,23 @@ class Wakeups:
             await asyncio.sleep(timeout)
             return True
         assert self._conn is not None
+        woken = False
         try:
             async for _ in self._conn.notifies(timeout=timeout, stop_after=1):
+                woken = True  # the generator ends itself (it holds the connection's lock)
+            if woken:
                 await self._drain()
-                return True
         except psycopg.Error as exc:
             logger.warning("LISTEN %s lost: %s; listening again", self.channel, exc)
             await self._close()
             return True
-        return False
+        return woken
 
     async def _drain(self) -> None:
         """Take the notifications already queued: one wake-up for all of them."""
         assert self._conn is not None
-        async for _ in self._conn.notifies(timeout=0, stop_after=1000):
+        # (timeout=0 would mean "no timeout": wait for the next one)
+        async for _ in self._conn.notifies(timeout=0.001, stop_after=1000):
             pass
 
 

@@ -427,7 +427,7 @@ class RelayActivities:
                 stopping=activity.is_worker_shutdown,
             )
         end = session_end(work.execution.scheduled_at, work.timing, params.max_seconds)
-        async with Wakeups(self.pool.conninfo, OUTBOX_DUE, **self.pool.kwargs) as wakeups:
+        async with Wakeups(self.pool.conninfo, OUTBOX_DUE, **(self.pool.kwargs or {})) as wakeups:
 
             async def idle(most: float) -> None:
                 due = await relay.seconds_until_due()

@@ -65,7 +65,7 @@ class Session:
         last = first
         if _now() >= self.end:  # one tick (max_seconds 0), or a run too late for a session
             return self.totals | {"ticks": self.ticks}
-        async with Wakeups(self.pool.conninfo, RUNTIME_DUE, **self.pool.kwargs) as wakeups:
+        async with Wakeups(self.pool.conninfo, RUNTIME_DUE, **(self.pool.kwargs or {})) as wakeups:
             while (now := _now()) < self.end:
                 if activity.in_activity() and activity.is_worker_shutdown():
                     raise ApplicationError("worker shutting down: the session goes on elsewhere")

@@ -29,7 +29,7 @@ __all__ = ["sink"]  # the fixture, shared with test_relay
 pytestmark = pytest.mark.timeout(180)
 
 RECHECK = 600  # far beyond the test's waits: only a wake-up explains a prompt start
-SESSION = 40  # seconds: the session ends within the test
+SESSION = 25  # seconds: the session ends within the test
 
 
 def session_job(job_id: str, **params):
