@@ -124,7 +124,7 @@ def write_slots(db: psycopg.Connection, at: datetime, n: int, tag: str) -> None:
 def write_message(db: psycopg.Connection, n: int) -> None:
     db.execute(
         "INSERT INTO outbox_messages (type, payload, idempotency_key)"
-        " VALUES ('InvoiceReminder', jsonb_build_object('invoice_number', %s,"
+        " VALUES ('InvoiceReminder', jsonb_build_object('invoice_number', %s::text,"
         " 'due_date', '2026-11-01', 'to', 'bench@example.com'), %s)",
         (f"BENCH-{n}", f"bench-idle-{n}-{time.time_ns()}"),
     )

@@ -11,8 +11,10 @@ every slot due by its time, as a late minute tick did.
 
 A tick's error (PostgreSQL or Temporal out of reach) does not end the session: it is
 logged and the tick tried again `RETRY_SECONDS` later, as the next minute's run did. The
-session ends at its end time (`core.wakeups.session_end`), or raises on a worker shutdown
-so that its run goes on in another worker (the activity's retry).
+session ends at its end time (`core.wakeups.session_end`), or at once when its shard is
+beyond every shard count in force or recorded ahead (a retired dispatcher, which the next
+sync prunes), or raises on a worker shutdown so that its run goes on in another worker
+(the activity's retry).
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ class Session:
                 if activity.in_activity() and activity.is_worker_shutdown():
                     raise ApplicationError("worker shutting down: the session goes on elsewhere")
                 try:
-                    due = await self.next_due(now, last + DEFERRED_RECHECK)
+                    due, largest = await self.next_due(now, last + DEFERRED_RECHECK)
+                    if largest is not None and self.shard >= largest:
+                        break  # a shard retired (sync prunes its job): nothing to wait for
                     if due is not None and due <= now:
                         self.add(await self.dispatcher.tick(self.shard, now))
                         last = now
@@ -84,15 +88,18 @@ class Session:
                 activity_heartbeat(self.totals)
         return self.totals | {"ticks": self.ticks}
 
-    async def next_due(self, now: datetime, deferred_from: datetime) -> datetime | None:
-        """When the shard's next slot is due (None: none is)."""
+    async def next_due(
+        self, now: datetime, deferred_from: datetime
+    ) -> tuple[datetime | None, int | None]:
+        """When the shard's next slot is due (None: none is), and the largest shard count
+        in force or recorded ahead."""
         async with self.pool.connection() as conn:
             mine = buckets(self.shard, await shards_at(conn, now))
             cur = await conn.execute(
                 _Q["next_due"], {"buckets": mine, "now": now, "deferred_from": deferred_from}
             )
             row = await cur.fetchone()
-        return row[0] if row else None
+        return (row[0], row[1]) if row else (None, None)
 
 
 def _now() -> datetime:
