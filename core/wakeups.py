@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from temporalio import activity
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,26 @@ class Wakeups:
             await self._close()
             return True
         return woken
+
+    async def wait_in_activity(self, timeout: float) -> bool:
+        """`wait`, cut short by the worker's shutdown when inside an activity (the session
+        then raises, so that its retry goes on in another worker at once)."""
+        if not activity.in_activity():
+            return await self.wait(timeout)
+        waiting = asyncio.ensure_future(self.wait(timeout))
+        shutdown = asyncio.ensure_future(activity.wait_for_worker_shutdown())
+        try:
+            await asyncio.wait({waiting, shutdown}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (waiting, shutdown):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+        if not waiting.done() or waiting.cancelled() or waiting.exception() is not None:
+            await self._close()  # cut short mid-wait: listen again on a new connection
+            return True
+        return waiting.result()
 
     async def _drain(self) -> None:
         """Take the notifications already queued: one wake-up for all of them."""

@@ -431,7 +431,7 @@ class RelayActivities:
 
             async def idle(most: float) -> None:
                 due = await relay.seconds_until_due()
-                await wakeups.wait(most if due is None else min(most, max(due, 0.0)))
+                await wakeups.wait_in_activity(most if due is None else min(most, max(due, 0.0)))
 
             run = await relay.drain(
                 max((end - datetime.now(UTC)).total_seconds(), 0.0),

@@ -84,7 +84,7 @@ class Session:
                     logger.exception("runtime dispatcher of shard %d: tick failed", self.shard)
                     wait = RETRY_SECONDS
                 left = (self.end - now).total_seconds()
-                await heartbeating(wakeups.wait(min(wait, self.recheck_seconds, left)))
+                await heartbeating(wakeups.wait_in_activity(min(wait, self.recheck_seconds, left)))
                 activity_heartbeat(self.totals)
         return self.totals | {"ticks": self.ticks}
 
