@@ -905,7 +905,8 @@ def dispatcher_job(shard: int, job_id: str | None = None) -> JobSpec:
     job = default_catalog()[f"runtime-dispatch-{shard}"]
     return job.model_copy(
         update={"id": job_id or job.id, "heartbeat": HEARTBEAT, "retry": RETRY,
-                "paused": True, "note": "chaos: triggered ticks only"}
+                "paused": True, "note": "chaos: triggered ticks only",
+                "params": job.params | {"max_seconds": 0}}  # one tick a run, no session
     )  # fmt: skip
 
 

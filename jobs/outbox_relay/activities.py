@@ -27,12 +27,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
 
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.chunks.chunked import begin_attempt, fenced
 from activities.claim.executions import holder_name
@@ -40,6 +42,7 @@ from activities.common.models import WorkInput, WorkResult
 from activities.common.telemetry import record_completed
 from activities.outbox.notices import NOTICE_EMAIL, NOTICE_TYPES, NOTICE_WEBHOOK
 from core.sql import queries
+from core.wakeups import OUTBOX_DUE, Wakeups, session_end
 from jobs.outbox_relay.notices import NoticeWebhookTransport
 from jobs.outbox_relay.transports import (
     DeliveryError,
@@ -199,6 +202,13 @@ class Relay:
             cur = await conn.execute(_Q["waiting"], {"types": self.only_types})
             return sum(n for _, n in await cur.fetchall())
 
+    async def seconds_until_due(self) -> float | None:
+        """How long until the next message this relay may claim is due (None: none waits)."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(_Q["seconds_until_due"], {"only_types": self.only_types})
+            row = await cur.fetchone()
+        return None if row is None else row[0]
+
     async def run_batch(self, batch_size: int | None = None) -> RelayCounts:
         """Claim, deliver and record one batch; zero `claimed` means nothing was due."""
         batch = await self._claim(batch_size or self.config.batch_size)
@@ -229,12 +239,14 @@ class Relay:
         on_batch: Callable[[RelayCounts], Awaitable[None]] | None = None,
         poll_seconds: float = 0.0,
         stopping: Callable[[], bool] = lambda: False,
+        idle: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> RelayCounts:
         """Run batches for up to `max_seconds` and return the totals.
 
-        When nothing is due: return at once, or with `poll_seconds` look again that often
-        until the time is up. `stopping()` true ends it early (worker shutdown). Both are
-        checked between batches: a batch on the wire always finishes and is recorded.
+        When nothing is due: return at once, or with `poll_seconds` look again after
+        `idle(poll_seconds)` (a sleep, or a wait a write may end early) until the time is
+        up. `stopping()` true ends it early (worker shutdown). Both are checked between
+        batches: a batch on the wire always finishes and is recorded.
         """
         totals = RelayCounts()
         deadline = time.monotonic() + max_seconds
@@ -245,7 +257,7 @@ class Relay:
                 if on_batch is not None:
                     await on_batch(totals)
             elif poll_seconds > 0:
-                await asyncio.sleep(min(poll_seconds, left))
+                await idle(min(poll_seconds, left))
             else:
                 break
         return totals
@@ -332,9 +344,13 @@ class RelayParams(BaseModel):
 
     # Stop claiming new batches after this long; keep it under the schedule's interval, so
     # the next fire finds the run finished.
-    max_seconds: float = Field(default=25.0, gt=0, le=3600)
+    max_seconds: float = Field(default=25.0, gt=0, le=24 * 3600)
     # While nothing is due, look again this often until max_seconds; 0: end the run.
-    poll_seconds: float = Field(default=1.0, ge=0, le=60)
+    poll_seconds: float = Field(default=1.0, ge=0, le=600)
+    # A session (issue 43): while nothing is due, sleep until the next message is due or a
+    # write wakes the relay (migration 0036, `core.wakeups`), `poll_seconds` at most; and
+    # end before the job's next fire time, however long `max_seconds`.
+    wake: bool = False
     # Messages per claim; unset: OUTBOX_BATCH_SIZE.
     batch_size: int | None = Field(default=None, ge=1, le=10_000)
 
@@ -384,19 +400,51 @@ class RelayActivities:
                     waiting,
                     extra={"job": execution.job_name},
                 )
-            run = await relay.drain(
-                params.max_seconds,
-                params.batch_size,
-                checkpoint,
-                poll_seconds=params.poll_seconds,
-                stopping=activity.is_worker_shutdown,
-            )
+            run = await self._drain(relay, work, params, checkpoint)
         totals.add(run)
         counts = totals.as_dict() | {"waiting_without_transport": waiting}
         async with fenced(self.pool, fence, execution) as conn:
             duration = await fence.complete(conn, {"counts": counts}, {"counts": counts})
         record_completed(execution.job_name, duration)
         return WorkResult(counts=counts)
+
+    async def _drain(
+        self,
+        relay: Relay,
+        work: WorkInput,
+        params: RelayParams,
+        checkpoint: Callable[[RelayCounts], Awaitable[None]],
+    ) -> RelayCounts:
+        """The run's batches: for `max_seconds`, or as a session (`params.wake`) until its
+        end, woken by the writes of outbox messages. A session cut short by a worker
+        shutdown raises, so that its run goes on in another worker (the retry)."""
+        if not params.wake:
+            return await relay.drain(
+                params.max_seconds,
+                params.batch_size,
+                checkpoint,
+                poll_seconds=params.poll_seconds,
+                stopping=activity.is_worker_shutdown,
+            )
+        end = session_end(work.execution.scheduled_at, work.timing, params.max_seconds)
+        async with Wakeups(self.pool.conninfo, OUTBOX_DUE, **(self.pool.kwargs or {})) as wakeups:
+
+            async def idle(most: float) -> None:
+                due = await relay.seconds_until_due()
+                await wakeups.wait_in_activity(most if due is None else min(most, max(due, 0.0)))
+
+            run = await relay.drain(
+                max((end - datetime.now(UTC)).total_seconds(), 0.0),
+                params.batch_size,
+                checkpoint,
+                poll_seconds=params.poll_seconds,
+                stopping=activity.is_worker_shutdown,
+                idle=idle,
+            )
+        if activity.is_worker_shutdown() and datetime.now(UTC) < end:
+            await checkpoint(run)
+            raise ApplicationError("worker shutting down: the session goes on elsewhere")
+        return run
 
 
 def _plus(a: RelayCounts, b: RelayCounts) -> RelayCounts:

@@ -61,3 +61,11 @@ SELECT type, count(*) AS n FROM outbox_messages
 WHERE dispatched_at IS NULL AND dead_at IS NULL AND next_attempt_at <= now()
   AND NOT (type = ANY(%(types)s::text[]))
 GROUP BY type ORDER BY type
+
+-- name: seconds_until_due
+-- How long until the next message this relay may claim is due, by the database's clock
+-- (negative: one is due now; NULL: none waits). The relay's session sleeps that long at
+-- most (jobs/outbox_relay/activities.py).
+SELECT extract(epoch FROM min(next_attempt_at) - now())::float8 FROM outbox_messages
+WHERE dispatched_at IS NULL AND dead_at IS NULL
+  AND (%(only_types)s::text[] IS NULL OR type = ANY(%(only_types)s::text[]))

@@ -1,7 +1,9 @@
-"""The dispatcher job's work: one tick of its shard, recorded as the job's own slot.
+"""The dispatcher job's work: a session of its shard's ticks, recorded as the job's own slot.
 
 The run takes its own slot over (its fencing token), ticks with its scheduled time as the
-clock (`activities.runtime.dispatch.Dispatcher.tick`), and completes with the tick's counts. The
+clock (`activities.runtime.dispatch.Dispatcher.tick`), then, for a session (`max_seconds` > 0),
+ticks again whenever its shard has a slot due until the session ends
+(`jobs.runtime_dispatch.session`), and completes with the ticks' counts summed. The
 tick is safe without the token: its decisions are ordered by row locks, its starts are
 idempotent, so a retried or duplicated dispatcher run only finishes what another began.
 """
@@ -22,10 +24,18 @@ from activities.common.telemetry import record_completed
 from activities.runtime.dispatch import Dispatcher
 from activities.runtime.start_gate import StartGate
 from activities.runtime.tenant_limits import TenantDefaults
+from core.wakeups import session_end
+from jobs.runtime_dispatch.session import Session
 
 
 class DispatchParams(BaseModel):
     shard: int = Field(ge=0, lt=16)
+    # The session's length from the run's time, cut short before the job's next fire time
+    # (`core.wakeups.session_end`); 0: one tick and done.
+    max_seconds: float = Field(default=0.0, ge=0, le=24 * 3600)
+    # While idle, read the shard's next due time again at least this often (a lost
+    # wake-up costs at most this).
+    recheck_seconds: float = Field(default=30.0, gt=0, le=600)
 
 
 def batch_kinds() -> frozenset[str]:
@@ -65,7 +75,9 @@ class DispatchActivities:
             start_gate=self.start_gate,
             limits=self.limits,
         )
-        counts = (await dispatcher.tick(params.shard, execution.scheduled_at)).as_dict()
+        end = session_end(execution.scheduled_at, work.timing, params.max_seconds)
+        session = Session(self.pool, dispatcher, params.shard, end, params.recheck_seconds)
+        counts = await session.run(execution.scheduled_at)
         async with fenced(self.pool, fence, execution, "complete") as conn:
             duration = await fence.complete(conn, {"counts": counts}, {"counts": counts})
         record_completed(execution.job_name, duration)

@@ -19,6 +19,7 @@ from schedules.catalog.problems import short
 __all__ = ["engine_catalog", "engine_job_ids", "read_catalog", "with_engine_jobs"]
 
 DISPATCHER = "runtime-dispatch-{}"  # the dispatcher of shard N
+SESSION_STAGGER = 14  # minutes between the starts of the engine's sessions
 
 
 def with_engine_jobs(data: dict[str, Any], shards: int = DEFAULT_SHARDS) -> dict[str, Any]:
@@ -56,8 +57,17 @@ def engine_catalog(shards: int = DEFAULT_SHARDS) -> dict[str, Any]:
         tables[DISPATCHER.format(shard)] = first | {
             "description": first["description"].replace("shard 0", f"shard {shard}"),
             "params": first["params"] | {"shard": shard},
+            "cron": session_cron(shard + 1),
         }
     return tables
+
+
+def session_cron(order: int) -> str:
+    """When the `order`-th of the engine's sessions starts (the relay 0, the dispatcher of
+    shard N N+1): every 4 hours, `SESSION_STAGGER` minutes after the one before, so no two
+    of the 17 there can be start within the same 10 minutes (issue 43, item 1)."""
+    minutes = order * SESSION_STAGGER
+    return f"{minutes % 60} {minutes // 60}-23/4 * * *"
 
 
 def engine_job_ids() -> frozenset[str]:

@@ -58,6 +58,7 @@ from schedules.sync.safety import (
     check_prune,
     wait_for_listing,
 )
+from schedules.sync.sessions import start_sessions
 from schedules.sync.shards import ShardPlan, record_shards
 from workflows import JobRun
 
@@ -131,6 +132,7 @@ async def sync(
         # A schedule that fires otherwise on the server is rewritten here: under the lock.
         await _verify(client, report, targets, now, stamp)
         await start_kept(client, report)
+        await start_sessions(client, (target.job for target in targets.values()))
         # The next sync plans from the listing: release the lock once it shows this one.
         await _listing_shows(client, report, targets, stamp)
         if shards is not None and conninfo is not None:  # its dispatchers exist by now

@@ -180,7 +180,7 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
                 "SELECT count(*) FROM invoices WHERE status = 'Unpaid' AND due_date < current_date"
             ).fetchone()
         assert unpaid > 0  # the demo data has invoices past due
-        for job in ("invoice-reminders", "runtime-dispatch-0"):  # a job, and a dispatcher
+        for job in ("invoice-reminders",):
             subprocess.run(
                 [
                     *(temporal_binary(), "schedule", "trigger"),
@@ -226,15 +226,17 @@ async def test_local_stack_runs_a_triggered_job_stops_cleanly_and_restarts(tmp_p
 
         await assert_eventually(reminders_delivered, timeout=120)
 
-        async def dispatcher_ticked():  # on its own task queue, served by its own worker
+        async def sessions_running():  # the sync at start-up started the engine's sessions
             with psycopg.connect(db_url) as conn:
-                ticks = conn.execute(
-                    "SELECT status FROM job_executions"
-                    " WHERE job_name = 'runtime-dispatch-0' AND origin = 'manual'"
+                sessions = conn.execute(
+                    "SELECT job_name, status FROM job_executions"
+                    " WHERE job_name ~ '^(runtime-dispatch-\\d+|outbox-relay)$'"
+                    " AND origin = 'manual' ORDER BY job_name"
                 ).fetchall()
-            assert ticks == [("completed",)]
+            engine = ["outbox-relay", *(f"runtime-dispatch-{i}" for i in range(4))]
+            assert sessions == [(job, "running") for job in engine]
 
-        await assert_eventually(dispatcher_ticked, timeout=60)
+        await assert_eventually(sessions_running, timeout=60)
         shown = outbox()
         assert "InvoiceReminder" in shown and "@" not in shown  # no customer emails printed
 

@@ -408,7 +408,9 @@ async def test_the_outbox_relay_job_delivers_each_message_once_run_after_run(
     start_workers(3, SMTP_PORT=str(sink.port), OUTBOX_MESSAGE_ID_DOMAIN=DOMAIN)
     job = default_catalog()["outbox-relay"].model_copy(
         update={
+            "cron": None,
             "interval": timedelta(seconds=2),
+            "overlap": "skip",
             "params": {"max_seconds": 1.0, "poll_seconds": 0.2, "batch_size": 40},
             "retry": FAST_RETRY,
         }

@@ -25,11 +25,12 @@ pytestmark = pytest.mark.timeout(240)
 
 
 def dispatcher_job(shard: int):
-    """The catalog's dispatcher of `shard`, paused (the test triggers its one tick), with
-    a short heartbeat so a killed worker's attempt times out soon."""
+    """The catalog's dispatcher of `shard`, paused (the test triggers its one tick: no
+    session), with a short heartbeat so a killed worker's attempt times out soon."""
     job = default_catalog()[f"runtime-dispatch-{shard}"]
     return job.model_copy(
         update={
+            "params": job.params | {"max_seconds": 0},
             "heartbeat": timedelta(seconds=3),
             "retry": FAST_RETRY,
             "paused": True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -171,7 +172,10 @@ async def test_the_engines_jobs_come_with_a_catalog_and_no_sync_prunes_them(
     tuned = "".join(
         f'[{job_id}]\nkind = "{table["kind"]}"\ncron = "0 0 1 1 *"\ntimezone = "UTC"\n'
         "paused = true\n"
-        + "".join(f"params.{key} = {value}\n" for key, value in table.get("params", {}).items())
+        + "".join(
+            f"params.{key} = {json.dumps(value)}\n"
+            for key, value in table.get("params", {}).items()
+        )
         for job_id, table in engine_catalog().items()
     )
     first = catalog(tmp_path, ("mine-a", "0 1 * * *", "UTC"))

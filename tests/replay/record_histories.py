@@ -308,7 +308,7 @@ async def scenarios(rec: Recorder) -> None:
         if job_id == "card-settlement":  # its 30 s deadline would skip a backfilled minute
             job = job.model_copy(update={"starting_deadline": None})
         if job_id == "outbox-relay":
-            job = job.model_copy(update={"params": job.params | {"max_seconds": 1}})
+            job = job.model_copy(update={"params": job.params | {"max_seconds": 1, "wake": False}})
         if job_id == "weekly-cleanup":  # any hour: a backfill slot need not be on the grid
             job = job.model_copy(update={"cron": "0 * * * *"})
         await rec.create(job)
