@@ -9,7 +9,7 @@ operator as its author; each checks the session's CSRF token first.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -25,9 +25,8 @@ from core.errors import SchedulerError
 from core.text import unprintable
 from schedules import pause, recent_executions, resume, trigger
 from schedules.catalog.compile import intent_note
-from schedules.catalog.durations import format_duration
 from schedules.catalog.model import JobSpec
-from schedules.catalog.times import parse_time, utc_text
+from schedules.catalog.times import catalog_value, parse_time
 from schedules.health.evidence import gather_evidence, paused_by
 from schedules.health.explain import explain, format_verdict
 from schedules.pauses import record_pause, record_resume
@@ -98,19 +97,7 @@ async def job_page(request: Request, conn: Conn, job_id: str, slot: str = "") ->
 
 def _definition(job: JobSpec) -> dict[str, Any]:
     """The job's catalog entry as its file says it (durations as `15m`, instants in UTC)."""
-
-    def shown(value: Any) -> Any:
-        if isinstance(value, timedelta):
-            return format_duration(value)
-        if isinstance(value, datetime):
-            return utc_text(value)
-        if isinstance(value, dict):
-            return {k: shown(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [shown(v) for v in value]
-        return value
-
-    return {k: shown(v) for k, v in job.model_dump(exclude_none=True).items()
+    return {k: catalog_value(v) for k, v in job.model_dump(exclude_none=True).items()
             if k != "calendar_definition"}  # fmt: skip
 
 

@@ -9,6 +9,7 @@ interval jobs every `interval` from the Unix epoch, as Temporal's interval specs
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 from schedules.catalog.durations import format_duration
 from schedules.catalog.model import JobSpec
@@ -210,6 +211,20 @@ def parse_time(text: str, timezone: str, now: datetime) -> datetime:
 def utc_text(instant: datetime) -> str:
     """`2027-03-14T07:00:00Z`."""
     return instant.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def catalog_value(value: Any) -> Any:
+    """A value of a dumped catalog entry as the catalog file says it: durations as `15m`,
+    instants in UTC (`utc_text`), inside dicts and lists too; anything else as it is."""
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, datetime):
+        return utc_text(value)
+    if isinstance(value, dict):
+        return {k: catalog_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [catalog_value(v) for v in value]
+    return value
 
 
 def local_text(instant: datetime, timezone: str) -> str:

@@ -17,6 +17,7 @@ from schedules.catalog.durations import format_duration
 from schedules.catalog.model import JobSpec
 from schedules.catalog.times import (
     calendar_notes,
+    catalog_value,
     dst_note,
     local_iso,
     local_text,
@@ -154,16 +155,6 @@ def format_list(entries: list[dict[str, Any]], database_ok: bool) -> str:
 # --- describe -----------------------------------------------------------------------------
 
 
-def _catalog_value(value: Any) -> Any:
-    if isinstance(value, timedelta):
-        return format_duration(value)
-    if isinstance(value, datetime):
-        return utc_text(value)
-    if isinstance(value, dict):
-        return {k: _catalog_value(v) for k, v in value.items()}
-    return value
-
-
 def describe_entry(
     job: JobSpec,
     state: ServerState,
@@ -200,7 +191,7 @@ def describe_entry(
         }
     return {
         "job": {
-            name: _catalog_value(v)
+            name: catalog_value(v)
             for name, v in job.model_dump().items()
             if v is not None or name not in OPTIONAL_TIMING_FIELDS
         },

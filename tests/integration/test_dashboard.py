@@ -18,14 +18,13 @@ creation, so only the backfill's slots run.
 from __future__ import annotations
 
 import re
-import shutil
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.async_api import Page, async_playwright
+from playwright.async_api import Page
 
 from api.settings import ApiSettings
 from devstack.ports import free_port
@@ -34,12 +33,11 @@ from schedules.catalog.model import load_catalog
 from schedules.sync.apply import sync
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.api import LiveApi, serving
+from tests.helpers.browser import CHROMIUM, browser_page
 from tests.integration.runtime import audit_clean, dispatcher, fresh_ids, settled, tick_all
-from tests.integration.test_web_ui import ARTIFACTS, CHROMIUM_FLAGS
 
 pytestmark = pytest.mark.timeout(240)
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 IMAGES = ROOT / "docs" / "images"
 _NOW = datetime.now(UTC)
 T0 = _NOW.replace(minute=_NOW.minute // 10 * 10, second=0, microsecond=0) - timedelta(hours=2)
@@ -110,30 +108,16 @@ async def test_an_operator_walks_every_page(
     march_id = await paused(database_url, MARCH, "ledger migration", YEAR_AGO)
     ten_id = await paused(database_url, TEN_MINUTELY, "by hand only", T0 - timedelta(minutes=5))
     await tenants.create(database_url, OTHER, by="ops:bob")
-    async with serving(settings) as api, async_playwright() as playwright:
+    async with serving(settings) as api, browser_page(api.url, request.node.name) as page:
         key = await api.key(None)
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True
-        )
-        context = await browser.new_context(
-            base_url=api.url, timezone_id="UTC", viewport={"width": 1400, "height": 900}
-        )
-        page = await context.new_page()
-        try:
-            await page.goto("/ui/schedules")
-            assert page.url.endswith("/ui/login")  # no session: the login form
-            await shot(page, "login")
-            await log_in(page, key)
-            await page.wait_for_url("**/ui/schedules")
-            await walk_catalog_job(page, job_id)
-            await walk_schedule(page, march_id)
-            await walk_backfill(page, db, database_url, client, task_queue, ten_id)
-        except BaseException:
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            await page.screenshot(path=ARTIFACTS / f"{request.node.name}.png", full_page=True)
-            raise
-        finally:
-            await browser.close()
+        await page.goto("/ui/schedules")
+        assert page.url.endswith("/ui/login")  # no session: the login form
+        await shot(page, "login")
+        await log_in(page, key)
+        await page.wait_for_url("**/ui/schedules")
+        await walk_catalog_job(page, job_id)
+        await walk_schedule(page, march_id)
+        await walk_backfill(page, db, database_url, client, task_queue, ten_id)
     await audit_clean(database_url, client, task_queue, T0 - timedelta(minutes=10),
                       datetime.now(UTC), late=LATE)  # fmt: skip
 

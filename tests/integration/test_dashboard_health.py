@@ -15,15 +15,14 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from playwright.async_api import async_playwright
 
 from api.settings import ApiSettings
 from schedules import tenants
 from tests.helpers.api import serving
+from tests.helpers.browser import browser_page
 from tests.helpers.worker import schedules_cli
 from tests.integration.runtime import fresh_ids
-from tests.integration.test_dashboard import CHROMIUM, clock, log_in, shot
-from tests.integration.test_web_ui import ARTIFACTS, CHROMIUM_FLAGS
+from tests.integration.test_dashboard import clock, log_in, shot
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -50,43 +49,29 @@ async def test_the_health_page_links_each_finding_to_its_schedule_and_slot(
     api_settings = ApiSettings(
         database_url=database_url, temporal_address=temporal.address, temporal_ui_url=ui
     )
-    async with serving(api_settings) as api, async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True
-        )
-        context = await browser.new_context(
-            base_url=api.url, timezone_id="UTC", viewport={"width": 1400, "height": 900}
-        )
-        page = await context.new_page()
-        try:
-            await log_in(page, await api.key(None))
-            await page.wait_for_url("**/ui/schedules")
-            await page.click("header a:has-text('Health')")
-            await page.wait_for_url("**/ui/health")
-            # The check, now: the schedule's overdue slot, the schedule named as an example.
-            missed = page.locator("#alerts tr", has_text="missed_runs")
-            assert "runtime:test-noop" in await missed.inner_text()
-            assert await missed.get_by_role("link", name=job, exact=True).count() == 1
-            # The audit recorded: every lost slot, each linked to its explain.
-            status = await page.inner_text("#audit-status")
-            assert "findings" in status and "by schedules audit" in status, status
-            rows = page.locator("#findings tr", has_text=job).filter(has_text="lost")
-            assert await rows.count() == len(lost)
-            await shot(page, "health")
-            await rows.nth(0).get_by_role("link", name=lost[0], exact=True).click()
-            await page.wait_for_url(f"**/ui/schedules/{made.schedule.id}?slot=*")
-            verdict = await page.inner_text("#verdict")
-            assert f"({lost[0]}): due, not dispatched" in verdict, verdict
-            await page.go_back()
-            await rows.nth(0).get_by_role("link", name=job, exact=True).click()
-            await page.wait_for_url(f"**/ui/schedules/{made.schedule.id}")
-            assert "acme / nightly-export" in await page.inner_text("h1")
-        except BaseException:
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            await page.screenshot(path=ARTIFACTS / f"{request.node.name}.png", full_page=True)
-            raise
-        finally:
-            await browser.close()
+    async with serving(api_settings) as api, browser_page(api.url, request.node.name) as page:
+        await log_in(page, await api.key(None))
+        await page.wait_for_url("**/ui/schedules")
+        await page.click("header a:has-text('Health')")
+        await page.wait_for_url("**/ui/health")
+        # The check, now: the schedule's overdue slot, the schedule named as an example.
+        missed = page.locator("#alerts tr", has_text="missed_runs")
+        assert "runtime:test-noop" in await missed.inner_text()
+        assert await missed.get_by_role("link", name=job, exact=True).count() == 1
+        # The audit recorded: every lost slot, each linked to its explain.
+        status = await page.inner_text("#audit-status")
+        assert "findings" in status and "by schedules audit" in status, status
+        rows = page.locator("#findings tr", has_text=job).filter(has_text="lost")
+        assert await rows.count() == len(lost)
+        await shot(page, "health")
+        await rows.nth(0).get_by_role("link", name=lost[0], exact=True).click()
+        await page.wait_for_url(f"**/ui/schedules/{made.schedule.id}?slot=*")
+        verdict = await page.inner_text("#verdict")
+        assert f"({lost[0]}): due, not dispatched" in verdict, verdict
+        await page.go_back()
+        await rows.nth(0).get_by_role("link", name=job, exact=True).click()
+        await page.wait_for_url(f"**/ui/schedules/{made.schedule.id}")
+        assert "acme / nightly-export" in await page.inner_text("h1")
 
         # A tenant's key opens no page: as a bearer, and at the login form.
         tenant_key = await api.key("acme")

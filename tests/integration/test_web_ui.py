@@ -15,8 +15,6 @@ timing. A failing run leaves a screenshot of the page in `tmp/artifacts/` (or
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,30 +22,19 @@ from urllib.parse import quote
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page, async_playwright
+from playwright.async_api import Page
 from temporalio.client import ScheduleBackfill, ScheduleOverlapPolicy
 
 from core.ids import workflow_id as slot_workflow_id
 from schedules.catalog.model import load_catalog
 from schedules.sync.apply import sync
-from tests.helpers import ROOT, assert_eventually
+from tests.helpers import assert_eventually
 from tests.helpers.audit import audited
+from tests.helpers.browser import CHROMIUM, browser_page, failure_shot
 from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import end_open_runs
 from workflows import JobRunResult
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Headless as root, and nothing reaching out to the network this machine does not have.
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", ROOT / "tmp" / "artifacts"))
 JOB = "ui-hourly-report"
 SECOND = timedelta(seconds=1)
 CATALOG = f"""\
@@ -65,23 +52,13 @@ owner = "finance-ops@example.com"
 async def page(temporal, request) -> AsyncIterator[Page]:
     if not Path(CHROMIUM).exists():
         pytest.skip("chromium not installed (Debian package chromium; .ci/run installs it)")
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True
-        )
-        context = await browser.new_context(
-            base_url=f"http://127.0.0.1:{temporal.ui_port}",
-            timezone_id="UTC",
-            viewport={"width": 1400, "height": 1000},
-        )
-        page = await context.new_page()
-        try:
-            yield page
-        finally:
-            if getattr(request.node, "call_failed", False):
-                ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                await page.screenshot(path=ARTIFACTS / f"{request.node.name}.png", full_page=True)
-            await browser.close()
+    async with browser_page(
+        f"http://127.0.0.1:{temporal.ui_port}", request.node.name, height=1000
+    ) as page:
+        yield page
+        # A failed test is not raised into its fixture: its report marks it instead.
+        if getattr(request.node, "call_failed", False):
+            await failure_shot(page, request.node.name)
 
 
 def check(settings, catalog: Path) -> tuple[int, dict]:

@@ -30,12 +30,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.register_profile(
-    "long",
-    max_examples=3000,
-    derandomize=False,
-    database=None,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    "long", parent=settings.get_profile("ci"), max_examples=3000, derandomize=False
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -172,6 +172,12 @@ class RuntimeSchedules(RuleBasedStateMachine):
             self.call(call())
         return True
 
+    def unless_deleted(self, m: Model, call):
+        """`call()`'s outcome, or None where `m` is deleted (the call refused as not found)."""
+        if self.refused_if_deleted(m, call):
+            return None
+        return self.call(call())
+
     @precondition(lambda self: self.models)
     @rule(
         data=st.data(),
@@ -220,13 +226,11 @@ class RuntimeSchedules(RuleBasedStateMachine):
     @rule(data=st.data(), note=st.sampled_from(["maintenance", "billing hold"]))
     def pause(self, data, note: str) -> None:
         m = self.pick(data)
-
-        def call():
-            return tenants.pause(self.url, m.id, note, clock=self.clock())
-
-        if self.refused_if_deleted(m, call):
+        outcome = self.unless_deleted(
+            m, lambda: tenants.pause(self.url, m.id, note, clock=self.clock())
+        )
+        if outcome is None:
             return
-        outcome = self.call(call())
         changed = not (m.paused and m.note == note)
         assert outcome.changed == changed
         if changed:
@@ -237,13 +241,9 @@ class RuntimeSchedules(RuleBasedStateMachine):
     @rule(data=st.data())
     def resume(self, data) -> None:
         m = self.pick(data)
-
-        def call():
-            return tenants.resume(self.url, m.id, clock=self.clock())
-
-        if self.refused_if_deleted(m, call):
+        outcome = self.unless_deleted(m, lambda: tenants.resume(self.url, m.id, clock=self.clock()))
+        if outcome is None:
             return
-        outcome = self.call(call())
         assert outcome.changed == m.paused
         if m.paused:
             m.paused, m.note, m.version = False, "", m.version + 1
@@ -264,14 +264,12 @@ class RuntimeSchedules(RuleBasedStateMachine):
     @rule(data=st.data())
     def trigger(self, data) -> None:
         m = self.pick(data)
-
-        def call():
-            return tenants.trigger(self.url, m.id, clock=self.clock())
-
-        if self.refused_if_deleted(m, call):
-            return
         slot = self.now.replace(microsecond=0)
-        requested = self.call(call())
+        requested = self.unless_deleted(
+            m, lambda: tenants.trigger(self.url, m.id, clock=self.clock())
+        )
+        if requested is None:
+            return
         assert bool(requested.recorded) == (slot not in m.triggers)
         if slot not in m.triggers:
             m.triggers.add(slot)

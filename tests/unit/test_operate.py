@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -241,3 +242,12 @@ def test_list_and_describe_escape_a_note_another_tool_set_on_the_schedule():
     for text in (listed, described):
         assert "\x1b" not in text and "\x07" not in text
         assert "paused: \\x1b]0;owned\\x07\\x1b[2J" in text
+
+
+def test_describe_shows_a_dependency_as_the_catalog_says_it_and_as_json():
+    spec = job(depends_on=[{"job": "hourly-sync", "slots": "window", "within": "2h"}])
+    entry = describe_entry(spec, ServerState(exists=False), None, None)
+    assert entry["job"]["depends_on"] == [
+        {"job": "hourly-sync", "slots": "window", "within": "2h", "on_failure": "wait"}
+    ]
+    assert json.loads(json.dumps(entry))["job"]["depends_on"][0]["within"] == "2h"
