@@ -2,9 +2,10 @@
 (paused by whom and why), its next fire times, `explain` of a slot, its runs; and the
 forms that pause (with a note), resume and trigger it.
 
-Each form makes the library calls `python -m schedules pause|resume|trigger` make, in the
-same order (the schedule checked, the action, its record for the audit), with the
-operator as its author; each checks the session's CSRF token first.
+Each form makes the library call `python -m schedules pause|resume|trigger` makes
+(`schedules.operator_actions.pause_job` and `resume_job`: the schedule checked, the
+action, its record for the audit; `schedules.trigger`), with the operator as its author;
+each checks the session's CSRF token first.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import psycopg
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
@@ -23,13 +23,11 @@ from api.pages.render import render
 from api.pages.session import operator
 from core.errors import SchedulerError
 from core.text import unprintable
-from schedules import pause, recent_executions, resume, trigger
-from schedules.catalog.compile import intent_note
+from schedules import operator_actions, recent_executions, trigger
 from schedules.catalog.model import JobSpec
 from schedules.catalog.times import catalog_value, parse_time
 from schedules.health.evidence import gather_evidence, paused_by
 from schedules.health.explain import explain, format_verdict
-from schedules.pauses import record_pause, record_resume
 from schedules.server.state import usable_state
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -123,18 +121,27 @@ async def _act(request: Request, conn: Conn, job_id: str, action: str) -> Respon
         job = _job(request, job_id)
         note = _note(form.get("note", ""), required=action == "pause")
         client = await temporal_client(request)
-        state = await usable_state(client, job.id, retry=retry())
         url = _database_url(request)
+        unrecorded = None
         if action == "pause":
-            at = datetime.now(UTC)  # before the pause is sent, as `schedules pause`
-            await pause(client, job.id, note or "", retry=retry())
-            await record_pause(url, job.id, at, by="pause", note=note, who=who.author)
-        elif action == "resume" and state.paused:
-            await resume(client, job.id, note or intent_note(job), retry=retry())
-            await record_resume(url, job.id, datetime.now(UTC))
+            acted = await operator_actions.pause_job(
+                client, job, note or "", who=who.author, conninfo=url, retry=retry()
+            )
+            unrecorded = acted.unrecorded
+        elif action == "resume":
+            acted = await operator_actions.resume_job(
+                client, job, note, conninfo=url, retry=retry()
+            )
+            unrecorded = acted.unrecorded
         elif action == "trigger":
+            await usable_state(client, job.id, retry=retry())
             now = datetime.now(UTC)
             await trigger(client, job.id, now, timeout=START_TIMEOUT, retry=retry())
+        if unrecorded:
+            reason = (
+                f"the {action} is done on Temporal but not recorded in PostgreSQL ({unrecorded})"
+            )
+            return _refused(request, reason, status=500)
     except UnknownJob as exc:
         return _refused(request, str(exc), status=404)
     except (ValueError, SchedulerError) as exc:
@@ -142,9 +149,6 @@ async def _act(request: Request, conn: Conn, job_id: str, action: str) -> Respon
     except (RuntimeError, TimeoutError) as exc:
         reason = f"{temporal_problem(request, exc)}; nothing was changed"
         return _refused(request, reason, status=503)
-    except psycopg.Error as exc:
-        reason = f"the {action} is done on Temporal but not recorded in PostgreSQL ({exc})"
-        return _refused(request, reason, status=500)
     return _back(job.id)
 
 

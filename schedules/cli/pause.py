@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
 
 from schedules.cli import context as cli
-from schedules.cli.pauses import best_effort
-from schedules.pauses import record_pause
-from schedules.server.actions import pause
-from schedules.server.state import usable_state
+from schedules.cli.pauses import warn_unrecorded
+from schedules.operator_actions import pause_job
 
 NAME = "pause"
 HELP = "pause a job's schedule, saying why"
@@ -44,16 +41,16 @@ async def run(args: argparse.Namespace, ctx: cli.Context) -> int:
     if not args.note.strip():
         raise cli.BadInputError("--note: say why the job is paused, e.g. --note 'ledger migration'")
     client = await ctx.client()
-    await usable_state(client, job.id, retry=ctx.retry)
-    at = datetime.now(UTC)  # before the pause is sent: the recorded interval is never narrow
-    await pause(client, job.id, args.note, retry=ctx.retry)
-    who = cli.operator(args.by)
-    await best_effort(
-        ctx,
-        "pause",
-        job.id,
-        lambda url: record_pause(url, job.id, at, by="pause", note=args.note, who=who),
+    acted = await pause_job(
+        client,
+        job,
+        args.note,
+        who=cli.operator(args.by),
+        conninfo=ctx.settings.database_url.get_secret_value(),
+        retry=ctx.retry,
     )
+    if acted.unrecorded:
+        warn_unrecorded("pause", job.id, acted.unrecorded, "cannot excuse its fire times")
     print(f"paused {job.id}: {args.note}")
     print(f"resume with: python -m schedules resume {job.id}")
     return 0
