@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime, timedelta
@@ -51,9 +50,8 @@ from tests.helpers.wheel import (
 from tests.helpers.worker import WorkerProcess, settings_env
 from tests.integration.chunk_gate import ChunkGate
 from tests.integration.jobs import insert_invoices
-from tests.integration.namespaces import fresh_namespace
+from tests.integration.namespaces import fleet_of_its_own
 from tests.integration.runtime import insert_schedule
-from worker.settings import Settings
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -238,14 +236,12 @@ class Fleet:
 
 
 @pytest.fixture
-async def fleet(releases, postgres, temporal, client, provider, tmp_path) -> AsyncIterator[Fleet]:
+async def fleet(releases, postgres, client, provider, tmp_path) -> AsyncIterator[Fleet]:
     """A fleet of its own: a fresh namespace, task queue and empty database."""
-    namespace = await fresh_namespace(client, "upgrade")
-    settings = Settings(
-        temporal_address=temporal.address,
-        temporal_namespace=namespace.namespace,
-        temporal_task_queue=f"upgrade-{uuid.uuid4().hex[:8]}",
-        database_url=postgres.create_database(f"upgrade_{uuid.uuid4().hex[:8]}"),
+    namespace, settings = await fleet_of_its_own(
+        client,
+        postgres,
+        "upgrade",
         # A held attempt is cut off this long after its replica is told to stop.
         worker_graceful_shutdown_seconds=2,
     )
