@@ -30,6 +30,16 @@ FAST_RETRY = RetrySpec(
 )
 
 
+def takeover_retry(attempts: int) -> RetrySpec:
+    """Retries for a test whose attempts are cut off and taken over: at most `attempts`,
+    each soon after the last."""
+    return RetrySpec(
+        maximum_attempts=attempts,
+        initial_interval=timedelta(seconds=0.5),
+        maximum_interval=timedelta(seconds=1),
+    )
+
+
 def invoice_job(heartbeat: timedelta | None = None, **params) -> JobSpec:
     """The catalog's invoice-reminders job, with test-sized retries and params.
 

@@ -66,18 +66,19 @@ SLOTS = 1000  # one batch workflow (BATCH_SLOTS), two calls of its activity: 500
 # Paused: only the test's triggers start runs. Short retries: an attempt cut off with its
 # worker is retried at once on another.
 RETRY = 'retry = { maximum_attempts = 20, initial_interval = "1s", maximum_interval = "2s" }'
+TRIGGERED_ONLY = f"""timezone = "UTC"
+paused = true
+note = "test: triggered runs only"
+timeout = "10m"
+heartbeat = "20s"
+{RETRY}"""
 CATALOG = f"""
 [invoice-reminders]
 description = "Remind customers of unpaid invoices past due (the upgrade test's)."
 owner = "billing"
 kind = "invoice-reminders"
 cron = "30 2 * * *"
-timezone = "UTC"
-paused = true
-note = "test: triggered runs only"
-timeout = "10m"
-heartbeat = "20s"
-{RETRY}
+{TRIGGERED_ONLY}
 
 [invoice-reminders.params]
 chunk_size = 2
@@ -88,12 +89,7 @@ description = "Bill last month's subscriptions in steps (the upgrade test's)."
 owner = "billing"
 kind = "monthly-billing"
 cron = "0 3 1 * *"
-timezone = "UTC"
-paused = true
-note = "test: triggered runs only"
-timeout = "10m"
-heartbeat = "20s"
-{RETRY}
+{TRIGGERED_ONLY}
 
 [monthly-billing.params]
 chunk_size = 1000
