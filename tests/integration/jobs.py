@@ -40,23 +40,25 @@ def takeover_retry(attempts: int) -> RetrySpec:
     )
 
 
-def invoice_job(heartbeat: timedelta | None = None, **params) -> JobSpec:
-    """The catalog's invoice-reminders job, with test-sized retries and params.
+def paused_catalog_job(
+    job_id: str, note: str = "test: backfilled and triggered runs only", **params
+) -> JobSpec:
+    """The catalog's `job_id` job, with test-sized retries and `params` over its own.
 
-    Paused: its nightly cron must add no run of its own to a test's backfilled or
-    triggered ones (both still run on a paused schedule). Its heartbeat timeout stays the
-    catalog's unless given: a short one times out a busy machine's healthy attempts.
+    Paused (`note` says so): its cron must add no run of its own to a test's backfilled or
+    triggered ones (both still run on a paused schedule).
     """
-    job = default_catalog()["invoice-reminders"]
+    job = default_catalog()[job_id]
     return job.model_copy(
-        update={
-            "params": job.params | params,
-            "heartbeat": heartbeat or job.heartbeat,
-            "retry": FAST_RETRY,
-            "paused": True,
-            "note": "test: backfilled and triggered runs only",
-        }
+        update={"params": job.params | params, "retry": FAST_RETRY, "paused": True, "note": note}
     )
+
+
+def invoice_job(heartbeat: timedelta | None = None, **params) -> JobSpec:
+    """The catalog's invoice-reminders job, `paused_catalog_job`. Its heartbeat timeout stays
+    the catalog's unless given: a short one times out a busy machine's healthy attempts."""
+    job = paused_catalog_job("invoice-reminders", **params)
+    return job.model_copy(update={"heartbeat": heartbeat or job.heartbeat})
 
 
 @contextlib.asynccontextmanager
