@@ -167,12 +167,22 @@ def wait_until(instant: datetime) -> None:
 async def fire_once(
     client: Client, job: JobSpec, task_queue: str, every: timedelta = timedelta(seconds=4)
 ) -> tuple[JobSpec, datetime]:
-    """Register `job` to fire exactly once, at a time the server confirms it will fire.
+    """Register `job` to fire exactly once (`fire_n`); the job as registered and its fire
+    time."""
+    bounded, (fire,) = await fire_n(client, job, task_queue, 1, every)
+    return bounded, fire
 
-    The job becomes an every-`every` interval job bounded by start_at and end_at around one
-    fire time. A sync slower than the time left to it leaves a schedule that never fires
-    (the server fires nothing from before it applied the timing); then the next fire time
-    is tried, twice as far ahead. Returns the job as registered and its fire time.
+
+async def fire_n(
+    client: Client, job: JobSpec, task_queue: str, n: int, every: timedelta = timedelta(seconds=4)
+) -> tuple[JobSpec, list[datetime]]:
+    """Register `job` to fire exactly `n` times, `every` apart, from a time the server
+    confirms it will fire.
+
+    The job becomes an every-`every` interval job bounded by start_at and end_at around its
+    `n` fire times. A sync slower than the time left to it leaves a schedule that never
+    fires (the server fires nothing from before it applied the timing); then the next fire
+    time is tried, twice as far ahead. Returns the job as registered and its fire times.
     """
     lead = timedelta(seconds=2)
     while True:
@@ -186,7 +196,7 @@ async def fire_once(
                 "on_holiday": None,
                 "calendar_definition": None,
                 "start_at": fire - timedelta(seconds=1),
-                "end_at": fire + timedelta(seconds=1),
+                "end_at": fire + every * (n - 1) + timedelta(seconds=1),
                 "paused": False,
                 "note": "",
             }
@@ -194,7 +204,7 @@ async def fire_once(
         await sync(client, [bounded], task_queue, prune=False)
         info = (await client.get_schedule_handle(job.id).describe()).info
         if fire in info.next_action_times or fire in {a.scheduled_at for a in info.recent_actions}:
-            return bounded, fire
+            return bounded, [fire + every * i for i in range(n)]
         lead *= 2
 
 
