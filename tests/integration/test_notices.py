@@ -36,8 +36,8 @@ from tests.helpers.audit import audit_report, audited
 from tests.helpers.http import LocalServer, QuietHandler
 from tests.integration import runtime
 from tests.integration.jobs import executions, invoice_job, registered, trigger_at
+from tests.integration.runtime import customer
 from tests.integration.test_runtime_batch import weekly_batch
-from tests.integration.test_runtime_dispatch import customer
 from tests.integration.test_runtime_schedules_cli import cli, one_error_line
 
 pytestmark = pytest.mark.timeout(240)
@@ -270,17 +270,7 @@ async def test_a_runtime_schedules_failure_reaches_its_tenant_by_email_and_webho
 
     start_workers(1)
     runtime.fresh_ids(db)
-    customer = db.execute(
-        "INSERT INTO customers (tenant, name, email, timezone)"
-        " VALUES ('acme', 'Acme', 'acme@example.com', 'UTC') RETURNING id"
-    ).fetchone()[0]
-    sid = runtime.insert_schedule(
-        db, tenant="acme", name="weekly", kind="weekly-report", cron="* * * * *",
-        timezone="UTC", params={"customer_id": customer}, next_fire_at=NOW, timing_since=NOW,
-    )  # fmt: skip
-    await tenants.set_pause_after_failures(database_url, sid, 1, by="test")
-    # The slot fails: its customer is another tenant's now (refused, sending nothing).
-    db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (customer,))
+    sid = await runtime.failing_weekly(db, database_url, NOW, pause_after=1)
     async with runtime.dispatcher(database_url, client, task_queue, batches=False) as d:
         await runtime.tick_all(d, NOW)
         await runtime.settled(db, 1)
