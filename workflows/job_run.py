@@ -61,6 +61,7 @@ from workflows.models import (
     SlotRun,
     StepOptions,
     WorkflowJobInput,
+    work_timeouts,
 )
 from workflows.run_notes import backfill_skips, mark_no_op
 
@@ -403,10 +404,7 @@ class JobRunWorkflow:
             job.activity,
             work,
             result_type=result_type,
-            start_to_close_timeout=timedelta(seconds=job.start_to_close_seconds),
-            heartbeat_timeout=(
-                timedelta(seconds=job.heartbeat_seconds) if job.heartbeat_seconds else None
-            ),
+            **work_timeouts(job.start_to_close_seconds, job.heartbeat_seconds),
             retry_policy=job.retry.policy(),
         )
 

@@ -50,6 +50,15 @@ BOOKKEEPING: dict[str, Any] = {
 }
 
 
+def work_timeouts(start_to_close_seconds: float, heartbeat_seconds: float | None) -> dict[str, Any]:
+    """The timeouts of a work activity or a step, from its job's seconds: no heartbeat
+    timeout when the job sets none."""
+    return {
+        "start_to_close_timeout": timedelta(seconds=start_to_close_seconds),
+        "heartbeat_timeout": timedelta(seconds=heartbeat_seconds) if heartbeat_seconds else None,
+    }
+
+
 class RetrySettings(BaseModel):
     """Retry policy of a job's work activity (or of each step of a workflow job)."""
 

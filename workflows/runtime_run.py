@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows.attempts import with_fresh_series
 from workflows.dependencies import DEPENDS_PATCH, UpstreamWait
 from workflows.failures import fail_run, message, superseded
-from workflows.models import BOOKKEEPING
+from workflows.models import BOOKKEEPING, work_timeouts
 
 _WORK_RETRY = {"initial_interval": timedelta(seconds=1), "maximum_interval": RUNTIME_RETRY_INTERVAL}
 
@@ -130,10 +130,7 @@ class RuntimeRunWorkflow:
                 timing=work.timing,
             ),
             result_type=WorkResult,
-            start_to_close_timeout=timedelta(seconds=work.start_to_close_seconds),
-            heartbeat_timeout=(
-                timedelta(seconds=work.heartbeat_seconds) if work.heartbeat_seconds else None
-            ),
+            **work_timeouts(work.start_to_close_seconds, work.heartbeat_seconds),
             retry_policy=RetryPolicy(maximum_attempts=work.maximum_attempts, **_WORK_RETRY),
         )
 

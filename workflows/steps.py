@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
@@ -57,6 +56,7 @@ from workflows.models import (
     DATABASE_RETRY,
     STEPS_ID_SUFFIX,
     WorkflowJobInput,
+    work_timeouts,
 )
 
 __all__ = ["COMPENSATED", "STEPS_ID_SUFFIX", "JobSteps"]
@@ -170,10 +170,7 @@ class JobSteps:
             # A cancelled run waits for the step to stop: what it sent out is recorded
             # before any compensation looks.
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            start_to_close_timeout=timedelta(seconds=options.start_to_close_seconds),
-            heartbeat_timeout=(
-                timedelta(seconds=options.heartbeat_seconds) if options.heartbeat_seconds else None
-            ),
+            **work_timeouts(options.start_to_close_seconds, options.heartbeat_seconds),
             retry_policy=options.retry.policy(),
         )
 
@@ -235,13 +232,8 @@ class JobSteps:
                         inputs=undo.inputs,
                     ),
                     result_type=StepResult,
-                    start_to_close_timeout=timedelta(
-                        seconds=self.job.options.start_to_close_seconds
-                    ),
-                    heartbeat_timeout=(
-                        timedelta(seconds=self.job.options.heartbeat_seconds)
-                        if self.job.options.heartbeat_seconds
-                        else None
+                    **work_timeouts(
+                        self.job.options.start_to_close_seconds, self.job.options.heartbeat_seconds
                     ),
                     schedule_to_close_timeout=DATABASE_DEADLINE,
                     retry_policy=DATABASE_RETRY,

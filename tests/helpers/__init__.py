@@ -8,6 +8,8 @@ from `tests/conftest.py`, which holds only fixtures and hooks (checked by
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from devstack.testing import TEMPLATE_DB
@@ -17,6 +19,7 @@ __all__ = [
     "ROOT",
     "TEMPLATE_DB",
     "assert_eventually",
+    "python_m",
     "run_python_block",
     "run_python_walkthrough",
     "wait_for_text",
@@ -24,6 +27,21 @@ __all__ = [
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout: where `python -m worker` and `python -m schedules` run from."""
+
+
+def python_m(
+    argv: list[str], env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """`python -m ARGV` from the checkout with exactly `env`, output captured as text.
+    Raises `TimeoutExpired` after `timeout` seconds (the command hung)."""
+    return subprocess.run(
+        [sys.executable, "-m", *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def run_python_walkthrough(page: Path, database_url: str) -> list[str]:
@@ -39,8 +57,6 @@ def run_python_block(page: Path, env: dict[str, str]):
     or `TENANT_*` variable; the finished process."""
     import os
     import re
-    import subprocess
-    import sys
 
     (block,) = re.findall(r"^```python\n(.*?)^```$", page.read_text(), re.MULTILINE | re.DOTALL)
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "TENANT_"))}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from devstack.testing.worker import WorkerProcess as _WorkerProcess
 from devstack.testing.worker import settings_env
-from tests.helpers import ROOT
+from tests.helpers import ROOT, python_m
 from worker.settings import Settings
 
 __all__ = ["WorkerProcess", "schedules_cli", "schedules_said", "settings_env"]
@@ -26,14 +26,7 @@ def schedules_cli(
     that file's jobs alone (`--catalog FILE --without-engine`); `env`: variables to set.
     Raises `TimeoutExpired` after `timeout` seconds (the command hung)."""
     alone = ["--catalog", str(catalog), "--without-engine"] if catalog is not None else []
-    return subprocess.run(
-        [sys.executable, "-m", "schedules", *alone, *args],
-        cwd=ROOT,
-        env=settings_env(settings, **env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return python_m(["schedules", *alone, *args], settings_env(settings, **env), timeout)
 
 
 def schedules_said(

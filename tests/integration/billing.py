@@ -9,7 +9,8 @@ from datetime import UTC, date, datetime, timedelta
 import psycopg
 from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 
-from schedules.catalog.model import JobSpec, RetrySpec, default_catalog
+from schedules.catalog.model import JobSpec, default_catalog
+from tests.integration.jobs import takeover_retry
 
 JOB = "monthly-billing"
 # 03:00 America/New_York on 1 October 2026 (EDT): bills September 2026.
@@ -26,11 +27,8 @@ def billing_job(**params) -> JobSpec:
             "paused": True,
             "params": job.params | {"charge_batch": 5, "concurrency": 2} | params,
             "heartbeat": timedelta(seconds=3),
-            "retry": RetrySpec(
-                maximum_attempts=10,  # a frozen worker's open polls absorb a few attempts
-                initial_interval=timedelta(seconds=0.5),
-                maximum_interval=timedelta(seconds=1),
-            ),
+            # A frozen worker's open polls absorb a few attempts.
+            "retry": takeover_retry(10),
         }
     )
 

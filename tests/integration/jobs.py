@@ -30,23 +30,35 @@ FAST_RETRY = RetrySpec(
 )
 
 
-def invoice_job(heartbeat: timedelta | None = None, **params) -> JobSpec:
-    """The catalog's invoice-reminders job, with test-sized retries and params.
-
-    Paused: its nightly cron must add no run of its own to a test's backfilled or
-    triggered ones (both still run on a paused schedule). Its heartbeat timeout stays the
-    catalog's unless given: a short one times out a busy machine's healthy attempts.
-    """
-    job = default_catalog()["invoice-reminders"]
-    return job.model_copy(
-        update={
-            "params": job.params | params,
-            "heartbeat": heartbeat or job.heartbeat,
-            "retry": FAST_RETRY,
-            "paused": True,
-            "note": "test: backfilled and triggered runs only",
-        }
+def takeover_retry(attempts: int) -> RetrySpec:
+    """Retries for a test whose attempts are cut off and taken over: at most `attempts`,
+    each soon after the last."""
+    return RetrySpec(
+        maximum_attempts=attempts,
+        initial_interval=timedelta(seconds=0.5),
+        maximum_interval=timedelta(seconds=1),
     )
+
+
+def paused_catalog_job(
+    job_id: str, note: str = "test: backfilled and triggered runs only", **params
+) -> JobSpec:
+    """The catalog's `job_id` job, with test-sized retries and `params` over its own.
+
+    Paused (`note` says so): its cron must add no run of its own to a test's backfilled or
+    triggered ones (both still run on a paused schedule).
+    """
+    job = default_catalog()[job_id]
+    return job.model_copy(
+        update={"params": job.params | params, "retry": FAST_RETRY, "paused": True, "note": note}
+    )
+
+
+def invoice_job(heartbeat: timedelta | None = None, **params) -> JobSpec:
+    """The catalog's invoice-reminders job, `paused_catalog_job`. Its heartbeat timeout stays
+    the catalog's unless given: a short one times out a busy machine's healthy attempts."""
+    job = paused_catalog_job("invoice-reminders", **params)
+    return job.model_copy(update={"heartbeat": heartbeat or job.heartbeat})
 
 
 @contextlib.asynccontextmanager
@@ -155,12 +167,22 @@ def wait_until(instant: datetime) -> None:
 async def fire_once(
     client: Client, job: JobSpec, task_queue: str, every: timedelta = timedelta(seconds=4)
 ) -> tuple[JobSpec, datetime]:
-    """Register `job` to fire exactly once, at a time the server confirms it will fire.
+    """Register `job` to fire exactly once (`fire_n`); the job as registered and its fire
+    time."""
+    bounded, (fire,) = await fire_n(client, job, task_queue, 1, every)
+    return bounded, fire
 
-    The job becomes an every-`every` interval job bounded by start_at and end_at around one
-    fire time. A sync slower than the time left to it leaves a schedule that never fires
-    (the server fires nothing from before it applied the timing); then the next fire time
-    is tried, twice as far ahead. Returns the job as registered and its fire time.
+
+async def fire_n(
+    client: Client, job: JobSpec, task_queue: str, n: int, every: timedelta = timedelta(seconds=4)
+) -> tuple[JobSpec, list[datetime]]:
+    """Register `job` to fire exactly `n` times, `every` apart, from a time the server
+    confirms it will fire.
+
+    The job becomes an every-`every` interval job bounded by start_at and end_at around its
+    `n` fire times. A sync slower than the time left to it leaves a schedule that never
+    fires (the server fires nothing from before it applied the timing); then the next fire
+    time is tried, twice as far ahead. Returns the job as registered and its fire times.
     """
     lead = timedelta(seconds=2)
     while True:
@@ -174,7 +196,7 @@ async def fire_once(
                 "on_holiday": None,
                 "calendar_definition": None,
                 "start_at": fire - timedelta(seconds=1),
-                "end_at": fire + timedelta(seconds=1),
+                "end_at": fire + every * (n - 1) + timedelta(seconds=1),
                 "paused": False,
                 "note": "",
             }
@@ -182,7 +204,7 @@ async def fire_once(
         await sync(client, [bounded], task_queue, prune=False)
         info = (await client.get_schedule_handle(job.id).describe()).info
         if fire in info.next_action_times or fire in {a.scheduled_at for a in info.recent_actions}:
-            return bounded, fire
+            return bounded, [fire + every * i for i in range(n)]
         lead *= 2
 
 

@@ -16,6 +16,7 @@ from temporalio.client import Client
 from activities.runtime.dispatch import Dispatcher, TickCounts
 from devstack.testing.audit import runtime_audited
 from jobs.runtime_dispatch.activities import batch_kinds
+from schedules import tenants
 from schedules.sync.attributes import runtime_attributes
 from tests.helpers import assert_eventually
 
@@ -128,3 +129,28 @@ async def settled(db: psycopg.Connection, count: int, timeout: float = 60.0) -> 
         ).fetchall()
 
     await assert_eventually(done, timeout=timeout, interval=0.2)
+
+
+def customer(db: psycopg.Connection, tenant: str, zone: str) -> int:
+    """A new customer of `tenant` in time zone `zone`; its id."""
+    return db.execute(
+        "INSERT INTO customers (tenant, name, email, timezone) VALUES (%s, %s, %s, %s)"
+        " RETURNING id",
+        (tenant, tenant.title(), f"{tenant}@example.com", zone),
+    ).fetchone()[0]
+
+
+async def failing_weekly(
+    db: psycopg.Connection, database_url: str, now: datetime, pause_after: int
+) -> int:
+    """Tenant acme's weekly-report schedule, due every minute from `now`, paused after
+    `pause_after` failures in a row; each of its slots fails: its customer is another
+    tenant's now (refused, sending nothing). Its id."""
+    acme = customer(db, "acme", "UTC")
+    sid = insert_schedule(
+        db, tenant="acme", name="weekly", kind="weekly-report", cron="* * * * *",
+        timezone="UTC", params={"customer_id": acme}, next_fire_at=now, timing_since=now,
+    )  # fmt: skip
+    await tenants.set_pause_after_failures(database_url, sid, pause_after, by="test")
+    db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (acme,))
+    return sid

@@ -23,7 +23,6 @@ import shlex
 import subprocess
 import sys
 import tomllib
-import uuid
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -38,8 +37,7 @@ from tests.helpers import ROOT, assert_eventually
 from tests.helpers.wheel import InstalledWheel, site_packages
 from tests.helpers.worker import WorkerProcess, settings_env
 from tests.integration.jobs import backfill_slots
-from tests.integration.namespaces import fresh_namespace
-from worker.settings import Settings
+from tests.integration.namespaces import fleet_of_its_own
 
 _FENCE = re.compile(r"^( *)```(\w+)\n(.*?)^\1```$", re.MULTILINE | re.DOTALL)
 
@@ -132,17 +130,10 @@ class Project:
 
 
 @pytest.fixture
-async def project(installed_wheel_venv: InstalledWheel, postgres, temporal, client, tmp_path):
+async def project(installed_wheel_venv: InstalledWheel, postgres, client, tmp_path):
     """A new directory and a venv for the user's project, a fresh database and namespace."""
-    namespace = await fresh_namespace(client, "addjob")
-    database_url = postgres.create_database(f"addjob_{uuid.uuid4().hex[:8]}")
-    settings = Settings(
-        temporal_address=temporal.address,
-        temporal_namespace=namespace.namespace,
-        temporal_task_queue=f"addjob-{uuid.uuid4().hex[:8]}",
-        database_url=database_url,
-        worker_graceful_shutdown_seconds=30,
-    )
+    namespace, settings = await fleet_of_its_own(client, postgres, "addjob")
+    database_url = settings.database_url.get_secret_value()
     env = {k: v for k, v in settings_env(settings).items() if not k.startswith("PYTHON")}
     # The relay's mail goes to a port nothing listens on, not to a local stack's mail sink.
     env |= {"PYTHONUNBUFFERED": "1", "SMTP_PORT": str(free_port())}

@@ -25,7 +25,7 @@ from tests.integration.jobs import (
     FAST_RETRY,
     both_0130s_fired,
     executions,
-    grid_after,
+    fire_n,
     insert_invoices,
     invoice_job,
     registered,
@@ -47,30 +47,6 @@ def kinds(report) -> list[tuple[str, datetime | None]]:
     return [(f.kind, f.slot) for f in report.findings]
 
 
-async def fire_n(client, job, task_queue, n: int, every: timedelta = EVERY):
-    """Register `job` to fire `n` times, `every` apart, from a time the server confirms."""
-    lead = timedelta(seconds=2)
-    while True:
-        first = grid_after(datetime.now(UTC) + lead, every)
-        bounded = job.model_copy(
-            update={
-                "cron": None,
-                "interval": every,
-                "start_at": first - timedelta(seconds=1),
-                "end_at": first + every * (n - 1) + timedelta(seconds=1),
-                "paused": False,
-                "note": "",
-            }
-        )
-        await sync(client, [bounded], task_queue, prune=False)
-        info = (await client.get_schedule_handle(job.id).describe()).info
-        if first in info.next_action_times or first in {
-            a.scheduled_at for a in info.recent_actions
-        }:
-            return bounded, [first + every * i for i in range(n)]
-        lead *= 2
-
-
 async def completed_runs(client, db, job_id: str, slots: list[datetime]) -> None:
     async def all_completed():
         rows = executions(db, job_id)
@@ -86,7 +62,7 @@ async def test_a_clean_scheduled_history_gives_no_finding_and_seeded_anomalies_a
 ):
     insert_invoices(db, 20, due=date.today() - timedelta(days=10))
     start_workers(1)
-    job, slots = await fire_n(client, invoice_job(), task_queue, 3)
+    job, slots = await fire_n(client, invoice_job(), task_queue, 3, EVERY)
     try:
         await completed_runs(client, db, job.id, slots)
         since = slots[0] - timedelta(minutes=1)
@@ -524,7 +500,7 @@ async def test_a_pause_and_a_timing_changed_mid_way_give_no_finding(
     client, db, database_url, task_queue, start_workers
 ):
     start_workers(1)
-    job, before = await fire_n(client, invoice_job(), task_queue, 2)
+    job, before = await fire_n(client, invoice_job(), task_queue, 2, EVERY)
     try:
         await completed_runs(client, db, job.id, before)
         await client.get_schedule_handle(job.id).pause(note="test: paused")

@@ -21,8 +21,6 @@ import io
 import json
 import logging
 import os
-import subprocess
-import sys
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,7 +32,7 @@ from core import redact
 from schedules.catalog.model import parse_catalog
 from schedules.cli.main import main as schedules_main
 from schedules.sync.apply import sync
-from tests.helpers import ROOT, TEMPLATE_DB
+from tests.helpers import TEMPLATE_DB, python_m
 from tests.helpers.worker import settings_env
 from tests.integration.schedule_state import snapshot
 from worker.__main__ import main as worker_main
@@ -887,14 +885,7 @@ def run_in_process(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]
 
 
 def run_subprocess(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", *argv],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = python_m(argv, env)
     return done.returncode, done.stdout, done.stderr
 
 

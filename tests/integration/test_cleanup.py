@@ -7,29 +7,17 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 from temporalio.client import ScheduleOverlapPolicy
 
-from schedules.catalog.model import JobSpec, default_catalog
+from schedules.catalog.model import JobSpec
 from tests.helpers import assert_eventually
 from tests.helpers.audit import audited
-from tests.integration.jobs import FAST_RETRY, executions, registered
+from tests.integration.jobs import executions, paused_catalog_job, registered
 
 DAY = timedelta(days=1)
 
 
 def cleanup_job(**params) -> JobSpec:
-    """The catalog's weekly-cleanup job, with test-sized retries and batches.
-
-    Paused: its Sunday 04:00 cron must add no run of its own to the test's triggered ones
-    (a trigger still runs a paused schedule).
-    """
-    job = default_catalog()["weekly-cleanup"]
-    return job.model_copy(
-        update={
-            "params": job.params | params,
-            "retry": FAST_RETRY,
-            "paused": True,
-            "note": "test: triggered runs only",
-        }
-    )
+    """The catalog's weekly-cleanup job, `paused_catalog_job` (its batches test-sized too)."""
+    return paused_catalog_job("weekly-cleanup", "test: triggered runs only", **params)
 
 
 def add_messages(

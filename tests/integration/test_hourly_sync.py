@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 from temporalio.service import RPCError, RPCStatusCode
 
-from schedules.catalog.model import JobSpec, default_catalog
+from schedules.catalog.model import JobSpec
 from tests.helpers import assert_eventually
 from tests.helpers.audit import audited
 from tests.integration.jobs import (
-    FAST_RETRY,
     backfill_slots,
     backfilled_again,
+    paused_catalog_job,
     registered,
     runs_completed,
     trigger_at,
@@ -29,20 +29,8 @@ ACCOUNTS = range(1, 8)
 
 
 def hourly_job(**params) -> JobSpec:
-    """The catalog's hourly-sync job, with test-sized retries and params.
-
-    Paused: its hourly cron must add no run of its own to a test's backfilled or triggered
-    ones (both still run on a paused schedule).
-    """
-    job = default_catalog()["hourly-sync"]
-    return job.model_copy(
-        update={
-            "params": job.params | params,
-            "retry": FAST_RETRY,
-            "paused": True,
-            "note": "test: backfilled and triggered runs only",
-        }
-    )
+    """The catalog's hourly-sync job, `paused_catalog_job`."""
+    return paused_catalog_job("hourly-sync", **params)
 
 
 def this_hour() -> datetime:

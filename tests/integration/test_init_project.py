@@ -14,7 +14,6 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -24,12 +23,11 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from devstack import EmbeddedPostgres, TemporalDevServer, free_port
+from devstack import EmbeddedPostgres, free_port
 from tests.helpers import ROOT
 from tests.helpers.wheel import InstalledWheel, run
 from tests.helpers.worker import WorkerProcess, settings_env
-from tests.integration.namespaces import fresh_namespace
-from worker.settings import Settings
+from tests.integration.namespaces import fleet_of_its_own
 
 pytestmark = pytest.mark.timeout(900)  # the project's install and its own test session
 
@@ -63,18 +61,11 @@ def _clean(env: os._Environ | dict[str, str]) -> dict[str, str]:
 
 
 async def test_the_new_project_migrates_syncs_runs_its_kinds_and_audits(
-    project, postgres: EmbeddedPostgres, temporal: TemporalDevServer, client: Client, tmp_path
+    project, postgres: EmbeddedPostgres, client: Client, tmp_path
 ):
     directory, python = project
-    namespace = await fresh_namespace(client, "init")
-    database_url = postgres.create_database(f"init_{uuid.uuid4().hex[:8]}")  # empty
-    settings = Settings(
-        temporal_address=temporal.address,
-        temporal_namespace=namespace.namespace,
-        temporal_task_queue=f"init-{uuid.uuid4().hex[:8]}",
-        database_url=database_url,
-        worker_graceful_shutdown_seconds=30,
-    )
+    namespace, settings = await fleet_of_its_own(client, postgres, "init")
+    database_url = settings.database_url.get_secret_value()  # empty
     # The relay's mail goes to a port nothing listens on, not to a local stack's mail sink.
     env = settings_env(settings, SMTP_PORT=str(free_port()))
     env = _clean(env) | {k: v for k, v in env.items() if k.startswith(("TEMPORAL_", "DATABASE_"))}

@@ -14,7 +14,6 @@ import re
 import signal
 import subprocess
 import tomllib
-import uuid
 import zipfile
 from datetime import date, timedelta
 from pathlib import Path
@@ -29,7 +28,7 @@ from tests.helpers import ROOT, TEMPLATE_DB, assert_eventually
 from tests.helpers.wheel import InstalledWheel, run, tracked
 from tests.helpers.worker import WorkerProcess, settings_env
 from tests.integration.jobs import insert_invoices
-from tests.integration.namespaces import fresh_namespace
+from tests.integration.namespaces import fleet_of_its_own
 from worker.settings import Settings
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -123,18 +122,11 @@ def test_the_runtime_install_carries_no_test_or_local_stack_dependency(python, o
 
 
 async def test_the_installed_package_migrates_syncs_runs_and_audits(
-    wheel, python, outside, postgres, temporal, client, tmp_path
+    wheel, python, outside, postgres, client, tmp_path
 ):
-    namespace = await fresh_namespace(client, "wheel")
     # An empty database: the installed `worker migrate` builds it.
-    database_url = postgres.create_database(f"wheel_{uuid.uuid4().hex[:8]}")
-    settings = Settings(
-        temporal_address=temporal.address,
-        temporal_namespace=namespace.namespace,
-        temporal_task_queue=f"wheel-{uuid.uuid4().hex[:8]}",
-        database_url=database_url,
-        worker_graceful_shutdown_seconds=30,
-    )
+    namespace, settings = await fleet_of_its_own(client, postgres, "wheel")
+    database_url = settings.database_url.get_secret_value()
     # The relay's mail goes to a port nothing listens on, not to a local stack's mail sink.
     env = installed_env(settings, SMTP_PORT=str(free_port()))
     packaged = zipfile.ZipFile(wheel)

@@ -16,7 +16,6 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import psycopg
@@ -34,10 +33,11 @@ from schedules.health.status import ScheduleState
 from schedules.notices import notify_findings
 from tests.helpers import ROOT, assert_eventually
 from tests.helpers.audit import audit_report, audited
+from tests.helpers.http import LocalServer, QuietHandler
 from tests.integration import runtime
 from tests.integration.jobs import executions, invoice_job, registered, trigger_at
+from tests.integration.runtime import customer
 from tests.integration.test_runtime_batch import weekly_batch
-from tests.integration.test_runtime_dispatch import customer
 from tests.integration.test_runtime_schedules_cli import cli, one_error_line
 
 pytestmark = pytest.mark.timeout(240)
@@ -45,7 +45,7 @@ pytestmark = pytest.mark.timeout(240)
 NOW = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)
 
 
-class Receiver:
+class Receiver(LocalServer):
     """A webhook receiver as a customer would write one: every request verified with the
     tenant's secret (a bad one answered 401), each `webhook-id` processed once. While
     `gate` is closed a request is recorded and then held, unanswered; the first
@@ -61,7 +61,7 @@ class Receiver:
         self._lock = threading.Lock()
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:
@@ -91,18 +91,12 @@ class Receiver:
                 except OSError:
                     pass  # the relay that sent it is dead
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/notices?token=t0ken"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(Handler)
+        self.url = f"http://127.0.0.1:{self.port}/notices?token=t0ken"
 
     def stop(self) -> None:
         self.gate.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().stop()
 
 
 @pytest.fixture
@@ -264,7 +258,7 @@ async def test_a_runtime_schedules_failure_reaches_its_tenant_by_email_and_webho
     done = cli(database_url, "notify", "set", "acme", "--webhook", receiver.url,
                "--email", "ops@acme.test")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    port = receiver.server.server_port
+    port = receiver.port
     line = done.stdout.strip()
     assert line.startswith(
         f"acme: webhook http://127.0.0.1:{port}/..., email ops@acme.test; secret whsec_"
@@ -276,17 +270,7 @@ async def test_a_runtime_schedules_failure_reaches_its_tenant_by_email_and_webho
 
     start_workers(1)
     runtime.fresh_ids(db)
-    customer = db.execute(
-        "INSERT INTO customers (tenant, name, email, timezone)"
-        " VALUES ('acme', 'Acme', 'acme@example.com', 'UTC') RETURNING id"
-    ).fetchone()[0]
-    sid = runtime.insert_schedule(
-        db, tenant="acme", name="weekly", kind="weekly-report", cron="* * * * *",
-        timezone="UTC", params={"customer_id": customer}, next_fire_at=NOW, timing_since=NOW,
-    )  # fmt: skip
-    await tenants.set_pause_after_failures(database_url, sid, 1, by="test")
-    # The slot fails: its customer is another tenant's now (refused, sending nothing).
-    db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (customer,))
+    sid = await runtime.failing_weekly(db, database_url, NOW, pause_after=1)
     async with runtime.dispatcher(database_url, client, task_queue, batches=False) as d:
         await runtime.tick_all(d, NOW)
         await runtime.settled(db, 1)

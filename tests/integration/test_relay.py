@@ -14,7 +14,6 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import psycopg
@@ -30,6 +29,7 @@ from jobs.outbox_relay.activities import Relay, RelayConfig
 from jobs.outbox_relay.transports import SmtpConfig, WebhookConfig
 from schedules.catalog.model import default_catalog
 from tests.helpers import assert_eventually
+from tests.helpers.http import LocalServer, QuietHandler
 from tests.integration.jobs import FAST_RETRY, executions, registered
 
 DOMAIN = "billing.example.test"
@@ -45,7 +45,7 @@ def sink() -> Iterator[MailSink]:
     server.stop()
 
 
-class Webhook:
+class Webhook(LocalServer):
     """A local HTTP server that records each POST; `answers[id]` lists statuses to give."""
 
     def __init__(self) -> None:
@@ -54,7 +54,7 @@ class Webhook:
         self._lock = threading.Lock()
         hook = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as the relay's client uses it
 
             def do_POST(self) -> None:
@@ -69,18 +69,8 @@ class Webhook:
                 self.end_headers()
                 self.wfile.write(reply)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks/outbox?token=s3cret"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
+        self.url = f"http://127.0.0.1:{self.port}/hooks/outbox?token=s3cret"
 
 
 @pytest.fixture

@@ -16,18 +16,11 @@ from activities.runtime.dispatch import Dispatcher
 from activities.runtime.start_gate import StartGate
 from tests.helpers import assert_eventually
 from tests.integration import runtime
+from tests.integration.runtime import customer
 
 pytestmark = pytest.mark.timeout(180)
 
 MONDAY = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)  # 08:00 in New York
-
-
-def customer(db, tenant: str, zone: str) -> int:
-    return db.execute(
-        "INSERT INTO customers (tenant, name, email, timezone) VALUES (%s, %s, %s, %s)"
-        " RETURNING id",
-        (tenant, tenant.title(), f"{tenant}@example.com", zone),
-    ).fetchone()[0]
 
 
 async def test_a_tick_starts_each_due_slot_once(

@@ -228,17 +228,7 @@ async def test_k_consecutive_failures_pause_the_schedule_and_one_more_does_not_r
 ):
     start_workers(1)
     runtime.fresh_ids(db)
-    acme = db.execute(
-        "INSERT INTO customers (tenant, name, email, timezone)"
-        " VALUES ('acme', 'Acme', 'acme@example.com', 'UTC') RETURNING id"
-    ).fetchone()[0]
-    sid = runtime.insert_schedule(
-        db, tenant="acme", name="weekly", kind="weekly-report", cron="* * * * *",
-        timezone="UTC", params={"customer_id": acme}, next_fire_at=NOW, timing_since=NOW,
-    )  # fmt: skip
-    await tenants.set_pause_after_failures(database_url, sid, 2, by="test")
-    # Every slot fails: its customer is another tenant's now (refused, sending nothing).
-    db.execute("UPDATE customers SET tenant = 'initech' WHERE id = %s", (acme,))
+    sid = await runtime.failing_weekly(db, database_url, NOW, pause_after=2)
     async with runtime.dispatcher(database_url, client, task_queue, batches=False) as d:
         for minute in range(3):
             await runtime.tick_all(d, NOW + timedelta(minutes=minute))

@@ -19,8 +19,8 @@ import pytest
 from core.errors import InvalidScheduleError
 from schedules import tenants
 from tests.integration import runtime
+from tests.integration.runtime import customer
 from tests.integration.test_runtime_batch import weekly_batch
-from tests.integration.test_runtime_dispatch import customer
 from tests.integration.test_runtime_schedules_cli import cli, one_error_line, rows
 
 pytestmark = pytest.mark.timeout(240)

@@ -27,7 +27,7 @@ from schedules.audit.runtime import audit_runtime
 from schedules.health.runtime import runtime_alerts
 from tests.helpers import assert_eventually
 from tests.integration import runtime
-from tests.integration.test_runtime_dispatch import customer
+from tests.integration.runtime import customer
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -14,12 +14,9 @@ import base64
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
@@ -35,7 +32,8 @@ from devstack.demo import load_demo_data
 from devstack.mailsink import MailSink, _Handler
 from devstack.payments import PaymentProviderServer
 from schedules.catalog.model import default_catalog
-from tests.helpers import ROOT, assert_eventually, wait_for_text
+from tests.helpers import ROOT, assert_eventually, python_m, wait_for_text
+from tests.helpers.http import LocalServer, QuietHandler
 from tests.helpers.worker import settings_env
 from tests.integration.jobs import registered
 
@@ -96,7 +94,7 @@ class _AuthHandler(_Handler):
         return await super().handle_DATA(server, session, envelope)
 
 
-class EchoingWebhook:
+class EchoingWebhook(LocalServer):
     """Answers each message's first POST 500 with its request line and headers echoed (as
     careless receivers do), every later one 200; a message with `reject` gets 400 and the
     echo, every time (it goes dead, its error kept)."""
@@ -106,7 +104,7 @@ class EchoingWebhook:
         answered: set[str] = set()
         hook = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:
@@ -122,18 +120,9 @@ class EchoingWebhook:
                 self.end_headers()
                 self.wfile.write(reply)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        port = self.server.server_port
+        super().__init__(Handler)
+        port = self.port
         self.url = f"http://hooker:{HOOK_PASSWORD}@127.0.0.1:{port}/hooks/in?token={HOOK_TOKEN}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -179,14 +168,7 @@ class DebugWorker:
 
 
 def command(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = python_m(list(args), env)
     assert "Traceback" not in done.stderr, done.stderr
     return f"$ {' '.join(args)} -> {done.returncode}\n{done.stdout}{done.stderr}"
 

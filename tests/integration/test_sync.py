@@ -32,7 +32,7 @@ from schedules.catalog.model import JobSpec, load_catalog, parse_catalog
 from schedules.sync.apply import sync
 from schedules.sync.plan import plan
 from schedules.sync.safety import SyncIncompleteError
-from tests.helpers import ROOT, assert_eventually
+from tests.helpers import ROOT, assert_eventually, python_m
 from tests.helpers.worker import schedules_cli
 from tests.integration.jobs import delete_managed, managed_become
 from workflows import JobRun
@@ -384,14 +384,7 @@ async def test_without_the_digest_attribute_sync_describes_every_job(
 def test_sync_with_temporal_unreachable_fails_with_one_line():
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
     env["TEMPORAL_ADDRESS"] = "127.0.0.1:1"
-    done = subprocess.run(
-        [sys.executable, "-m", "schedules", "--wait-for-cluster", "2", "sync"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = python_m(["schedules", "--wait-for-cluster", "2", "sync"], env, timeout=60)
     assert done.returncode == 1
     # One line says what it waits for.
     waiting, error = done.stderr.strip().splitlines()

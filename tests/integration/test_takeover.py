@@ -8,7 +8,6 @@ from datetime import date, timedelta
 import psycopg
 from temporalio.api.enums.v1 import EventType, PendingActivityState
 
-from schedules.catalog.model import RetrySpec
 from tests.helpers import assert_eventually, wait_for_text
 from tests.integration.jobs import (
     executions,
@@ -16,6 +15,7 @@ from tests.integration.jobs import (
     invoice_job,
     outbox_count,
     registered,
+    takeover_retry,
     waiting_on,
 )
 
@@ -35,11 +35,7 @@ async def test_a_frozen_holder_of_the_row_lock_never_costs_the_run_its_retries(
     job = invoice_job(chunk_size=500, pause_between_chunks_ms=100).model_copy(
         update={
             "heartbeat": HEARTBEAT,
-            "retry": RetrySpec(
-                maximum_attempts=3,
-                initial_interval=timedelta(seconds=0.5),
-                maximum_interval=timedelta(seconds=1),
-            ),
+            "retry": takeover_retry(3),
         }
     )
     async with registered(client, job, task_queue):

@@ -8,11 +8,9 @@ and read a real `python -m worker` process.
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -32,6 +30,7 @@ from activities.common.telemetry import record_catchup_gap
 from core import metric_names
 from devstack import free_port
 from tests.helpers import assert_eventually
+from tests.helpers.http import LocalServer, QuietHandler
 from tests.integration.jobs import executions, insert_invoices, invoice_job, registered
 from tests.integration.traced_workflows import TracedChild, TracedRun, trace_of
 from worker.client import connect
@@ -295,7 +294,7 @@ async def test_the_worker_serves_job_outbox_and_sdk_metrics_and_logs_json(
     assert {"time", "level", "logger"} <= claimed.keys()
 
 
-class _Collector(BaseHTTPRequestHandler):
+class _Collector(QuietHandler):
     """An OTLP/HTTP trace receiver: keeps every request body it is sent."""
 
     bodies: list[bytes]
@@ -307,19 +306,13 @@ class _Collector(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/x-protobuf")
         self.end_headers()
 
-    def log_message(self, *args) -> None:
-        pass
-
 
 @pytest.fixture
 def collector():
     handler = type("Collector", (_Collector,), {"bodies": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1], handler.bodies
-    server.shutdown()
-    server.server_close()
+    server = LocalServer(handler)
+    yield server.port, handler.bodies
+    server.stop()
 
 
 async def test_the_worker_exports_one_trace_per_run_over_otlp_when_asked(

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime, timedelta
@@ -51,9 +50,8 @@ from tests.helpers.wheel import (
 from tests.helpers.worker import WorkerProcess, settings_env
 from tests.integration.chunk_gate import ChunkGate
 from tests.integration.jobs import insert_invoices
-from tests.integration.namespaces import fresh_namespace
+from tests.integration.namespaces import fleet_of_its_own
 from tests.integration.runtime import insert_schedule
-from worker.settings import Settings
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -68,18 +66,19 @@ SLOTS = 1000  # one batch workflow (BATCH_SLOTS), two calls of its activity: 500
 # Paused: only the test's triggers start runs. Short retries: an attempt cut off with its
 # worker is retried at once on another.
 RETRY = 'retry = { maximum_attempts = 20, initial_interval = "1s", maximum_interval = "2s" }'
+TRIGGERED_ONLY = f"""timezone = "UTC"
+paused = true
+note = "test: triggered runs only"
+timeout = "10m"
+heartbeat = "20s"
+{RETRY}"""
 CATALOG = f"""
 [invoice-reminders]
 description = "Remind customers of unpaid invoices past due (the upgrade test's)."
 owner = "billing"
 kind = "invoice-reminders"
 cron = "30 2 * * *"
-timezone = "UTC"
-paused = true
-note = "test: triggered runs only"
-timeout = "10m"
-heartbeat = "20s"
-{RETRY}
+{TRIGGERED_ONLY}
 
 [invoice-reminders.params]
 chunk_size = 2
@@ -90,12 +89,7 @@ description = "Bill last month's subscriptions in steps (the upgrade test's)."
 owner = "billing"
 kind = "monthly-billing"
 cron = "0 3 1 * *"
-timezone = "UTC"
-paused = true
-note = "test: triggered runs only"
-timeout = "10m"
-heartbeat = "20s"
-{RETRY}
+{TRIGGERED_ONLY}
 
 [monthly-billing.params]
 chunk_size = 1000
@@ -238,14 +232,12 @@ class Fleet:
 
 
 @pytest.fixture
-async def fleet(releases, postgres, temporal, client, provider, tmp_path) -> AsyncIterator[Fleet]:
+async def fleet(releases, postgres, client, provider, tmp_path) -> AsyncIterator[Fleet]:
     """A fleet of its own: a fresh namespace, task queue and empty database."""
-    namespace = await fresh_namespace(client, "upgrade")
-    settings = Settings(
-        temporal_address=temporal.address,
-        temporal_namespace=namespace.namespace,
-        temporal_task_queue=f"upgrade-{uuid.uuid4().hex[:8]}",
-        database_url=postgres.create_database(f"upgrade_{uuid.uuid4().hex[:8]}"),
+    namespace, settings = await fleet_of_its_own(
+        client,
+        postgres,
+        "upgrade",
         # A held attempt is cut off this long after its replica is told to stop.
         worker_graceful_shutdown_seconds=2,
     )

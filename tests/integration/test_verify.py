@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 import uuid
 from datetime import UTC, datetime
@@ -29,7 +28,7 @@ from devstack import TemporalDevServer, free_port
 from schedules.catalog.model import load_catalog, parse_catalog
 from schedules.health.verify import verify_job
 from schedules.sync.apply import sync
-from tests.helpers import ROOT
+from tests.helpers import ROOT, python_m
 from tests.integration.namespaces import fresh_namespace
 from timing.zones import zoneinfo_dir
 
@@ -52,14 +51,7 @@ def cli(
         PYTHONUNBUFFERED="1",
     )
     where = ["--catalog", str(catalog)] if catalog else []
-    return subprocess.run(
-        [sys.executable, "-m", "schedules", *where, *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return python_m(["schedules", *where, *args], env, timeout=180)
 
 
 def paused_copy(source: Path, target: Path) -> Path:

@@ -19,7 +19,6 @@ from temporalio.worker import Replayer
 
 from core.payloads import data_converter
 from jobs import kind_workflows
-from schedules.catalog.model import RetrySpec
 from tests.helpers import assert_eventually, wait_for_text
 from tests.helpers.audit import audit_report, one_slot
 from tests.integration.jobs import (
@@ -28,6 +27,7 @@ from tests.integration.jobs import (
     insert_invoices,
     invoice_job,
     registered,
+    takeover_retry,
 )
 from worker.run import workflow_runner
 from workflows import ChunkedJobWorkflow, ScheduledJobWorkflow
@@ -83,13 +83,7 @@ async def test_a_frozen_worker_woken_after_a_takeover_never_takes_the_slot_back(
     env = {"WORKER_MAX_CONCURRENT_ACTIVITIES": "3", **gate.env}
     (frozen,) = start_workers(1, DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS="3600", **env)
     job = invoice_job(chunk_size=500, heartbeat=HEARTBEAT).model_copy(
-        update={
-            "retry": RetrySpec(
-                maximum_attempts=20,
-                initial_interval=timedelta(seconds=0.5),
-                maximum_interval=timedelta(seconds=1),
-            )
-        }
+        update={"retry": takeover_retry(20)}
     )
     async with registered(client, job, task_queue):
         await client.get_schedule_handle(job.id).trigger()
@@ -146,13 +140,7 @@ async def test_a_frozen_worker_absorbing_every_retry_does_not_fail_the_run(
     env = {"WORKER_MAX_CONCURRENT_ACTIVITIES": str(attempts), **gate.env}
     (frozen,) = start_workers(1, DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS="3600", **env)
     job = invoice_job(chunk_size=500, heartbeat=HEARTBEAT).model_copy(
-        update={
-            "retry": RetrySpec(
-                maximum_attempts=attempts,
-                initial_interval=timedelta(seconds=0.5),
-                maximum_interval=timedelta(seconds=1),
-            )
-        }
+        update={"retry": takeover_retry(attempts)}
     )
     async with registered(client, job, task_queue):
         await client.get_schedule_handle(job.id).trigger()

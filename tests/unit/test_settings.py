@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from core.errors import SettingsError
-from tests.helpers import ROOT
+from tests.helpers import python_m
 from worker.settings import LOCAL_DATABASE_URL, load_settings
 
 
@@ -48,14 +45,7 @@ def test_a_bad_database_url_never_shows_its_password(monkeypatch):
 @pytest.mark.parametrize("command", [["worker"], ["worker", "migrate"], ["schedules", "sync"]])
 def test_entry_points_exit_2_with_one_line_on_bad_settings(command):
     env = {"PATH": "/usr/bin:/bin", "DATABASE_URL": "mysql://admin:hunter2-secret@db/jobs"}
-    done = subprocess.run(
-        [sys.executable, "-m", *command],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = python_m(command, env, timeout=60)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "DATABASE_URL" in lines[0]
